@@ -1,0 +1,187 @@
+//! Shared state, the router, and the running server.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{Method, Uri};
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::config::HostConfig;
+use crate::discovery::{self, DiscoveryDoc};
+use crate::error::{ApiError, HostError};
+use crate::invoker::ToolInvoker;
+use crate::mutants::Mutant;
+use crate::principals::PrincipalDirectory;
+use crate::rate_limit::RateLimiter;
+use crate::runs;
+use crate::seams;
+use crate::storage::Storage;
+
+/// How long [`RunningHost::shutdown`] waits for in-flight requests.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Everything a request handler needs; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    mutant: Option<Mutant>,
+    seams_enabled: bool,
+    principals: PrincipalDirectory,
+    storage: Storage,
+    limiter: RateLimiter,
+    invoker: ToolInvoker,
+    discovery: DiscoveryDoc,
+    default_tool_timeout: Duration,
+}
+
+impl AppState {
+    /// Builds the state for `config` (fresh in-memory store, empty buckets).
+    pub fn new(config: &HostConfig) -> Result<Self, HostError> {
+        let inner = Inner {
+            mutant: config.mutant,
+            seams_enabled: config.seams_enabled,
+            principals: PrincipalDirectory::new(config.principals.clone())?,
+            storage: Storage::open_in_memory()?,
+            limiter: RateLimiter::new(config.rate_limit, config.mutant),
+            invoker: ToolInvoker::new().map_err(HostError::HttpClient)?,
+            discovery: DiscoveryDoc::render(config.seams_enabled, config.mutant),
+            default_tool_timeout: config.default_tool_timeout,
+        };
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The active mutant, if any.
+    pub fn mutant(&self) -> Option<Mutant> {
+        self.inner.mutant
+    }
+
+    /// Whether `mutant` is the active one.
+    pub fn mutant_is(&self, mutant: Mutant) -> bool {
+        self.inner.mutant == Some(mutant)
+    }
+
+    /// Whether the conformance seams are mounted.
+    pub fn seams_enabled(&self) -> bool {
+        self.inner.seams_enabled
+    }
+
+    /// Known principals.
+    pub fn principals(&self) -> &PrincipalDirectory {
+        &self.inner.principals
+    }
+
+    /// The run/event store.
+    pub fn storage(&self) -> &Storage {
+        &self.inner.storage
+    }
+
+    /// The per-tool rate limiter.
+    pub fn limiter(&self) -> &RateLimiter {
+        &self.inner.limiter
+    }
+
+    /// The tool invoker.
+    pub fn invoker(&self) -> &ToolInvoker {
+        &self.inner.invoker
+    }
+
+    /// The rendered discovery document.
+    pub fn discovery(&self) -> &DiscoveryDoc {
+        &self.inner.discovery
+    }
+
+    /// Tool timeout when a call gives none.
+    pub fn default_tool_timeout(&self) -> Duration {
+        self.inner.default_tool_timeout
+    }
+}
+
+/// The host's routes. Unknown routes and wrong methods answer the 404
+/// `not_found` envelope (the closed code set has no 405).
+pub fn router(state: AppState) -> Router {
+    let mut router = Router::new()
+        .route("/.well-known/openwop", get(discovery::get_discovery))
+        .route("/runs/{runId}", get(runs::get_run))
+        .route("/runs/{runId}/events/poll", get(runs::poll_events));
+    if state.seams_enabled() {
+        router = router.merge(seams::router());
+    }
+    router
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(unknown_route)
+        .with_state(state)
+}
+
+async fn unknown_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "no route for {method} {}; see docs/reference-host.md for the endpoints this host serves",
+        uri.path()
+    ))
+}
+
+/// A host serving in the background.
+#[derive(Debug)]
+pub struct RunningHost {
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    pub base_url: String,
+    /// The bound address.
+    pub addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    server: JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningHost {
+    /// Stops accepting, lets in-flight requests finish for up to 2 s, then
+    /// aborts whatever is left.
+    pub async fn shutdown(self) {
+        // The server may already have stopped; then there is nobody to tell.
+        let _ = self.stop.send(());
+        let mut server = self.server;
+        if tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
+            .await
+            .is_err()
+        {
+            server.abort();
+            let _ = server.await;
+        }
+    }
+}
+
+/// Binds `config.bind` and serves in a background task.
+pub async fn start(config: HostConfig) -> Result<RunningHost, HostError> {
+    let state = AppState::new(&config)?;
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .map_err(|source| HostError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let app = router(state);
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                // Either an explicit stop or the handle being dropped ends it.
+                let _ = stopped.await;
+            })
+            .await
+    });
+    Ok(RunningHost {
+        base_url: format!("http://{addr}"),
+        addr,
+        stop,
+        server,
+    })
+}

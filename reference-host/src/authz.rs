@@ -1,0 +1,163 @@
+//! Per-tool authorization of the principal a tool call is attributed to
+//! (RFC 0064 §C). Fail-closed: when the principal's scopes cannot be
+//! evaluated (unknown principal, scope-resolver error) the call is denied.
+
+use crate::mutants::Mutant;
+use crate::principals::PrincipalDirectory;
+
+/// Why a call was denied (the `reason` of `authorization.decided`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DenyReason {
+    /// The principal's scopes were resolved and lack a required scope.
+    MissingScope,
+    /// The principal's scopes could not be evaluated.
+    Unevaluable,
+}
+
+impl DenyReason {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MissingScope => "missing-scope",
+            Self::Unevaluable => "unevaluable",
+        }
+    }
+}
+
+/// The outcome of an authorization check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The call may proceed.
+    Allow,
+    /// The call must not run.
+    Deny {
+        /// Why.
+        reason: DenyReason,
+        /// What is wrong and what would fix it.
+        message: String,
+    },
+}
+
+/// Decides whether `principal` may invoke `tool` given its required scopes.
+pub fn decide(
+    directory: &PrincipalDirectory,
+    principal: &str,
+    tool: &str,
+    required_scopes: &[String],
+    mutant: Option<Mutant>,
+) -> Decision {
+    if mutant == Some(Mutant::AuthzAlwaysDeny) {
+        // Bug: denies even when every required scope is held.
+        return Decision::Deny {
+            reason: DenyReason::MissingScope,
+            message: format!("principal `{principal}` may not invoke tool `{tool}`"),
+        };
+    }
+    let Some(subject) = directory.get(principal) else {
+        // RFC 0064 §C fail-closed: an unknown subject cannot be evaluated.
+        return Decision::Deny {
+            reason: DenyReason::Unevaluable,
+            message: format!(
+                "principal `{principal}` is not known to this host, so its scopes cannot be evaluated and tool `{tool}` is denied (fail-closed); attribute the call to a configured principal"
+            ),
+        };
+    };
+    let held = match subject.resolve_scopes() {
+        Ok(held) => held,
+        // Bug: a resolver error is treated as "allowed" (fails open).
+        Err(_) if mutant == Some(Mutant::AuthzFailOpenOnResolverError) => return Decision::Allow,
+        Err(err) => {
+            // RFC 0064 §C fail-closed: a resolver error denies; it never allows.
+            return Decision::Deny {
+                reason: DenyReason::Unevaluable,
+                message: format!(
+                    "{err}, so tool `{tool}` is denied (fail-closed); retry when the scope resolver is available"
+                ),
+            };
+        }
+    };
+    let missing: Vec<&str> = required_scopes
+        .iter()
+        .filter(|scope| !held.contains(scope))
+        .map(String::as_str)
+        .collect();
+    if missing.is_empty() {
+        Decision::Allow
+    } else {
+        Decision::Deny {
+            reason: DenyReason::MissingScope,
+            message: format!(
+                "principal `{principal}` lacks required scope(s) {} for tool `{tool}`; grant them or call as a principal that holds them",
+                missing.join(", ")
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::principals::builtin;
+
+    fn dir() -> PrincipalDirectory {
+        PrincipalDirectory::new(builtin()).expect("valid")
+    }
+
+    fn scopes(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn reason(decision: Decision) -> Option<DenyReason> {
+        match decision {
+            Decision::Allow => None,
+            Decision::Deny { reason, .. } => Some(reason),
+        }
+    }
+
+    #[test]
+    fn holders_are_allowed_and_others_denied() {
+        let write = scopes(&["tools:write"]);
+        assert_eq!(decide(&dir(), "alice", "t", &write, None), Decision::Allow);
+        assert_eq!(
+            reason(decide(&dir(), "carol", "t", &write, None)),
+            Some(DenyReason::MissingScope)
+        );
+        assert_eq!(decide(&dir(), "carol", "t", &[], None), Decision::Allow);
+    }
+
+    #[test]
+    fn unknown_principals_and_resolver_errors_fail_closed() {
+        assert_eq!(
+            reason(decide(&dir(), "mallory", "t", &[], None)),
+            Some(DenyReason::Unevaluable)
+        );
+        assert_eq!(
+            reason(decide(&dir(), "dave", "t", &[], None)),
+            Some(DenyReason::Unevaluable)
+        );
+    }
+
+    #[test]
+    fn mutants_break_the_decision() {
+        assert_eq!(
+            decide(
+                &dir(),
+                "dave",
+                "t",
+                &[],
+                Some(Mutant::AuthzFailOpenOnResolverError)
+            ),
+            Decision::Allow
+        );
+        assert_eq!(
+            reason(decide(
+                &dir(),
+                "alice",
+                "t",
+                &[],
+                Some(Mutant::AuthzAlwaysDeny)
+            )),
+            Some(DenyReason::MissingScope)
+        );
+    }
+}

@@ -1,0 +1,72 @@
+//! Host configuration.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use crate::mutants::Mutant;
+use crate::principals::{self, Principal};
+
+/// Token-bucket settings for per-tool rate limiting (RFC 0064 §D).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitConfig {
+    /// Bucket size: calls allowed in a burst.
+    pub capacity: u32,
+    /// One token is added back every this long (continuous refill).
+    pub refill_every: Duration,
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        Self {
+            capacity: 5,
+            refill_every: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Everything [`crate::start`] needs to run a host.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Listening address; default `127.0.0.1:0` (ephemeral port).
+    pub bind: SocketAddr,
+    /// The deliberately broken variant to run, if any.
+    pub mutant: Option<Mutant>,
+    /// Mount `/conformance/seams/...` (default off).
+    pub seams_enabled: bool,
+    /// Who may call the host; default [`principals::builtin`].
+    pub principals: Vec<Principal>,
+    /// Per-(principal, tool) token bucket settings.
+    pub rate_limit: RateLimitConfig,
+    /// Tool call timeout when the request gives no `timeoutMs`.
+    pub default_tool_timeout: Duration,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            mutant: None,
+            seams_enabled: false,
+            principals: principals::builtin(),
+            rate_limit: RateLimitConfig::default(),
+            default_tool_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_documented_values() {
+        let config = HostConfig::default();
+        assert_eq!(config.bind.to_string(), "127.0.0.1:0");
+        assert_eq!(config.mutant, None);
+        assert!(!config.seams_enabled);
+        assert_eq!(config.principals, principals::builtin());
+        assert_eq!(config.rate_limit.capacity, 5);
+        assert_eq!(config.rate_limit.refill_every, Duration::from_secs(30));
+        assert_eq!(config.default_tool_timeout, Duration::from_secs(2));
+    }
+}

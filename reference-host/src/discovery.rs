@@ -1,0 +1,189 @@
+//! `GET /.well-known/openwop`: the v2 discovery document.
+//!
+//! The document is fixed for a host's lifetime (it depends only on whether
+//! seams are enabled and on the mutant), so it is rendered once with a strong
+//! ETag (quoted hex SHA-256 of the body) and served with conditional-GET
+//! support. This host only speaks v2, so the same closed root is served
+//! whether or not the request carries `OpenWOP-Version`.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::app::AppState;
+use crate::args_hash::sha256_hex;
+use crate::mutants::Mutant;
+use crate::seams::SEAMS_PROFILE;
+
+/// The rendered document and its ETag.
+#[derive(Debug, Clone)]
+pub struct DiscoveryDoc {
+    body: Vec<u8>,
+    etag: String,
+}
+
+impl DiscoveryDoc {
+    /// Renders the document for this host's configuration.
+    pub fn render(seams_enabled: bool, mutant: Option<Mutant>) -> Self {
+        let body = serde_json::to_vec(&document(seams_enabled, mutant)).unwrap_or_default();
+        let etag = format!("\"{}\"", sha256_hex(&body));
+        Self { body, etag }
+    }
+
+    /// The body bytes.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The strong ETag, quoted.
+    pub fn etag(&self) -> &str {
+        &self.etag
+    }
+
+    /// Whether an `If-None-Match` value matches this document (RFC 9110
+    /// §13.1.2: weak comparison, `*` matches any current representation).
+    pub fn matches(&self, if_none_match: &str) -> bool {
+        if_none_match
+            .split(',')
+            .map(str::trim)
+            .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == self.etag)
+    }
+}
+
+/// The document as JSON.
+fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
+    let preferred = if mutant == Some(Mutant::DiscoveryPreferredUnlisted) {
+        // Bug: advertises a preferred version it does not list.
+        "2.1"
+    } else {
+        "2.0"
+    };
+    let mut tool_hooks = json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-gated",
+        "prePostEvents": true,
+        "perToolAuthorization": true,
+        "perToolRateLimit": true,
+    });
+    if mutant == Some(Mutant::ToolhooksFacetNotBoolean) {
+        // Bug: a boolean facet carried as a string.
+        tool_hooks["perToolRateLimit"] = json!("yes");
+    }
+    if mutant == Some(Mutant::DiscoveryRecordMissingWitness)
+        && let Some(record) = tool_hooks.as_object_mut()
+    {
+        // Bug: every capability record must say how it is witnessed.
+        record.remove("witness");
+    }
+    // RFC 0064 §C: this host denies whenever a decision cannot be evaluated.
+    let fail_closed = mutant != Some(Mutant::AuthorizationFailclosedFalse);
+    let mut root = json!({
+        "protocolVersions": ["2.0"],
+        "preferredVersion": preferred,
+        "toolHooks": tool_hooks,
+        "authorization": {
+            "status": "stable",
+            "since": "2.0",
+            "witness": "witnessable-gated",
+            "failClosed": fail_closed,
+        },
+    });
+    if seams_enabled && let Some(object) = root.as_object_mut() {
+        object.insert(
+            "metadata".to_owned(),
+            json!({"conformance.seamsProfile": SEAMS_PROFILE}),
+        );
+    }
+    root
+}
+
+/// Handler for `GET /.well-known/openwop`.
+pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let doc = state.discovery();
+    let etag =
+        HeaderValue::from_str(doc.etag()).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+    let if_none_match = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|value| value.to_str().ok());
+    // RFC 9110 §13.1.2: a matching If-None-Match on GET answers 304.
+    let not_modified = if_none_match.is_some_and(|value| doc.matches(value))
+        && !state.mutant_is(Mutant::DiscoveryEtagIgnored);
+    if not_modified {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+    }
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::ETAG, etag),
+        ],
+        doc.body().to_vec(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(doc: &DiscoveryDoc) -> Value {
+        serde_json::from_slice(doc.body()).expect("json")
+    }
+
+    #[test]
+    fn correct_document_has_the_v2_root() {
+        let doc = DiscoveryDoc::render(false, None);
+        let value = parsed(&doc);
+        assert_eq!(value["protocolVersions"], json!(["2.0"]));
+        assert_eq!(value["preferredVersion"], "2.0");
+        assert_eq!(value["toolHooks"]["perToolRateLimit"], true);
+        assert_eq!(value["toolHooks"]["witness"], "witnessable-gated");
+        assert_eq!(value["authorization"]["failClosed"], true);
+        assert!(value.get("metadata").is_none());
+        let with_seams = parsed(&DiscoveryDoc::render(true, None));
+        assert_eq!(
+            with_seams["metadata"]["conformance.seamsProfile"],
+            "openwop-conformance-seams-v2"
+        );
+    }
+
+    #[test]
+    fn etag_is_quoted_sha256_of_body() {
+        let doc = DiscoveryDoc::render(false, None);
+        assert_eq!(doc.etag(), format!("\"{}\"", sha256_hex(doc.body())));
+        assert!(doc.matches(doc.etag()));
+        assert!(doc.matches(&format!("\"nope\", W/{}", doc.etag())));
+        assert!(doc.matches("*"));
+        assert!(!doc.matches("\"nope\""));
+    }
+
+    #[test]
+    fn document_mutants_change_exactly_their_field() {
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::ToolhooksFacetNotBoolean),
+        ));
+        assert_eq!(value["toolHooks"]["perToolRateLimit"], "yes");
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::DiscoveryPreferredUnlisted),
+        ));
+        assert_eq!(value["preferredVersion"], "2.1");
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::DiscoveryRecordMissingWitness),
+        ));
+        assert!(value["toolHooks"].get("witness").is_none());
+        assert_eq!(value["authorization"]["witness"], "witnessable-gated");
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::AuthorizationFailclosedFalse),
+        ));
+        assert_eq!(value["authorization"]["failClosed"], false);
+    }
+}

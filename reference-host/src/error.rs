@@ -1,0 +1,262 @@
+//! Error types: the closed v2 error envelope served to clients, and the
+//! errors that can stop the host from starting.
+//!
+//! Every 4xx/5xx body this host writes is exactly
+//! `{"error": CODE, "message": "...", "details"?: {...}}` (v2 closed
+//! envelope). `Retry-After` travels as a header, never inside `details`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+/// The closed set of v2 error codes this host emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// 400: the request is malformed or fails validation.
+    ValidationError,
+    /// 401: no bearer token, or one that names no principal.
+    Unauthenticated,
+    /// 403: the caller (or the attributed principal) lacks a required scope.
+    Forbidden,
+    /// 404: no such route or resource.
+    NotFound,
+    /// 429: a rate limit is exhausted; always sent with `Retry-After`.
+    RateLimited,
+    /// 500: the host failed; the request may be retried.
+    InternalError,
+}
+
+impl ErrorCode {
+    /// The wire string of the code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ValidationError => "validation_error",
+            Self::Unauthenticated => "unauthenticated",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::RateLimited => "rate_limited",
+            Self::InternalError => "internal_error",
+        }
+    }
+
+    /// The HTTP status that always accompanies the code.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::ValidationError => StatusCode::BAD_REQUEST,
+            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error answered to a client as the v2 error envelope.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    /// The envelope's `error` code (also decides the HTTP status).
+    pub code: ErrorCode,
+    /// What is wrong and what would fix it; never empty.
+    pub message: String,
+    /// Optional structured details.
+    pub details: Option<Map<String, Value>>,
+    /// Whole seconds for the `Retry-After` header (429 only).
+    pub retry_after_secs: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with a code and message, no details.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let mut message = message.into();
+        if message.trim().is_empty() {
+            // The envelope requires a non-empty message; never send a blank one.
+            message = format!("request failed with {code}");
+        }
+        Self {
+            code,
+            message,
+            details: None,
+            retry_after_secs: None,
+        }
+    }
+
+    /// 400 `validation_error`.
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::ValidationError, message)
+    }
+
+    /// 401 `unauthenticated`.
+    pub fn unauthenticated(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unauthenticated, message)
+    }
+
+    /// 403 `forbidden`.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Forbidden, message)
+    }
+
+    /// 404 `not_found`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, message)
+    }
+
+    /// 500 `internal_error`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InternalError, message)
+    }
+
+    /// Attaches `details`.
+    pub fn with_details(mut self, details: Map<String, Value>) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// Attaches a `Retry-After` value; clamped to at least 1 s because a
+    /// `Retry-After: 0` would invite an immediate retry that must fail again.
+    pub fn with_retry_after(mut self, secs: u64) -> Self {
+        self.retry_after_secs = Some(secs.max(1));
+        self
+    }
+
+    /// The envelope body as JSON.
+    pub fn body(&self) -> Value {
+        let mut body = json!({
+            "error": self.code.as_str(),
+            "message": self.message,
+        });
+        if let (Some(details), Some(object)) = (&self.details, body.as_object_mut()) {
+            object.insert("details".to_owned(), Value::Object(details.clone()));
+        }
+        body
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = json_response(self.code.status(), &self.body());
+        if let Some(secs) = self.retry_after_secs {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+impl From<crate::storage::StorageError> for ApiError {
+    fn from(_: crate::storage::StorageError) -> Self {
+        // Storage internals are not the client's business (and could carry
+        // stored payloads); the message says only what the client can do.
+        Self::internal("the host's run store failed; retry the request")
+    }
+}
+
+/// A response with a JSON body and `content-type: application/json`.
+pub fn json_response(status: StatusCode, body: &Value) -> Response {
+    // Serialising a `Value` cannot fail (all keys are strings), so the empty
+    // fallback is unreachable in practice; it keeps this path panic-free.
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = (status, bytes).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Errors that stop [`crate::start`] or [`crate::AppState::new`].
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The listening socket could not be bound.
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        /// The address that was asked for.
+        addr: std::net::SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The in-memory SQLite store could not be opened.
+    #[error("cannot open the in-memory store: {0}")]
+    Storage(#[from] crate::storage::StorageError),
+    /// The outbound HTTP client for tool receivers could not be built.
+    #[error("cannot build the tool-receiver HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    /// The principals list is invalid.
+    #[error("invalid principals: {0}")]
+    Principals(#[from] crate::principals::PrincipalsError),
+    /// Any other I/O failure while starting.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body_of(response: Response) -> (StatusCode, axum::http::HeaderMap, Value) {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .expect("body readable");
+        let value = serde_json::from_slice(&bytes).expect("json body");
+        (status, headers, value)
+    }
+
+    #[tokio::test]
+    async fn envelope_has_exactly_error_and_message() {
+        let (status, headers, body) =
+            body_of(ApiError::not_found("no such run").into_response()).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        assert_eq!(
+            body,
+            json!({"error": "not_found", "message": "no such run"})
+        );
+    }
+
+    #[tokio::test]
+    async fn envelope_carries_details_and_retry_after_header() {
+        let mut details = Map::new();
+        details.insert("scope".into(), json!("tool"));
+        let err = ApiError::new(ErrorCode::RateLimited, "slow down")
+            .with_details(details)
+            .with_retry_after(0);
+        let (status, headers, body) = body_of(err.into_response()).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(headers[header::RETRY_AFTER], "1");
+        assert_eq!(
+            body,
+            json!({"error": "rate_limited", "message": "slow down", "details": {"scope": "tool"}})
+        );
+    }
+
+    #[test]
+    fn empty_message_is_replaced() {
+        let err = ApiError::validation("  ");
+        assert!(!err.message.trim().is_empty());
+    }
+
+    #[test]
+    fn every_code_maps_to_its_status() {
+        let pairs = [
+            (ErrorCode::ValidationError, 400),
+            (ErrorCode::Unauthenticated, 401),
+            (ErrorCode::Forbidden, 403),
+            (ErrorCode::NotFound, 404),
+            (ErrorCode::RateLimited, 429),
+            (ErrorCode::InternalError, 500),
+        ];
+        for (code, status) in pairs {
+            assert_eq!(code.status().as_u16(), status, "{code}");
+        }
+    }
+}

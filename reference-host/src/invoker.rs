@@ -1,0 +1,200 @@
+//! Invoking a tool: either the built-in no-op or an HTTP receiver on loopback
+//! that plays the tool (toolcert extension).
+//!
+//! RFC 0064 §F Redaction: the receiver's body is read (bounded) but never
+//! copied into any message — it may hold secrets the tool echoed back.
+
+use std::time::{Duration, Instant};
+
+use reqwest::Url;
+use serde_json::Value;
+
+use crate::tool_events::ToolErrorCode;
+
+/// At most this much of a receiver's body is read.
+pub const MAX_RECEIVER_BODY: usize = 1 << 20;
+
+/// How long connecting to a receiver may take (bounded separately from the
+/// per-call timeout so an unroutable address fails fast).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How one invocation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InvokeResult {
+    /// The tool succeeded.
+    Succeeded,
+    /// The tool ran (or was attempted) and failed.
+    Failed {
+        /// Error code.
+        code: ToolErrorCode,
+        /// A message with no receiver-supplied content.
+        message: String,
+    },
+}
+
+/// One invocation and how long it took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// Result.
+    pub result: InvokeResult,
+    /// Whole milliseconds, measured around the call.
+    pub duration_ms: u64,
+}
+
+/// Calls tools. Holds one HTTP client for the host's lifetime.
+#[derive(Debug, Clone)]
+pub struct ToolInvoker {
+    client: reqwest::Client,
+}
+
+impl ToolInvoker {
+    /// Builds the client: no proxy (receivers are loopback only and a proxy
+    /// from the environment must not intercept them), no redirects (a
+    /// redirect could lead off loopback), bounded connect time.
+    pub fn new() -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()?;
+        Ok(Self { client })
+    }
+
+    /// Invokes the tool with the resolved `args`.
+    ///
+    /// Without a receiver the tool is a built-in no-op that succeeds.
+    pub async fn invoke(
+        &self,
+        receiver: Option<&Url>,
+        args: &Value,
+        timeout: Duration,
+    ) -> Invocation {
+        let started = Instant::now();
+        let result = match receiver {
+            None => InvokeResult::Succeeded,
+            Some(url) => {
+                // The outer timeout bounds the whole call even if the client's
+                // own per-request timeout did not fire (belt and braces).
+                match tokio::time::timeout(timeout, self.post(url, args, timeout)).await {
+                    Ok(result) => result,
+                    Err(_) => timed_out(timeout),
+                }
+            }
+        };
+        Invocation {
+            result,
+            duration_ms: millis(started.elapsed()),
+        }
+    }
+
+    async fn post(&self, url: &Url, args: &Value, timeout: Duration) -> InvokeResult {
+        let sent = self
+            .client
+            .post(url.clone())
+            .timeout(timeout)
+            .json(args)
+            .send()
+            .await;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(err) => return transport_failure(&err, timeout),
+        };
+        // Drain at most MAX_RECEIVER_BODY bytes so the measured duration
+        // covers the tool's whole answer; the bytes themselves are dropped.
+        let mut read = 0usize;
+        while read < MAX_RECEIVER_BODY {
+            match response.chunk().await {
+                Ok(Some(chunk)) => read = read.saturating_add(chunk.len()),
+                Ok(None) => break,
+                Err(err) => return transport_failure(&err, timeout),
+            }
+        }
+        let status = response.status();
+        if status.is_success() {
+            InvokeResult::Succeeded
+        } else {
+            InvokeResult::Failed {
+                code: ToolErrorCode::ToolExecutionFailed,
+                message: format!("tool receiver answered HTTP {}", status.as_u16()),
+            }
+        }
+    }
+}
+
+fn timed_out(timeout: Duration) -> InvokeResult {
+    InvokeResult::Failed {
+        code: ToolErrorCode::ToolTimeout,
+        message: format!(
+            "tool did not answer within {} ms; raise timeoutMs or make the tool faster",
+            millis(timeout)
+        ),
+    }
+}
+
+/// Maps a client error to a tool error without echoing its text (which may
+/// include the receiver URL or response fragments).
+fn transport_failure(err: &reqwest::Error, timeout: Duration) -> InvokeResult {
+    if err.is_timeout() {
+        return timed_out(timeout);
+    }
+    InvokeResult::Failed {
+        code: ToolErrorCode::ToolUnreachable,
+        message: if err.is_connect() {
+            "tool receiver could not be reached (connection failed); check that it is listening"
+                .to_owned()
+        } else {
+            "tool receiver connection failed before a complete answer arrived".to_owned()
+        },
+    }
+}
+
+/// Whole milliseconds, saturating.
+pub fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn no_receiver_is_a_successful_noop() {
+        let invoker = ToolInvoker::new().expect("client");
+        let invocation = invoker
+            .invoke(None, &json!({}), Duration::from_secs(1))
+            .await;
+        assert_eq!(invocation.result, InvokeResult::Succeeded);
+    }
+
+    #[tokio::test]
+    async fn closed_port_is_unreachable() {
+        // Bind then drop a listener to get a loopback port nobody listens on.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        drop(listener);
+        let url = Url::parse(&format!("http://{addr}/tool")).expect("url");
+        let invoker = ToolInvoker::new().expect("client");
+        let invocation = invoker
+            .invoke(Some(&url), &json!({}), Duration::from_secs(2))
+            .await;
+        assert!(
+            matches!(
+                invocation.result,
+                InvokeResult::Failed {
+                    code: ToolErrorCode::ToolUnreachable,
+                    ..
+                }
+            ),
+            "{invocation:?}"
+        );
+    }
+
+    #[test]
+    fn millis_saturates() {
+        assert_eq!(millis(Duration::from_millis(1500)), 1500);
+        assert_eq!(millis(Duration::MAX), u64::MAX);
+    }
+}

@@ -1,0 +1,30 @@
+//! A minimal in-memory OpenWOP v2 host.
+//!
+//! It is the known-good target of toolcert's conformance checks and also
+//! carries deliberately broken variants ("mutants", see [`mutants`]), each
+//! one known bug at one named place. Embed it with [`start`] or run the
+//! `reference-host` binary. See `docs/reference-host.md`.
+
+pub mod app;
+pub mod args_hash;
+pub mod args_schema;
+pub mod auth;
+pub mod authz;
+pub mod config;
+pub mod discovery;
+pub mod error;
+pub mod events;
+pub mod invoker;
+pub mod json_body;
+pub mod mutants;
+pub mod principals;
+pub mod rate_limit;
+pub mod redaction;
+pub mod runs;
+pub mod seams;
+pub mod storage;
+pub mod tool_events;
+
+pub use app::{AppState, RunningHost, router, start};
+pub use config::{HostConfig, RateLimitConfig};
+pub use error::{ApiError, ErrorCode, HostError};

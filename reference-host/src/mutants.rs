@@ -1,0 +1,304 @@
+//! Named, deliberately broken variants ("mutants") of the reference host.
+//!
+//! Each mutant is one known bug at one named place in the code. A correct
+//! conformance harness must fail at least one check against every mutant and
+//! pass every check against the unmutated host. The check for a mutant sits at
+//! exactly the place where its bug lives (search for `Mutant::<Variant>`), so a
+//! reader can see the correct behaviour and the broken one side by side.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One deliberately broken variant of the host, switched on by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mutant {
+    /// A scope-resolver error is treated as "allowed" (fails open).
+    AuthzFailOpenOnResolverError,
+    /// The tool is invoked first, then authorization is checked.
+    InvokeThenCheck,
+    /// argsHash is computed over the resolved raw args (secret included).
+    ArgsHashRaw,
+    /// argsHash is computed over non-canonical `serde_json::to_string` output.
+    ArgsHashNoncanonical,
+    /// A failed tool call is reported as `{status: "ok"}` with no error.
+    FailureBareSuccess,
+    /// A forbidden return carries `durationMs: 0`.
+    ForbiddenWithDuration,
+    /// The token bucket is keyed by tool name only.
+    RateLimitKeyedByTool,
+    /// No token bucket at all.
+    RateLimitAbsent,
+    /// 429 responses lack `Retry-After` and put `retryAfterSeconds` in details.
+    RateLimitNoRetryAfter,
+    /// The 429 body is `{"status": "rate_limited"}` instead of the envelope.
+    RateLimitBareBody,
+    /// Every authorization check denies.
+    AuthzAlwaysDeny,
+    /// No `authorization.decided` event is written on a deny.
+    DenialUnlogged,
+    /// `agent.tool-called` also carries the full redacted `inputs`.
+    CallEventCarriesInputs,
+    /// `agent.tool-called` omits `principal`.
+    CallEventMissingPrincipal,
+    /// `agent.tool-returned` has no `causationId`.
+    ReturnCausationMissing,
+    /// Tool events in the events log omit `agentId`.
+    EventAgentidMissing,
+    /// Seam (non-agent) tool events use agentId `refhost.agent`.
+    SeamAgentidNotSystem,
+    /// A failed return carries both `error` and `outcome: {}`.
+    ErrorWithOutcome,
+    /// An argument-validation failure reports `status: "invalid_args"`.
+    StatusInvalidArgs,
+    /// Discovery never answers 304 to a matching `If-None-Match`.
+    DiscoveryEtagIgnored,
+    /// The toolHooks record carries `"perToolRateLimit": "yes"`.
+    ToolhooksFacetNotBoolean,
+    /// `preferredVersion` is `"2.1"`, not in `protocolVersions`.
+    DiscoveryPreferredUnlisted,
+    /// The toolHooks record has no `witness` key.
+    DiscoveryRecordMissingWitness,
+    /// The authorization record advertises `failClosed: false`.
+    AuthorizationFailclosedFalse,
+}
+
+/// A mutant with its command-line name and a one-line statement of what it breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MutantInfo {
+    /// The mutant itself.
+    pub mutant: Mutant,
+    /// Its kebab-case name, as accepted by `--mutant`.
+    pub name: &'static str,
+    /// One short line saying what it breaks.
+    pub breaks: &'static str,
+}
+
+/// Every mutant, in its canonical (documented) order.
+pub const ALL: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::AuthzFailOpenOnResolverError,
+        name: "authz-fail-open-on-resolver-error",
+        breaks: "a scope-resolver error is treated as \"allowed\" (fails open)",
+    },
+    MutantInfo {
+        mutant: Mutant::InvokeThenCheck,
+        name: "invoke-then-check",
+        breaks: "the tool is invoked first, then authorization is checked and `forbidden` reported",
+    },
+    MutantInfo {
+        mutant: Mutant::ArgsHashRaw,
+        name: "args-hash-raw",
+        breaks: "argsHash is computed over the resolved raw args (secret included)",
+    },
+    MutantInfo {
+        mutant: Mutant::ArgsHashNoncanonical,
+        name: "args-hash-noncanonical",
+        breaks: "argsHash is computed over serde_json::to_string(args) (redacted, but not RFC 8785 canonical)",
+    },
+    MutantInfo {
+        mutant: Mutant::FailureBareSuccess,
+        name: "failure-bare-success",
+        breaks: "a failed tool call (non-2xx, timeout, unreachable) is reported as {status: \"ok\"} with no error",
+    },
+    MutantInfo {
+        mutant: Mutant::ForbiddenWithDuration,
+        name: "forbidden-with-duration",
+        breaks: "a forbidden return carries durationMs: 0",
+    },
+    MutantInfo {
+        mutant: Mutant::RateLimitKeyedByTool,
+        name: "rate-limit-keyed-by-tool",
+        breaks: "the token bucket is keyed by tool name only (one principal exhausts it for all)",
+    },
+    MutantInfo {
+        mutant: Mutant::RateLimitAbsent,
+        name: "rate-limit-absent",
+        breaks: "no token bucket: calls are never rate limited (simulateRateLimitExhausted still honoured)",
+    },
+    MutantInfo {
+        mutant: Mutant::RateLimitNoRetryAfter,
+        name: "rate-limit-no-retry-after",
+        breaks: "429 responses lack the Retry-After header and put retryAfterSeconds in details",
+    },
+    MutantInfo {
+        mutant: Mutant::RateLimitBareBody,
+        name: "rate-limit-bare-body",
+        breaks: "the 429 body is {\"status\": \"rate_limited\"} instead of the error envelope",
+    },
+    MutantInfo {
+        mutant: Mutant::AuthzAlwaysDeny,
+        name: "authz-always-deny",
+        breaks: "every authorization check denies (even with all scopes held)",
+    },
+    MutantInfo {
+        mutant: Mutant::DenialUnlogged,
+        name: "denial-unlogged",
+        breaks: "a deny writes neither authorization.decided nor its forbidden return to the event log (only the seam answer reports it)",
+    },
+    MutantInfo {
+        mutant: Mutant::CallEventCarriesInputs,
+        name: "call-event-carries-inputs",
+        breaks: "agent.tool-called also carries the full inputs, resolved secrets included",
+    },
+    MutantInfo {
+        mutant: Mutant::CallEventMissingPrincipal,
+        name: "call-event-missing-principal",
+        breaks: "agent.tool-called omits principal",
+    },
+    MutantInfo {
+        mutant: Mutant::ReturnCausationMissing,
+        name: "return-causation-missing",
+        breaks: "agent.tool-returned has no causationId",
+    },
+    MutantInfo {
+        mutant: Mutant::EventAgentidMissing,
+        name: "event-agentid-missing",
+        breaks: "tool events omit agentId (in the events log only; the seam response unaffected)",
+    },
+    MutantInfo {
+        mutant: Mutant::SeamAgentidNotSystem,
+        name: "seam-agentid-not-system",
+        breaks: "seam (non-agent) tool events use agentId refhost.agent instead of core.system",
+    },
+    MutantInfo {
+        mutant: Mutant::ErrorWithOutcome,
+        name: "error-with-outcome",
+        breaks: "a failed return carries both error and outcome: {}",
+    },
+    MutantInfo {
+        mutant: Mutant::StatusInvalidArgs,
+        name: "status-invalid-args",
+        breaks: "an argument-validation failure reports status: \"invalid_args\" (not in the closed enum)",
+    },
+    MutantInfo {
+        mutant: Mutant::DiscoveryEtagIgnored,
+        name: "discovery-etag-ignored",
+        breaks: "discovery never answers 304 to a matching If-None-Match",
+    },
+    MutantInfo {
+        mutant: Mutant::ToolhooksFacetNotBoolean,
+        name: "toolhooks-facet-not-boolean",
+        breaks: "the toolHooks record carries \"perToolRateLimit\": \"yes\"",
+    },
+    MutantInfo {
+        mutant: Mutant::DiscoveryPreferredUnlisted,
+        name: "discovery-preferred-unlisted",
+        breaks: "preferredVersion is \"2.1\", not in protocolVersions",
+    },
+    MutantInfo {
+        mutant: Mutant::DiscoveryRecordMissingWitness,
+        name: "discovery-record-missing-witness",
+        breaks: "the toolHooks record has no witness key",
+    },
+    MutantInfo {
+        mutant: Mutant::AuthorizationFailclosedFalse,
+        name: "authorization-failclosed-false",
+        breaks: "the authorization record advertises failClosed: false",
+    },
+];
+
+// `Mutant::info` falls back to `ALL[0]`; this makes that index total.
+const _: () = assert!(!ALL.is_empty());
+
+impl Mutant {
+    /// The entry of [`ALL`] describing this mutant.
+    fn info(self) -> &'static MutantInfo {
+        // Every variant has exactly one entry in ALL (checked by a unit test);
+        // the fallback only keeps this total without a panic path.
+        ALL.iter()
+            .find(|info| info.mutant == self)
+            .unwrap_or(&ALL[0])
+    }
+
+    /// The kebab-case name accepted by `--mutant`.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// One short line saying what this mutant breaks.
+    pub fn breaks(self) -> &'static str {
+        self.info().breaks
+    }
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error for a mutant name that is not in [`ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mutant `{given}`; valid names: {}", valid_names())]
+pub struct UnknownMutant {
+    /// The name that was given.
+    pub given: String,
+}
+
+/// The valid mutant names, comma separated, in canonical order.
+fn valid_names() -> String {
+    ALL.iter()
+        .map(|info| info.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl FromStr for Mutant {
+    type Err = UnknownMutant;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ALL.iter()
+            .find(|info| info.name == s)
+            .map(|info| info.mutant)
+            .ok_or_else(|| UnknownMutant {
+                given: s.to_owned(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_round_trip_through_from_str() {
+        for info in ALL {
+            let parsed: Mutant = info.name.parse().expect("listed name parses");
+            assert_eq!(parsed, info.mutant);
+            assert_eq!(parsed.name(), info.name);
+            assert_eq!(parsed.breaks(), info.breaks);
+            assert_eq!(parsed.to_string(), info.name);
+        }
+    }
+
+    #[test]
+    fn list_has_24_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 24);
+        let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
+        let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
+        assert_eq!(names.len(), ALL.len());
+        assert_eq!(mutants.len(), ALL.len());
+        assert_eq!(ALL[0].name, "authz-fail-open-on-resolver-error");
+        assert_eq!(ALL[23].name, "authorization-failclosed-false");
+    }
+
+    #[test]
+    fn breaks_lines_are_single_short_lines() {
+        for info in ALL {
+            assert!(!info.breaks.is_empty());
+            assert!(!info.breaks.contains('\n'), "{}", info.name);
+            assert!(!info.breaks.contains('\t'), "{}", info.name);
+        }
+    }
+
+    #[test]
+    fn unknown_name_lists_valid_names() {
+        let err = "no-such-mutant".parse::<Mutant>().unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("no-such-mutant"));
+        for info in ALL {
+            assert!(message.contains(info.name), "missing {}", info.name);
+        }
+    }
+}

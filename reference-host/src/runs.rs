@@ -1,0 +1,221 @@
+//! `GET /runs/{runId}` and `GET /runs/{runId}/events/poll`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::app::AppState;
+use crate::auth::{authenticate, require_scope};
+use crate::error::ApiError;
+use crate::events::{RunEventDoc, visible_in_updates};
+use crate::storage::RunRecord;
+
+/// Scope needed to read runs and their events.
+pub const RUNS_READ_SCOPE: &str = "runs:read";
+
+/// Longest accepted long-poll `timeout`, in seconds.
+pub const MAX_POLL_TIMEOUT_SECS: u64 = 60;
+
+/// Which events a poll returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamMode {
+    /// Everything except the `agent.*` family.
+    Updates,
+    /// Everything.
+    Debug,
+}
+
+/// Parsed poll query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollQuery {
+    /// Return events with a greater sequence (`None`: all).
+    pub after_sequence: Option<i64>,
+    /// Long-poll budget.
+    pub timeout: Option<Duration>,
+    /// Filter.
+    pub stream_mode: StreamMode,
+}
+
+impl PollQuery {
+    /// Parses and checks the query parameters; problems name the parameter.
+    pub fn parse(params: &HashMap<String, String>) -> Result<Self, ApiError> {
+        let after_sequence = params
+            .get("afterSequence")
+            .map(|raw| match raw.parse::<i64>() {
+                Ok(n) if n >= -1 => Ok(n),
+                _ => Err(ApiError::validation(
+                    "query parameter `afterSequence` must be an integer ≥ -1",
+                )),
+            })
+            .transpose()?;
+        let timeout = params
+            .get("timeout")
+            .map(|raw| match raw.parse::<u64>() {
+                Ok(secs) if (1..=MAX_POLL_TIMEOUT_SECS).contains(&secs) => {
+                    Ok(Duration::from_secs(secs))
+                }
+                _ => Err(ApiError::validation(format!(
+                    "query parameter `timeout` must be whole seconds from 1 to {MAX_POLL_TIMEOUT_SECS}"
+                ))),
+            })
+            .transpose()?;
+        let stream_mode = match params.get("streamMode").map(String::as_str) {
+            None | Some("updates") => StreamMode::Updates,
+            Some("debug") => StreamMode::Debug,
+            Some(_) => {
+                return Err(ApiError::validation(
+                    "query parameter `streamMode` must be `updates` or `debug`",
+                ));
+            }
+        };
+        Ok(Self {
+            after_sequence,
+            timeout,
+            stream_mode,
+        })
+    }
+}
+
+/// Authenticates the caller and checks `runs:read`.
+fn authorize_read(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let caller = authenticate(headers, state.principals())?;
+    require_scope(caller, RUNS_READ_SCOPE)
+}
+
+/// The run, or 404.
+fn find_run(state: &AppState, run_id: &str) -> Result<RunRecord, ApiError> {
+    state.storage().run(run_id)?.ok_or_else(|| {
+        ApiError::not_found(format!(
+            "run `{run_id}` does not exist; use a runId returned by this host"
+        ))
+    })
+}
+
+/// Handler for `GET /runs/{runId}`.
+pub async fn get_run(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    authorize_read(&state, &headers)?;
+    let run = find_run(&state, &run_id)?;
+    Ok(Json(json!({
+        "runId": run.run_id,
+        "status": run.status.as_str(),
+        "createdAt": run.created_at,
+    }))
+    .into_response())
+}
+
+/// Handler for `GET /runs/{runId}/events/poll`.
+pub async fn poll_events(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    authorize_read(&state, &headers)?;
+    let Query(params) = query.map_err(|rejection| {
+        ApiError::validation(format!(
+            "query string could not be parsed ({}); use afterSequence, timeout and streamMode",
+            rejection.body_text()
+        ))
+    })?;
+    let query = PollQuery::parse(&params)?;
+    let after = query.after_sequence.unwrap_or(-1);
+    // Subscribe before the first read so an append between the read and the
+    // wait still wakes us.
+    let mut changes = state.storage().subscribe();
+    let deadline = query.timeout.map(|timeout| Instant::now() + timeout);
+    loop {
+        let run = find_run(&state, &run_id)?;
+        let events: Vec<RunEventDoc> = state
+            .storage()
+            .events_after(&run_id, after)?
+            .into_iter()
+            .filter(|event| {
+                query.stream_mode == StreamMode::Debug || visible_in_updates(&event.event_type)
+            })
+            .collect();
+        // Return when there is something to show, when nothing more can
+        // arrive (terminal run), or when the long-poll budget is spent.
+        let done = !events.is_empty()
+            || run.status.is_terminal()
+            || deadline.is_none_or(|deadline| Instant::now() >= deadline);
+        if done {
+            let last_sequence = events.last().map_or(after, |event| event.sequence);
+            return Ok(Json(json!({
+                "runId": run.run_id,
+                "events": events,
+                "lastSequence": last_sequence,
+                "status": run.status.as_str(),
+                "isTerminal": run.status.is_terminal(),
+            }))
+            .into_response());
+        }
+        if let Some(deadline) = deadline {
+            // Wakes on any committed write or at the deadline, whichever is
+            // first; the loop re-reads either way, so the wait is bounded.
+            let _ = tokio::time::timeout_at(deadline, changes.changed()).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let query = PollQuery::parse(&params(&[])).expect("valid");
+        assert_eq!(query.after_sequence, None);
+        assert_eq!(query.timeout, None);
+        assert_eq!(query.stream_mode, StreamMode::Updates);
+    }
+
+    #[test]
+    fn valid_values() {
+        let query = PollQuery::parse(&params(&[
+            ("afterSequence", "3"),
+            ("timeout", "60"),
+            ("streamMode", "debug"),
+        ]))
+        .expect("valid");
+        assert_eq!(query.after_sequence, Some(3));
+        assert_eq!(query.timeout, Some(Duration::from_secs(60)));
+        assert_eq!(query.stream_mode, StreamMode::Debug);
+    }
+
+    #[test]
+    fn bad_values_name_the_parameter() {
+        for (name, value) in [
+            ("afterSequence", "x"),
+            ("afterSequence", "-2"),
+            ("timeout", "0"),
+            ("timeout", "61"),
+            ("timeout", "1.5"),
+            ("streamMode", "all"),
+        ] {
+            let err = PollQuery::parse(&params(&[(name, value)])).unwrap_err();
+            assert!(
+                err.message.contains(name),
+                "{name}={value}: {}",
+                err.message
+            );
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! The run and event store: one SQLite `:memory:` connection.
+//!
+//! The connection sits behind a `std::sync::Mutex` that is locked for exactly
+//! one statement or transaction and never held across an `.await`: the guard
+//! lives only inside these synchronous methods. That keeps concurrent requests
+//! genuinely concurrent, so later atomic effect claims race for real and must
+//! be made atomic by SQL, not by a host-wide lock.
+
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use tokio::sync::watch;
+
+use crate::events::{NewEvent, RunEventDoc, SCHEMA_VERSION, new_event_id, now_rfc3339};
+
+/// A store failure (always answered as `internal_error`).
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// SQLite reported an error.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A stored value could not be read back.
+    #[error("corrupt stored value in {column}: {problem}")]
+    Corrupt {
+        /// The column holding the bad value.
+        column: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// The lifecycle state of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Work is in progress.
+    Running,
+    /// Finished successfully.
+    Completed,
+    /// Finished unsuccessfully.
+    Failed,
+}
+
+impl RunStatus {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// Parses a wire string.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "running" => Some(Self::Running),
+            "completed" => Some(Self::Completed),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+
+    /// Whether no further events will be appended.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, Self::Running)
+    }
+}
+
+/// A stored run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRecord {
+    /// Run id.
+    pub run_id: String,
+    /// Current status.
+    pub status: RunStatus,
+    /// The principal the run is attributed to.
+    pub principal: String,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+}
+
+/// The SQLite-backed store plus a change signal for long polls.
+#[derive(Debug)]
+pub struct Storage {
+    conn: Mutex<Connection>,
+    /// Bumped after every committed write so long polls can wake up.
+    changes: watch::Sender<u64>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE events (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    sequence INTEGER NOT NULL,
+    event_id TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL,
+    node_id TEXT NULL,
+    causation_id TEXT NULL,
+    payload TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    PRIMARY KEY (run_id, sequence)
+);
+";
+
+impl Storage {
+    /// Opens a fresh in-memory store with the schema in place.
+    pub fn open_in_memory() -> Result<Self, StorageError> {
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            changes: watch::Sender::new(0),
+        })
+    }
+
+    /// Locks the connection for one statement or transaction.
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A poisoned lock only means another thread panicked mid-call; SQLite
+        // rolled back any open transaction when it was dropped, so the
+        // connection is still consistent and safe to reuse.
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Wakes long polls after a committed write.
+    fn notify(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that changes whenever a write commits.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Creates a run in status `running`.
+    pub fn create_run(&self, run_id: &str, principal: &str) -> Result<RunRecord, StorageError> {
+        let record = RunRecord {
+            run_id: run_id.to_owned(),
+            status: RunStatus::Running,
+            principal: principal.to_owned(),
+            created_at: now_rfc3339(),
+        };
+        self.conn().execute(
+            "INSERT INTO runs (run_id, status, principal, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                record.run_id,
+                record.status.as_str(),
+                record.principal,
+                record.created_at
+            ],
+        )?;
+        self.notify();
+        Ok(record)
+    }
+
+    /// Sets a run's status.
+    pub fn set_run_status(&self, run_id: &str, status: RunStatus) -> Result<(), StorageError> {
+        self.conn().execute(
+            "UPDATE runs SET status = ?2 WHERE run_id = ?1",
+            params![run_id, status.as_str()],
+        )?;
+        self.notify();
+        Ok(())
+    }
+
+    /// The run with this id, if any.
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRecord>, StorageError> {
+        let row = self
+            .conn()
+            .query_row(
+                "SELECT run_id, status, principal, created_at FROM runs WHERE run_id = ?1",
+                params![run_id],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, String>(3)?,
+                    ))
+                },
+            )
+            .optional()?;
+        row.map(|(run_id, status, principal, created_at)| {
+            let status = RunStatus::parse(&status).ok_or_else(|| StorageError::Corrupt {
+                column: "runs.status",
+                problem: format!("unknown status `{status}`"),
+            })?;
+            Ok(RunRecord {
+                run_id,
+                status,
+                principal,
+                created_at,
+            })
+        })
+        .transpose()
+    }
+
+    /// Appends an event at the run's next sequence number.
+    ///
+    /// The sequence is computed and the row inserted in one transaction, so
+    /// concurrent appends to one run can never share or skip a number.
+    pub fn append_event(&self, run_id: &str, event: NewEvent) -> Result<RunEventDoc, StorageError> {
+        let payload_text =
+            serde_json::to_string(&event.payload).map_err(|e| StorageError::Corrupt {
+                column: "events.payload",
+                problem: e.to_string(),
+            })?;
+        let mut doc = RunEventDoc {
+            event_id: new_event_id(),
+            run_id: run_id.to_owned(),
+            event_type: event.event_type.to_owned(),
+            payload: event.payload,
+            timestamp: now_rfc3339(),
+            sequence: 0,
+            schema_version: SCHEMA_VERSION,
+            node_id: event.node_id,
+            causation_id: event.causation_id,
+        };
+        {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            doc.sequence = tx.query_row(
+                "SELECT COALESCE(MAX(sequence), -1) + 1 FROM events WHERE run_id = ?1",
+                params![run_id],
+                |row| row.get(0),
+            )?;
+            tx.execute(
+                "INSERT INTO events (run_id, sequence, event_id, type, node_id, causation_id, payload, timestamp)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    doc.run_id,
+                    doc.sequence,
+                    doc.event_id,
+                    doc.event_type,
+                    doc.node_id,
+                    doc.causation_id,
+                    payload_text,
+                    doc.timestamp
+                ],
+            )?;
+            tx.commit()?;
+        }
+        self.notify();
+        Ok(doc)
+    }
+
+    /// The run's events with `sequence > after`, in sequence order.
+    pub fn events_after(&self, run_id: &str, after: i64) -> Result<Vec<RunEventDoc>, StorageError> {
+        let rows = {
+            let conn = self.conn();
+            let mut statement = conn.prepare_cached(
+                "SELECT event_id, type, node_id, causation_id, payload, timestamp, sequence
+                 FROM events WHERE run_id = ?1 AND sequence > ?2 ORDER BY sequence",
+            )?;
+            statement
+                .query_map(params![run_id, after], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, Option<String>>(2)?,
+                        row.get::<_, Option<String>>(3)?,
+                        row.get::<_, String>(4)?,
+                        row.get::<_, String>(5)?,
+                        row.get::<_, i64>(6)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        rows.into_iter()
+            .map(
+                |(event_id, event_type, node_id, causation_id, payload, timestamp, sequence)| {
+                    let payload =
+                        serde_json::from_str(&payload).map_err(|e| StorageError::Corrupt {
+                            column: "events.payload",
+                            problem: e.to_string(),
+                        })?;
+                    Ok(RunEventDoc {
+                        event_id,
+                        run_id: run_id.to_owned(),
+                        event_type,
+                        payload,
+                        timestamp,
+                        sequence,
+                        schema_version: SCHEMA_VERSION,
+                        node_id,
+                        causation_id,
+                    })
+                },
+            )
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::TOOL_CALLED;
+    use serde_json::json;
+
+    #[test]
+    fn runs_round_trip_and_status_updates() {
+        let store = Storage::open_in_memory().expect("open");
+        assert_eq!(store.run("run_x").expect("query"), None);
+        store.create_run("run_x", "alice").expect("create");
+        let run = store.run("run_x").expect("query").expect("exists");
+        assert_eq!(run.status, RunStatus::Running);
+        assert_eq!(run.principal, "alice");
+        store
+            .set_run_status("run_x", RunStatus::Failed)
+            .expect("update");
+        let run = store.run("run_x").expect("query").expect("exists");
+        assert_eq!(run.status, RunStatus::Failed);
+        assert!(run.status.is_terminal());
+    }
+
+    #[test]
+    fn sequences_start_at_zero_and_increase_per_run() {
+        let store = Storage::open_in_memory().expect("open");
+        store.create_run("a", "p").expect("create");
+        store.create_run("b", "p").expect("create");
+        for i in 0..3 {
+            let doc = store
+                .append_event("a", NewEvent::new(TOOL_CALLED, json!({"i": i})))
+                .expect("append");
+            assert_eq!(doc.sequence, i);
+        }
+        let first_b = store
+            .append_event("b", NewEvent::new(TOOL_CALLED, json!({})))
+            .expect("append");
+        assert_eq!(first_b.sequence, 0);
+
+        let all = store.events_after("a", -1).expect("read");
+        assert_eq!(
+            all.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        assert_eq!(all[2].payload, json!({"i": 2}));
+        let tail = store.events_after("a", 1).expect("read");
+        assert_eq!(tail.len(), 1);
+        assert_eq!(tail[0].sequence, 2);
+    }
+
+    #[test]
+    fn writes_bump_the_change_signal() {
+        let store = Storage::open_in_memory().expect("open");
+        let rx = store.subscribe();
+        let before = *rx.borrow();
+        store.create_run("a", "p").expect("create");
+        assert_ne!(*rx.borrow(), before);
+    }
+}

@@ -1,0 +1,122 @@
+//! The `reference-host` binary: startup line, mutant listing, CLI errors and
+//! SIGTERM shutdown. Every wait is bounded.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_reference-host");
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn output(args: &[&str]) -> std::process::Output {
+    let run = Command::new(BIN)
+        .args(args)
+        .env_remove("OPENWOP_TEST_SEAM_ENABLED")
+        .stdin(Stdio::null())
+        .output();
+    tokio::time::timeout(WAIT, run)
+        .await
+        .expect("exits in time")
+        .expect("runs")
+}
+
+#[tokio::test]
+async fn list_mutants_prints_name_tab_breaks_in_order() {
+    let out = output(&["--list-mutants"]).await;
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), reference_host::mutants::ALL.len());
+    for (line, info) in lines.iter().zip(reference_host::mutants::ALL) {
+        assert_eq!(*line, format!("{}\t{}", info.name, info.breaks));
+    }
+}
+
+#[tokio::test]
+async fn unknown_mutant_exits_2_listing_valid_names() {
+    let out = output(&["--port", "0", "--mutant", "no-such-bug"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no-such-bug"), "{stderr}");
+    assert!(stderr.contains("invoke-then-check"), "{stderr}");
+}
+
+#[tokio::test]
+async fn bad_principals_file_names_the_file_and_problem() {
+    let path = std::env::temp_dir().join(format!(
+        "refhost-principals-{}.json",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(&path, r#"[{"id": "a", "colour": "red"}]"#).expect("write");
+    let shown = path.display().to_string();
+    let out = output(&["--port", "0", "--principals", &shown]).await;
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&shown), "{stderr}");
+    assert!(stderr.contains("colour"), "{stderr}");
+}
+
+#[tokio::test]
+async fn serves_after_one_startup_line_and_stops_on_sigterm() {
+    let mut child = Command::new(BIN)
+        .args(["--port", "0", "--enable-seams"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawns");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("line in time")
+        .expect("readable")
+        .expect("a line");
+    let url = line
+        .strip_prefix("reference-host listening on ")
+        .expect("startup line format");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && !url.ends_with('/'),
+        "{url}"
+    );
+
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(WAIT)
+        .build()
+        .expect("client");
+    let doc: serde_json::Value = client
+        .get(format!("{url}/.well-known/openwop"))
+        .send()
+        .await
+        .expect("answers")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        doc["metadata"]["conformance.seamsProfile"],
+        "openwop-conformance-seams-v2"
+    );
+
+    let pid = child.id().expect("pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .expect("exits in time")
+        .expect("waitable");
+    assert!(status.success(), "{status:?}");
+    // Nothing but the one startup line was printed.
+    let rest = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("eof in time")
+        .expect("readable");
+    assert_eq!(rest, None);
+}
