@@ -1,0 +1,51 @@
+//! `toolcert matrix`: regenerate `reports/mutation-matrix.md` and the reference host's
+//! certification (`reports/reference-host.{json,md}`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::runner::RunOptions;
+
+/// Arguments of `toolcert matrix`.
+#[derive(Debug, clap::Args)]
+pub struct MatrixArgs {
+    /// Directory to write into.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Load the suite from this checkout instead of the embedded one.
+    #[arg(long, value_name = "DIR")]
+    pub suite: Option<PathBuf>,
+}
+
+pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
+    let suite = super::load_suite(args.suite.as_deref())?;
+    let rt = super::runtime()?;
+    let opts = RunOptions::default();
+    let matrix = rt.block_on(crate::matrix::run_matrix(&suite, &opts))?;
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::write(
+        args.out.join("mutation-matrix.md"),
+        matrix.render_markdown(&suite),
+    )?;
+    let report = crate::report::build(&suite, &matrix.clean_run);
+    crate::report::write_json(&suite, &report, &args.out.join("reference-host.json"))?;
+    std::fs::write(
+        args.out.join("reference-host.md"),
+        crate::report::render_markdown(&report),
+    )?;
+    let problems = matrix.problems(&suite);
+    for p in &problems {
+        eprintln!("toolcert: matrix: {p}");
+    }
+    println!(
+        "wrote {}/mutation-matrix.md, reference-host.json, reference-host.md ({} mutants, {} problems)",
+        args.out.display(),
+        matrix.mutants.len(),
+        problems.len()
+    );
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

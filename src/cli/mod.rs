@@ -1,0 +1,73 @@
+//! The command line: one file per subcommand. `anyhow` lives here, at the binary's edge.
+
+mod coverage;
+mod matrix;
+mod mutants;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// toolcert: certify that an OpenWOP host treats tool calls as durable, authorized,
+/// idempotent effects.
+#[derive(Debug, Parser)]
+#[command(name = "toolcert", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Certify a host (default: the embedded reference host).
+    Run(Box<run::RunArgs>),
+    /// List the reference host's mutants: name, then what it breaks.
+    Mutants,
+    /// Per family: rows covered by a scenario, uncovered, unwitnessable.
+    Coverage(coverage::CoverageArgs),
+    /// Run the mutation matrix and write it, with the reference host's certification, to reports/.
+    Matrix(matrix::MatrixArgs),
+}
+
+/// Entry point used by `main`.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => run::run(*args),
+        Command::Mutants => mutants::run(),
+        Command::Coverage(args) => coverage::run(args),
+        Command::Matrix(args) => matrix::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolcert: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Load the embedded suite or the one at `--suite DIR`.
+fn load_suite(dir: Option<&std::path::Path>) -> anyhow::Result<crate::suite::Suite> {
+    Ok(match dir {
+        Some(d) => crate::suite::Suite::from_dir(d)?,
+        None => crate::suite::Suite::embedded()?,
+    })
+}
+
+/// A multi-threaded runtime for the CLI.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}

@@ -1,0 +1,277 @@
+//! `toolcert run`: certify a host, with libtest-style console output.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context as _;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+use crate::host::{Budgets, HostProfile};
+use crate::runner::{RunOptions, ScenarioResult, Session, Target, conclude};
+use crate::verdict::Disposition;
+
+/// Arguments of `toolcert run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Run only scenarios whose id contains one of these strings (exact match with --exact).
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// List the scenarios instead of running them.
+    #[arg(long)]
+    pub list: bool,
+    /// Filters match scenario ids exactly.
+    #[arg(long)]
+    pub exact: bool,
+    /// Skip scenarios whose id contains this string (repeatable).
+    #[arg(long, value_name = "FILTER")]
+    pub skip: Vec<String>,
+    /// Scenarios run in parallel (each isolated by its own nonce, receiver ids and tool names).
+    #[arg(long, short = 'j', default_value_t = 4, value_name = "N")]
+    pub jobs: usize,
+    /// Seed for every random choice (default: from the clock; printed and reported).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Fail `warn` (SHOULD) and `inapplicable` rows too.
+    #[arg(long)]
+    pub strict: bool,
+    /// Multiply every timeout (connect 2 s, read 5 s, request 10 s) by F.
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    pub timeout_scale: f64,
+    /// Certify the host at this base URL instead of the embedded reference host.
+    #[arg(long, value_name = "URL")]
+    pub host: Option<String>,
+    /// Host profile file: roles (token, principal) and scopes; see the README.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Bearer token for a role, ROLE=TOKEN (repeatable; wins over the profile).
+    #[arg(long = "token", value_name = "ROLE=TOKEN")]
+    pub tokens: Vec<String>,
+    /// Switch one mutant on in the embedded reference host (`toolcert mutants` lists them).
+    #[arg(long, value_name = "NAME", conflicts_with = "host")]
+    pub reference_mutant: Option<String>,
+    /// Write the JSON report here.
+    #[arg(long, value_name = "PATH")]
+    pub report: Option<PathBuf>,
+    /// Write JUnit XML here.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Write the Markdown certification report here.
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+    /// Load the suite from this checkout instead of the embedded one.
+    #[arg(long, value_name = "DIR")]
+    pub suite: Option<PathBuf>,
+    /// Print only failures and the summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Target> {
+    let mut profile = match &args.profile {
+        Some(path) => HostProfile::load(path)?,
+        None if args.host.is_none() => HostProfile::reference(),
+        None => HostProfile::default(),
+    };
+    for flag in &args.tokens {
+        profile.set_token_flag(flag)?;
+    }
+    let url = args.host.clone().or_else(|| profile.base_url.clone());
+    match url {
+        Some(url) => {
+            anyhow::ensure!(
+                url.starts_with("http://") || url.starts_with("https://"),
+                "--host {url:?}: expected an http:// or https:// base URL"
+            );
+            Ok(Target::remote(&url, profile))
+        }
+        None => {
+            let mutant = args
+                .reference_mutant
+                .as_deref()
+                .map(|name| name.parse::<reference_host::mutants::Mutant>())
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("--reference-mutant: {e}"))?;
+            let mut target = rt.block_on(Target::embedded(mutant))?;
+            // A profile may still override tokens of the embedded host's roles.
+            for flag in &args.tokens {
+                target.profile.set_token_flag(flag)?;
+            }
+            Ok(target)
+        }
+    }
+}
+
+pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.timeout_scale.is_finite() && args.timeout_scale > 0.0,
+        "--timeout-scale {}: expected a positive number",
+        args.timeout_scale
+    );
+    let suite = Arc::new(super::load_suite(args.suite.as_deref()).context("loading the suite")?);
+    let mut libtest = Arguments {
+        list: args.list,
+        exact: args.exact,
+        quiet: args.quiet,
+        skip: args.skip.clone(),
+        test_threads: Some(args.jobs.max(1)),
+        filter: None,
+        ..Arguments::default()
+    };
+    if args.list {
+        let trials = suite
+            .scenarios
+            .iter()
+            .map(|s| Trial::test(s.id.clone(), || Ok(())))
+            .filter(|t| matches_filters(&args, t.name()))
+            .collect();
+        let _listed = libtest_mimic::run(&libtest, trials);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rt = super::runtime()?;
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    });
+    let opts = RunOptions {
+        seed,
+        budgets: Budgets::scaled(args.timeout_scale),
+        jobs: args.jobs.max(1),
+        strict: args.strict,
+    };
+    let target = target_for(&args, &rt)?;
+    let started = std::time::Instant::now();
+    let session = Arc::new(rt.block_on(Session::open(&target, &opts))?);
+    if !args.quiet {
+        println!(
+            "toolcert {}: certifying {} (seed {seed})",
+            env!("CARGO_PKG_VERSION"),
+            target.base_url
+        );
+        match session.discovery() {
+            Ok(d) => println!(
+                "discovery: wire major {}, sha256 {}",
+                d.wire.number(),
+                d.sha256
+            ),
+            Err(e) => println!("discovery failed: {e}"),
+        }
+    }
+
+    let results: Arc<Mutex<Vec<ScenarioResult>>> = Arc::default();
+    let handle = rt.handle().clone();
+    let strict = args.strict;
+    let trials: Vec<Trial> = suite
+        .scenarios
+        .iter()
+        .filter(|s| matches_filters(&args, &s.id))
+        .map(|s| {
+            let (suite, session, results, handle) = (
+                suite.clone(),
+                session.clone(),
+                results.clone(),
+                handle.clone(),
+            );
+            let id = s.id.clone();
+            Trial::ignorable_test(s.id.clone(), move || {
+                let scenario = suite
+                    .scenario(&id)
+                    .ok_or_else(|| Failed::from("scenario vanished"))?;
+                let result = handle.block_on(session.run_scenario(&suite, scenario));
+                let disposition = result.disposition;
+                let message = result.failure_message();
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(result);
+                match disposition {
+                    Disposition::Pass => Ok(Completion::Completed),
+                    Disposition::Warn if !strict => {
+                        println!("warning ({id}): {message}");
+                        Ok(Completion::Completed)
+                    }
+                    Disposition::Inapplicable if !strict => {
+                        Ok(Completion::ignored_with(message_first(&message)))
+                    }
+                    other => Err(Failed::from(format!("{other}:\n{message}"))),
+                }
+            })
+            .with_kind(family_of(s))
+        })
+        .collect();
+    // Filtering already happened above; libtest-mimic only runs and prints.
+    libtest.filter = None;
+    libtest.skip.clear();
+    let conclusion = libtest_mimic::run(&libtest, trials);
+
+    let collected = std::mem::take(&mut *results.lock().unwrap_or_else(|p| p.into_inner()));
+    let run = conclude(
+        &suite,
+        &session,
+        &target,
+        &opts,
+        collected,
+        started.elapsed().as_millis() as u64,
+    );
+    print_summary(&run);
+    let report = crate::report::build(&suite, &run);
+    if let Some(path) = &args.report {
+        crate::report::write_json(&suite, &report, path)?;
+    }
+    if let Some(path) = &args.junit {
+        std::fs::write(path, crate::report::render_junit(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, crate::report::render_markdown(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    drop(session);
+    rt.block_on(target.shutdown());
+    Ok(if run.denied() || conclusion.has_failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn message_first(message: &str) -> String {
+    message.lines().next().unwrap_or("").to_string()
+}
+
+fn matches_filters(args: &RunArgs, id: &str) -> bool {
+    let hit = |f: &String| {
+        if args.exact {
+            id == f
+        } else {
+            id.contains(f.as_str())
+        }
+    };
+    (args.filters.is_empty() || args.filters.iter().any(hit)) && !args.skip.iter().any(hit)
+}
+
+fn family_of(s: &crate::suite::Scenario) -> String {
+    s.id.split('.').next().unwrap_or("").to_string()
+}
+
+fn print_summary(run: &crate::runner::RunOutcome) {
+    let counts = crate::report::counts_for(&run.rows);
+    let line: Vec<String> = counts.iter().map(|(d, n)| format!("{n} {d}")).collect();
+    println!(
+        "toolcert: {} rows judged ({} measured): {}; {} rows not covered by a scenario yet",
+        run.rows.len(),
+        run.measured(),
+        line.join(", "),
+        run.uncovered.len()
+    );
+    let verdict = if run.measured() == 0 {
+        "NOT CERTIFIED: nothing was measured"
+    } else if run.denied() {
+        "NOT CERTIFIED"
+    } else {
+        "certified"
+    };
+    println!("toolcert: {verdict}");
+}

@@ -1,0 +1,353 @@
+//! Matchers over one JSON value. Comparisons are exact and whole-value: no truthiness, no
+//! substring stand-ins for equality.
+
+use serde_json::Value;
+
+use crate::canonical::jcs_sha256_hex;
+use crate::suite::Matcher;
+use crate::template;
+
+/// Whether `actual` (the value at the check's pointer, `None` when absent) satisfies `m`.
+/// Pointers inside the matcher and templates resolve against `doc`.
+/// `Err` says what was expected and what was seen.
+pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), String> {
+    let shown = || actual.map_or("nothing (absent)".to_string(), show);
+    let need = |v: Option<&Value>| {
+        v.cloned()
+            .ok_or_else(|| "expected a value, found nothing (absent)".to_string())
+    };
+    match m {
+        Matcher::Absent(_) => match actual {
+            None => Ok(()),
+            Some(v) => Err(format!("expected absent, found {}", show(v))),
+        },
+        Matcher::Present(_) => need(actual).map(|_| ()),
+        Matcher::Equals(expected) => {
+            let expected = template::render(expected, doc).map_err(|e| e.to_string())?;
+            let v = need(actual)?;
+            (v == expected)
+                .then_some(())
+                .ok_or_else(|| format!("expected {}, found {}", show(&expected), show(&v)))
+        }
+        Matcher::OneOf(options) => {
+            let v = need(actual)?;
+            options.contains(&v).then_some(()).ok_or_else(|| {
+                format!(
+                    "expected one of {}, found {}",
+                    show(&Value::Array(options.clone())),
+                    show(&v)
+                )
+            })
+        }
+        Matcher::Matches(pattern) => {
+            let re =
+                regex::Regex::new(pattern).map_err(|e| format!("bad pattern {pattern:?}: {e}"))?;
+            match need(actual)? {
+                Value::String(s) if re.is_match(&s) => Ok(()),
+                other => Err(format!(
+                    "expected a string matching /{pattern}/, found {}",
+                    show(&other)
+                )),
+            }
+        }
+        Matcher::Type(ty) => {
+            let v = need(actual)?;
+            let ok = match ty.as_str() {
+                "string" => v.is_string(),
+                "number" => v.is_number(),
+                "integer" => v.is_i64() || v.is_u64(),
+                "boolean" => v.is_boolean(),
+                "object" => v.is_object(),
+                "array" => v.is_array(),
+                "null" => v.is_null(),
+                _ => false,
+            };
+            ok.then_some(())
+                .ok_or_else(|| format!("expected type {ty}, found {}", show(&v)))
+        }
+        Matcher::AtLeast(bound) => match need(actual)?.as_f64() {
+            Some(n) if n >= *bound => Ok(()),
+            _ => Err(format!("expected a number ≥ {bound}, found {}", shown())),
+        },
+        Matcher::AtMost(bound) => match need(actual)?.as_f64() {
+            Some(n) if n <= *bound => Ok(()),
+            _ => Err(format!("expected a number ≤ {bound}, found {}", shown())),
+        },
+        Matcher::EqualsAt(pointer) => {
+            let other = doc
+                .pointer(pointer)
+                .ok_or_else(|| format!("the value to compare with ({pointer}) is absent"))?;
+            let v = need(actual)?;
+            (&v == other).then_some(()).ok_or_else(|| {
+                format!(
+                    "expected {} (the value at {pointer}), found {}",
+                    show(other),
+                    show(&v)
+                )
+            })
+        }
+        Matcher::NotContains(needle) => {
+            let needle = template::render_text(needle, doc).map_err(|e| e.to_string())?;
+            if needle.is_empty() {
+                return Err("the text to look for rendered empty".into());
+            }
+            let v = need(actual)?;
+            let text = v.to_string();
+            (!text.contains(&needle) && !contains_unescaped(&v, &needle))
+                .then_some(())
+                .ok_or_else(|| "found the forbidden text in the observed value".to_string())
+        }
+        Matcher::JcsSha256Of(pointer) | Matcher::NotJcsSha256Of(pointer) => {
+            let source = doc
+                .pointer(pointer)
+                .ok_or_else(|| format!("the value to hash ({pointer}) is absent"))?;
+            let expected = jcs_sha256_hex(source);
+            let v = need(actual)?;
+            let equal = v.as_str() == Some(expected.as_str());
+            match (m, equal) {
+                (Matcher::JcsSha256Of(_), true) | (Matcher::NotJcsSha256Of(_), false) => Ok(()),
+                (Matcher::JcsSha256Of(_), false) => Err(format!(
+                    "expected {expected} (lowercase hex SHA-256 of the RFC 8785 form of {pointer}), found {}",
+                    show(&v)
+                )),
+                _ => Err(format!(
+                    "found exactly the SHA-256 of the RFC 8785 form of {pointer}, which it must not be"
+                )),
+            }
+        }
+        Matcher::MemberOf(pointer) => {
+            let list = doc
+                .pointer(pointer)
+                .and_then(Value::as_array)
+                .ok_or_else(|| {
+                    format!("the list to look in ({pointer}) is absent or not an array")
+                })?;
+            let v = need(actual)?;
+            list.contains(&v).then_some(()).ok_or_else(|| {
+                format!(
+                    "expected one of {} (the list at {pointer}), found {}",
+                    show(&Value::Array(list.clone())),
+                    show(&v)
+                )
+            })
+        }
+        Matcher::IfPresent(inner) => match actual {
+            None => Ok(()),
+            Some(_) => matches(inner, actual, doc),
+        },
+        Matcher::KeysIn(allowed) => match need(actual)? {
+            Value::Object(map) => match map.keys().find(|k| !allowed.contains(k)) {
+                None => Ok(()),
+                Some(extra) => Err(format!(
+                    "the object is closed to {allowed:?} but carries \"{extra}\""
+                )),
+            },
+            other => Err(format!("expected an object, found {}", show(&other))),
+        },
+        Matcher::ErrorEnvelope(code) => error_envelope(&need(actual)?, code),
+        Matcher::Each(cond) => match need(actual)? {
+            Value::Array(items) if !items.is_empty() => {
+                for (i, item) in items.iter().enumerate() {
+                    matches(&cond.expect, item.pointer(&cond.at), doc)
+                        .map_err(|e| format!("item {i} at {}: {e}", cond.at))?;
+                }
+                Ok(())
+            }
+            Value::Array(_) => {
+                Err("expected a non-empty array, found [] (nothing to check)".into())
+            }
+            other => Err(format!("expected an array, found {}", show(&other))),
+        },
+    }
+}
+
+/// Strings are also scanned unescaped, so a secret with characters JSON escapes is caught.
+fn contains_unescaped(v: &Value, needle: &str) -> bool {
+    match v {
+        Value::String(s) => s.contains(needle),
+        Value::Array(a) => a.iter().any(|x| contains_unescaped(x, needle)),
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, x)| k.contains(needle) || contains_unescaped(x, needle)),
+        _ => false,
+    }
+}
+
+/// The v2 error envelope (ERR-1): exactly `{error, message, details?}`, non-empty message,
+/// object details, and the expected code.
+fn error_envelope(v: &Value, code: &str) -> Result<(), String> {
+    let Value::Object(map) = v else {
+        return Err(format!(
+            "expected an error envelope object, found {}",
+            show(v)
+        ));
+    };
+    if let Some(extra) = map
+        .keys()
+        .find(|k| !["error", "message", "details"].contains(&k.as_str()))
+    {
+        return Err(format!("the envelope is closed but carries \"{extra}\""));
+    }
+    if map.get("error").and_then(Value::as_str) != Some(code) {
+        return Err(format!(
+            "expected error code \"{code}\", found {}",
+            map.get("error").map_or("nothing".into(), show)
+        ));
+    }
+    if map
+        .get("message")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err("expected a non-empty string message".into());
+    }
+    if map.get("details").is_some_and(|d| !d.is_object()) {
+        return Err("details must be an object when present".into());
+    }
+    Ok(())
+}
+
+fn show(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 300 {
+        format!("{}…", s.chars().take(300).collect::<String>())
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn m(v: Value) -> Matcher {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn each_matcher_accepts_and_rejects() {
+        let doc = json!({"args": {"b": 1, "a": "x"}, "canary": "s3cret", "list": ["a", "b"]});
+        let hash = jcs_sha256_hex(&doc["args"]);
+        let cases: Vec<(Value, Option<Value>, bool)> = vec![
+            (json!({"equals": 1}), Some(json!(1)), true),
+            (json!({"equals": 1}), Some(json!(1.5)), false),
+            (json!({"equals": 1}), None, false),
+            (json!({"absent": true}), None, true),
+            (json!({"absent": true}), Some(json!(null)), false),
+            (json!({"present": true}), Some(json!(null)), true),
+            (
+                json!({"matches": "^[0-9a-f]{64}$"}),
+                Some(json!(hash)),
+                true,
+            ),
+            (
+                json!({"matches": "^[0-9a-f]{64}$"}),
+                Some(json!("sha256:00")),
+                false,
+            ),
+            (json!({"oneOf": ["a", "b"]}), Some(json!("b")), true),
+            (json!({"oneOf": ["a", "b"]}), Some(json!("c")), false),
+            (json!({"type": "integer"}), Some(json!(3)), true),
+            (json!({"type": "integer"}), Some(json!(3.5)), false),
+            (json!({"atLeast": 1}), Some(json!(1)), true),
+            (json!({"atLeast": 1}), Some(json!(0)), false),
+            (json!({"atMost": 0}), Some(json!(0)), true),
+            (json!({"atMost": 0}), Some(json!(2)), false),
+            (json!({"equalsAt": "/canary"}), Some(json!("s3cret")), true),
+            (json!({"equalsAt": "/canary"}), Some(json!("other")), false),
+            (
+                json!({"notContains": "{{canary}}"}),
+                Some(json!({"k": "no secret here"})),
+                true,
+            ),
+            (
+                json!({"notContains": "{{canary}}"}),
+                Some(json!({"k": "x s3cret y"})),
+                false,
+            ),
+            (json!({"jcsSha256Of": "/args"}), Some(json!(hash)), true),
+            (
+                json!({"jcsSha256Of": "/args"}),
+                Some(json!(hash.to_uppercase())),
+                false,
+            ),
+            (json!({"notJcsSha256Of": "/args"}), Some(json!("00")), true),
+            (json!({"notJcsSha256Of": "/args"}), Some(json!(hash)), false),
+            (
+                json!({"errorEnvelope": "forbidden"}),
+                Some(json!({"error": "forbidden", "message": "m", "details": {}})),
+                true,
+            ),
+            (
+                json!({"errorEnvelope": "forbidden"}),
+                Some(json!({"error": "forbidden", "message": "m", "retryAfter": 1})),
+                false,
+            ),
+            (
+                json!({"errorEnvelope": "forbidden"}),
+                Some(json!({"error": "forbidden", "message": ""})),
+                false,
+            ),
+            (
+                json!({"each": {"at": "/t", "expect": {"equals": 1}}}),
+                Some(json!([{"t": 1}, {"t": 1}])),
+                true,
+            ),
+            (
+                json!({"each": {"at": "/t", "expect": {"equals": 1}}}),
+                Some(json!([{"t": 1}, {"t": 2}])),
+                false,
+            ),
+            (
+                json!({"each": {"at": "/t", "expect": {"equals": 1}}}),
+                Some(json!([])),
+                false,
+            ),
+            (json!({"memberOf": "/list"}), Some(json!("b")), true),
+            (json!({"memberOf": "/list"}), Some(json!("z")), false),
+            (json!({"ifPresent": {"type": "boolean"}}), None, true),
+            (
+                json!({"ifPresent": {"type": "boolean"}}),
+                Some(json!(true)),
+                true,
+            ),
+            (
+                json!({"ifPresent": {"type": "boolean"}}),
+                Some(json!("yes")),
+                false,
+            ),
+            (json!({"keysIn": ["a", "b"]}), Some(json!({"a": 1})), true),
+            (
+                json!({"keysIn": ["a", "b"]}),
+                Some(json!({"a": 1, "c": 2})),
+                false,
+            ),
+        ];
+        for (matcher, actual, ok) in cases {
+            let r = matches(&m(matcher.clone()), actual.as_ref(), &doc);
+            assert_eq!(r.is_ok(), ok, "{matcher} on {actual:?}: {r:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn equals_agrees_with_json_equality(a in any::<i32>(), b in any::<i32>()) {
+            let doc = json!({});
+            let r = matches(&m(json!({"equals": a})), Some(&json!(b)), &doc);
+            prop_assert_eq!(r.is_ok(), a == b);
+        }
+
+        #[test]
+        fn not_contains_finds_any_embedded_secret(prefix in "[a-z ]{0,10}", secret in "[A-Za-z0-9]{6,12}", suffix in "[a-z ]{0,10}") {
+            let doc = json!({"s": secret.clone()});
+            let observed = json!({"deep": [{"msg": format!("{prefix}{secret}{suffix}")}]});
+            let not_contains = m(json!({"notContains": "{{s}}"}));
+            let leaked = matches(&not_contains, Some(&observed), &doc);
+            let clean = matches(&not_contains, Some(&json!({"msg": prefix})), &doc);
+            prop_assert!(leaked.is_err());
+            prop_assert!(clean.is_ok());
+        }
+    }
+}

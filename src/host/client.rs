@@ -1,0 +1,412 @@
+//! The HTTP client toolcert uses against a host, with every wait bounded.
+//!
+//! reqwest has no timeouts by default and honours proxy variables, so the client is built
+//! with `no_proxy()`, a connect timeout, a per-read timeout, an overall deadline per request
+//! and a cap on response bytes. A host that hangs, closes the connection or sends garbage
+//! yields a [`TransportError`] (or a `$nonJson` body), never a panic or a stuck run.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use super::WireMajor;
+use crate::transcript::Exchange;
+
+/// Time and size budgets, scaled by `--timeout-scale`.
+#[derive(Debug, Clone, Copy)]
+pub struct Budgets {
+    /// TCP connect.
+    pub connect: Duration,
+    /// Longest gap between two reads of a response.
+    pub read: Duration,
+    /// Whole request, body included.
+    pub request: Duration,
+    /// Largest response body read.
+    pub max_body_bytes: usize,
+}
+
+impl Budgets {
+    /// Default budgets multiplied by `scale`.
+    pub fn scaled(scale: f64) -> Budgets {
+        let scale = if scale.is_finite() && scale > 0.0 {
+            scale
+        } else {
+            1.0
+        };
+        let s = |ms: f64| Duration::from_millis((ms * scale).round().max(1.0) as u64);
+        Budgets {
+            connect: s(2_000.0),
+            read: s(5_000.0),
+            request: s(10_000.0),
+            max_body_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets::scaled(1.0)
+    }
+}
+
+/// Why no usable response arrived.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TransportError {
+    /// Connect failed (closed port, refused).
+    #[error("could not connect to {url}: {message}")]
+    Connect {
+        /// URL.
+        url: String,
+        /// Cause.
+        message: String,
+    },
+    /// No answer within the budget.
+    #[error("no complete answer from {url} within {budget_ms} ms")]
+    Timeout {
+        /// URL.
+        url: String,
+        /// The budget that ran out.
+        budget_ms: u128,
+    },
+    /// The body exceeded the cap.
+    #[error("response from {url} exceeds the {cap} byte cap")]
+    TooLarge {
+        /// URL.
+        url: String,
+        /// The cap.
+        cap: usize,
+    },
+    /// The connection broke mid-exchange or the request could not be built.
+    #[error("exchange with {url} failed: {message}")]
+    Broken {
+        /// URL.
+        url: String,
+        /// Cause.
+        message: String,
+    },
+}
+
+/// A request to the host.
+#[derive(Debug, Clone)]
+pub struct HostRequest {
+    /// Method.
+    pub method: reqwest::Method,
+    /// Absolute path (already prefixed for the wire major).
+    pub path: String,
+    /// Role whose bearer token is sent.
+    pub role: Option<String>,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+    /// JSON body.
+    pub body: Option<Value>,
+}
+
+impl HostRequest {
+    /// A GET.
+    pub fn get(path: impl Into<String>) -> HostRequest {
+        HostRequest {
+            method: reqwest::Method::GET,
+            path: path.into(),
+            role: None,
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    /// A POST with a JSON body.
+    pub fn post(path: impl Into<String>, body: Value) -> HostRequest {
+        HostRequest {
+            method: reqwest::Method::POST,
+            path: path.into(),
+            role: None,
+            headers: Vec::new(),
+            body: Some(body),
+        }
+    }
+
+    /// Authenticate as `role`.
+    pub fn role(mut self, role: impl Into<String>) -> HostRequest {
+        self.role = Some(role.into());
+        self
+    }
+
+    /// Add a header.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> HostRequest {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// A response from the host.
+#[derive(Debug, Clone)]
+pub struct HostResponse {
+    /// Status code.
+    pub status: u16,
+    /// Headers, lowercase names (repeated headers joined with `, `).
+    pub headers: BTreeMap<String, String>,
+    /// Body: parsed JSON, `null` when empty, or `{"$nonJson": "<first 512 chars>"}`.
+    pub body: Value,
+}
+
+impl HostResponse {
+    /// The observation form: `{status, headers, body}`.
+    pub fn observation(&self) -> Value {
+        json!({"status": self.status, "headers": self.headers, "body": self.body})
+    }
+}
+
+/// A client bound to one host.
+#[derive(Debug, Clone)]
+pub struct HostClient {
+    base_url: String,
+    http: reqwest::Client,
+    tokens: BTreeMap<String, String>,
+    budgets: Budgets,
+    wire: WireMajor,
+}
+
+impl HostClient {
+    /// A client for `base_url` with per-role tokens.
+    pub fn new(
+        base_url: &str,
+        tokens: BTreeMap<String, String>,
+        budgets: Budgets,
+    ) -> Result<HostClient, TransportError> {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(budgets.connect)
+            .read_timeout(budgets.read)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| TransportError::Broken {
+                url: base_url.to_string(),
+                message: e.to_string(),
+            })?;
+        Ok(HostClient {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            http,
+            tokens,
+            budgets,
+            wire: WireMajor::V2,
+        })
+    }
+
+    /// The host's base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The wire major in use.
+    pub fn wire(&self) -> WireMajor {
+        self.wire
+    }
+
+    /// Set the wire major (after discovery).
+    pub fn set_wire(&mut self, wire: WireMajor) {
+        self.wire = wire;
+    }
+
+    /// The budgets in force.
+    pub fn budgets(&self) -> Budgets {
+        self.budgets
+    }
+
+    /// Whether a role has a token.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.tokens.contains_key(role)
+    }
+
+    /// Send a request; returns the response (or transport error) and the transcript entry.
+    pub async fn send(
+        &self,
+        step: &str,
+        req: &HostRequest,
+    ) -> (Result<HostResponse, TransportError>, Exchange) {
+        let url = format!("{}{}", self.base_url, req.path);
+        let mut exchange = Exchange {
+            step: step.to_string(),
+            method: req.method.to_string(),
+            url: url.clone(),
+            request_body: req.body.clone(),
+            ..Exchange::default()
+        };
+        let mut builder = self.http.request(req.method.clone(), &url);
+        let mut curl = format!("curl -sS -X {} '{}'", req.method, url);
+        if let Some(role) = &req.role {
+            let token = self.tokens.get(role).cloned().unwrap_or_default();
+            builder = builder.bearer_auth(token);
+            exchange
+                .request_headers
+                .insert("authorization".into(), json!("Bearer [redacted]"));
+            curl.push_str(" -H \"Authorization: Bearer $TOKEN\"");
+        }
+        for (name, value) in &req.headers {
+            builder = builder.header(name, value);
+            exchange
+                .request_headers
+                .insert(name.to_ascii_lowercase(), json!(value));
+            curl.push_str(&format!(" -H '{name}: {value}'"));
+        }
+        if let Some(body) = &req.body {
+            builder = builder.json(body);
+            curl.push_str(&format!(" -H 'content-type: application/json' -d '{body}'"));
+        }
+        exchange.curl = curl;
+        let started = Instant::now();
+        let result = tokio::time::timeout(self.budgets.request, self.exchange(builder, &url)).await;
+        exchange.elapsed_ms = started.elapsed().as_millis() as u64;
+        let result = match result {
+            Ok(r) => r,
+            Err(_) => Err(TransportError::Timeout {
+                url: url.clone(),
+                budget_ms: self.budgets.request.as_millis(),
+            }),
+        };
+        match &result {
+            Ok(resp) => {
+                exchange.status = Some(resp.status);
+                exchange.response_headers = resp
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect();
+                exchange.response_body = Some(resp.body.clone());
+            }
+            Err(e) => exchange.transport_error = Some(e.to_string()),
+        }
+        (result, exchange)
+    }
+
+    async fn exchange(
+        &self,
+        builder: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<HostResponse, TransportError> {
+        let classify = |e: reqwest::Error| {
+            if e.is_timeout() {
+                TransportError::Timeout {
+                    url: url.to_string(),
+                    budget_ms: self.budgets.read.as_millis(),
+                }
+            } else if e.is_connect() {
+                TransportError::Connect {
+                    url: url.to_string(),
+                    message: error_chain(&e),
+                }
+            } else {
+                TransportError::Broken {
+                    url: url.to_string(),
+                    message: error_chain(&e),
+                }
+            }
+        };
+        let response = builder.send().await.map_err(classify)?;
+        let status = response.status().as_u16();
+        let mut headers: BTreeMap<String, String> = BTreeMap::new();
+        for (name, value) in response.headers() {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            headers
+                .entry(name.as_str().to_ascii_lowercase())
+                .and_modify(|v| {
+                    v.push_str(", ");
+                    v.push_str(&value);
+                })
+                .or_insert(value);
+        }
+        let mut stream = response.bytes_stream();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(classify)?;
+            if bytes.len() + chunk.len() > self.budgets.max_body_bytes {
+                return Err(TransportError::TooLarge {
+                    url: url.to_string(),
+                    cap: self.budgets.max_body_bytes,
+                });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(HostResponse {
+            status,
+            headers,
+            body: parse_body(&bytes),
+        })
+    }
+}
+
+/// Parse a body leniently for observation: JSON (duplicate keys rejected), `null` when empty,
+/// else `{"$nonJson": prefix}` so checks fail with what was actually sent.
+pub(crate) fn parse_body(bytes: &[u8]) -> Value {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Value::Null;
+    }
+    let text = String::from_utf8_lossy(bytes);
+    match crate::canonical::parse_strict(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            let prefix: String = text.chars().take(512).collect();
+            json!({"$nonJson": prefix, "$parseError": e.to_string()})
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_parse_leniently_for_observation() {
+        assert_eq!(parse_body(b""), Value::Null);
+        assert_eq!(parse_body(b"{\"a\":1}"), json!({"a": 1}));
+        let garbage = parse_body(b"<html>oops");
+        assert_eq!(garbage["$nonJson"], "<html>oops");
+        assert!(parse_body(b"{\"a\":1,\"a\":2}").get("$nonJson").is_some());
+    }
+
+    #[tokio::test]
+    async fn a_closed_port_is_a_connect_error_and_a_silent_one_times_out() {
+        // Closed port: bind, learn the port, drop the listener.
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let budgets = Budgets::scaled(0.1);
+        let client = HostClient::new(
+            &format!("http://127.0.0.1:{port}"),
+            BTreeMap::new(),
+            budgets,
+        )
+        .unwrap();
+        let (r, ex) = client.send("s", &HostRequest::get("/x")).await;
+        assert!(matches!(r, Err(TransportError::Connect { .. })), "{r:?}");
+        assert!(ex.transport_error.is_some());
+
+        // Accepts and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let hold = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = listener.accept().await {
+                held.push(s);
+            }
+        });
+        let client = HostClient::new(&format!("http://{addr}"), BTreeMap::new(), budgets).unwrap();
+        let started = Instant::now();
+        let (r, _) = client.send("s", &HostRequest::get("/x")).await;
+        assert!(matches!(r, Err(TransportError::Timeout { .. })), "{r:?}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+        hold.abort();
+    }
+}

@@ -1,0 +1,17 @@
+//! Talking to a host: the HTTP client with its budgets, discovery and the wire major,
+//! paths per major, and bearer tokens per role.
+
+mod client;
+mod discovery;
+mod paths;
+mod profile;
+
+pub use client::{Budgets, HostClient, HostRequest, HostResponse, TransportError};
+pub use discovery::{Discovery, DiscoveryError, discover};
+pub use paths::WireMajor;
+pub use profile::{HostProfile, ProfileError, RoleProfile};
+
+/// Parse a body a double received, with the same leniency as host responses.
+pub fn parse_body_for_witness(bytes: &[u8]) -> serde_json::Value {
+    client::parse_body(bytes)
+}

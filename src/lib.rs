@@ -1,0 +1,44 @@
+//! toolcert: a conformance harness for OpenWOP hosts.
+//!
+//! toolcert checks that a host treats a tool call as a durable, authorized, idempotent effect
+//! on a run's event log. It drives the host through its test seams (and, in later slices, a
+//! scripted model provider), witnesses effects at doubles it owns (the tool [`witness`]
+//! receiver), and gives every requirement row exactly one [`verdict::Disposition`].
+//!
+//! The crate is a library with a thin binary on top:
+//!
+//! - [`suite`] loads and validates the requirement registry and the scenario files;
+//! - [`host`] talks to a host: discovery, wire major, paths, bearer tokens per role;
+//! - [`witness`] holds the doubles toolcert owns (the tool receiver);
+//! - [`steps`] runs the typed steps a scenario is made of and records observations;
+//! - [`expect`] judges checks over those observations (drive, then judge);
+//! - [`verdict`] folds check outcomes into one disposition per requirement row;
+//! - [`runner`] runs scenarios against a target and collects results;
+//! - [`report`] writes the JSON, JUnit XML and Markdown reports;
+//! - [`matrix`] runs the mutation matrix against the reference host's mutants.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let suite = toolcert::suite::Suite::embedded()?;
+//! let target = toolcert::runner::Target::embedded(None).await?;
+//! let run = toolcert::runner::run_all(&suite, &target, &toolcert::runner::RunOptions::default()).await?;
+//! println!("{} rows judged", run.rows.len());
+//! # Ok(()) }
+//! ```
+
+pub mod canonical;
+pub mod cli;
+pub mod expect;
+pub mod host;
+pub mod matrix;
+pub mod report;
+pub mod runner;
+pub mod steps;
+pub mod suite;
+pub mod template;
+pub mod transcript;
+pub mod verdict;
+pub mod witness;
+
+/// The suite version reports carry, so results compare across toolcert releases.
+pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");

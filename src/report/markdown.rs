@@ -1,0 +1,106 @@
+//! The human certification report (`--markdown PATH`): verdict, summary per family, then every
+//! non-pass row with its reason, then what the suite does not cover yet.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::Report;
+use crate::verdict::Disposition;
+
+/// Render the Markdown report.
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = String::new();
+    let certified = report.summary["certified"].as_bool().unwrap_or(false);
+    let _ = writeln!(out, "# toolcert certification report\n");
+    let _ = writeln!(
+        out,
+        "- Host: `{}`{}",
+        report.host["baseUrl"].as_str().unwrap_or(""),
+        report.host["mutant"]
+            .as_str()
+            .map(|m| format!(" (reference host, mutant `{m}`)"))
+            .unwrap_or_default()
+    );
+    if let Some(sha) = report.host["discovery"]["sha256"].as_str() {
+        let _ = writeln!(
+            out,
+            "- Discovery: wire major {}, SHA-256 `{sha}`",
+            report.host["discovery"]["wireMajor"]
+        );
+    } else if let Some(e) = report.host["discovery"]["error"].as_str() {
+        let _ = writeln!(out, "- Discovery failed: {e}");
+    }
+    let _ = writeln!(
+        out,
+        "- toolcert {} (suite {}), seed {}, strict: {}",
+        report.toolcert_version, report.suite_version, report.seed, report.strict
+    );
+    let _ = writeln!(
+        out,
+        "- Verdict: **{}** ({} rows judged in {} scenarios; {} rows not covered yet)\n",
+        if certified {
+            "certified"
+        } else {
+            "not certified"
+        },
+        report.rows.len(),
+        report.scenarios.len(),
+        report.uncovered.len()
+    );
+
+    let _ = writeln!(out, "## Summary per family\n");
+    let _ = writeln!(
+        out,
+        "| family | pass | warn | inapplicable | blocked | fail | error |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let mut families: BTreeMap<&str, BTreeMap<Disposition, usize>> = BTreeMap::new();
+    for r in &report.rows {
+        *families
+            .entry(r.verdict.family.as_str())
+            .or_default()
+            .entry(r.verdict.disposition)
+            .or_default() += 1;
+    }
+    for (family, counts) in &families {
+        let cells: Vec<String> = Disposition::ALL
+            .iter()
+            .map(|d| counts.get(d).copied().unwrap_or(0).to_string())
+            .collect();
+        let _ = writeln!(out, "| {family} | {} |", cells.join(" | "));
+    }
+
+    let non_pass: Vec<_> = report
+        .rows
+        .iter()
+        .filter(|r| r.verdict.disposition != Disposition::Pass)
+        .collect();
+    let _ = writeln!(out, "\n## Rows that did not pass\n");
+    if non_pass.is_empty() {
+        let _ = writeln!(out, "None: every judged row passed.");
+    }
+    // Blocked and error first: they make a pass meaningless elsewhere.
+    let mut ordered = non_pass;
+    ordered.sort_by_key(|r| std::cmp::Reverse(r.verdict.disposition.severity()));
+    for r in ordered {
+        let v = &r.verdict;
+        let _ = writeln!(
+            out,
+            "### {} — {} ({:?})\n\n- Rule ({}): {}\n- Scenario: `{}`\n- Reason: {}\n",
+            v.requirement_id,
+            v.disposition,
+            v.level,
+            r.source,
+            r.rule,
+            v.scenario_id,
+            v.detail.replace('\n', " ")
+        );
+    }
+    let _ = writeln!(out, "## Not covered by a scenario yet\n");
+    if report.uncovered.is_empty() {
+        let _ = writeln!(out, "None.");
+    } else {
+        let _ = writeln!(out, "{}", report.uncovered.join(", "));
+    }
+    out
+}

@@ -1,0 +1,9 @@
+//! Reports. The JSON report is the single source; JUnit XML and Markdown derive from it.
+
+mod json;
+mod junit;
+mod markdown;
+
+pub use json::{Report, ReportError, build, counts as counts_for, write_json};
+pub use junit::render_junit;
+pub use markdown::render_markdown;

@@ -1,0 +1,464 @@
+//! Running scenarios against a target and collecting verdicts.
+//!
+//! A [`Session`] holds what every scenario shares (the host client, toolcert's receiver, the
+//! captured discovery document); each scenario gets its own nonce, canary, receiver ids and
+//! tool names, so scenarios run in parallel without sharing mock or double state.
+
+mod target;
+
+pub use target::{Target, TargetError};
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::host::{Budgets, Discovery, HostClient, HostProfile, discover};
+use crate::steps::{Flow, ScenarioCtx};
+use crate::suite::{Level, Scenario, Suite};
+use crate::template;
+use crate::transcript::{Transcript, redact};
+use crate::verdict::{CheckOutcome, CheckStatus, Disposition, RowVerdict, fold_rows};
+use crate::witness::Receiver;
+
+/// Options of one run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Seed for every random choice (nonces and canaries mix in a per-process salt so a rerun
+    /// against a stateful host never collides with the last run's tool names).
+    pub seed: u64,
+    /// Time and size budgets.
+    pub budgets: Budgets,
+    /// Scenarios in flight at once.
+    pub jobs: usize,
+    /// Strict mode: `warn` and `inapplicable` deny certification too.
+    pub strict: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            seed: 0,
+            budgets: Budgets::default(),
+            jobs: 4,
+            strict: false,
+        }
+    }
+}
+
+/// What one scenario produced.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScenarioResult {
+    /// Scenario id.
+    pub scenario_id: String,
+    /// Scenario title.
+    pub title: String,
+    /// The worst disposition among its checks (SHOULD failures as `warn`).
+    pub disposition: Disposition,
+    /// Every judged check.
+    pub checks: Vec<CheckOutcome>,
+    /// Redacted exchanges with the host.
+    pub transcript: Transcript,
+    /// Redacted observation document the checks were judged over.
+    pub observations: Value,
+    /// Wall time.
+    pub elapsed_ms: u64,
+}
+
+impl ScenarioResult {
+    /// A one-paragraph account of every non-pass check, for the console.
+    pub fn failure_message(&self) -> String {
+        self.checks
+            .iter()
+            .filter(|c| c.status != CheckStatus::Pass)
+            .map(|c| {
+                format!(
+                    "[{}] {} {}: {}",
+                    status_word(c.status),
+                    c.row,
+                    c.check_id,
+                    c.detail
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+fn status_word(s: CheckStatus) -> &'static str {
+    match s {
+        CheckStatus::Pass => "pass",
+        CheckStatus::Fail => "fail",
+        CheckStatus::Blocked => "blocked",
+        CheckStatus::Error => "error",
+        CheckStatus::Inapplicable => "inapplicable",
+    }
+}
+
+/// State shared by the scenarios of one run.
+pub struct Session {
+    client: HostClient,
+    receiver: Receiver,
+    discovery: Result<Discovery, String>,
+    profile: HostProfile,
+    seed: u64,
+    salt: u64,
+}
+
+impl Session {
+    /// Start toolcert's doubles and capture discovery. A host that cannot be discovered still
+    /// yields a session: every scenario then reports `error` with the reason.
+    pub async fn open(target: &Target, opts: &RunOptions) -> Result<Session, TargetError> {
+        let tokens = target
+            .profile
+            .roles
+            .iter()
+            .filter_map(|(role, p)| p.token.clone().map(|t| (role.clone(), t)))
+            .collect();
+        let mut client = HostClient::new(&target.base_url, tokens, opts.budgets)
+            .map_err(|e| TargetError::Client(e.to_string()))?;
+        let receiver = Receiver::start().await.map_err(TargetError::Receiver)?;
+        let discovery = discover(&client).await.map_err(|e| e.to_string());
+        if let Ok(d) = &discovery {
+            client.set_wire(d.wire);
+        }
+        let salt = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Ok(Session {
+            client,
+            receiver,
+            discovery,
+            profile: target.profile.clone(),
+            seed: opts.seed,
+            salt,
+        })
+    }
+
+    /// The captured discovery, or why there is none.
+    pub fn discovery(&self) -> Result<&Discovery, &str> {
+        self.discovery.as_ref().map_err(String::as_str)
+    }
+
+    /// Why a scenario does not apply to this host (a fact about the host), or `None` when it
+    /// does or when discovery failed.
+    pub fn inapplicable_reason(&self, scenario: &Scenario) -> Option<String> {
+        let d = self.discovery.as_ref().ok()?;
+        if !scenario.wire.is_empty() && !scenario.wire.contains(&d.wire.number()) {
+            return Some(format!(
+                "the host speaks wire major {}; these rows belong to {:?}",
+                d.wire.number(),
+                scenario.wire
+            ));
+        }
+        match scenario.gate.as_deref() {
+            Some(g) if !d.advertises(g) => Some(format!("the host does not advertise {g}")),
+            _ => None,
+        }
+    }
+
+    fn derive(&self, scenario: &str, purpose: &str) -> String {
+        let material = format!("{}\0{}\0{}\0{}", self.seed, self.salt, scenario, purpose);
+        crate::canonical::sha256_hex(material.as_bytes())[..16].to_string()
+    }
+
+    /// Run one scenario to its judged result.
+    pub async fn run_scenario(&self, suite: &Suite, scenario: &Scenario) -> ScenarioResult {
+        let started = Instant::now();
+        let blanket = |status: CheckStatus, detail: String| -> Vec<CheckOutcome> {
+            scenario
+                .checks
+                .iter()
+                .map(|c| CheckOutcome {
+                    check_id: c.id.clone(),
+                    row: c.row.clone(),
+                    says: c.says.clone(),
+                    status,
+                    detail: detail.clone(),
+                })
+                .collect()
+        };
+        let discovery = match &self.discovery {
+            Ok(d) => d,
+            Err(e) => {
+                let checks = blanket(
+                    CheckStatus::Error,
+                    format!("could not observe the host: {e}"),
+                );
+                return self.finish(
+                    suite,
+                    scenario,
+                    checks,
+                    Transcript::default(),
+                    Value::Null,
+                    started,
+                    &[],
+                );
+            }
+        };
+        if let Some(reason) = self.inapplicable_reason(scenario) {
+            let checks = blanket(CheckStatus::Inapplicable, reason);
+            return self.finish(
+                suite,
+                scenario,
+                checks,
+                Transcript::default(),
+                Value::Null,
+                started,
+                &[],
+            );
+        }
+        let nonce = self.derive(&scenario.id, "nonce");
+        let canary = format!("tc-canary-{}", self.derive(&scenario.id, "canary"));
+        let (roles, scopes) = self.profile.template_view();
+        let mut doc = json!({
+            "vars": {"nonce": nonce, "canary": canary},
+            "roles": roles,
+            "scopes": scopes,
+            "discovery": {
+                "document": discovery.document,
+                "etag": discovery.etag,
+                "wireMajor": discovery.wire.number(),
+            },
+            "receivers": {},
+            "steps": {},
+        });
+        for (name, value) in &scenario.vars {
+            let rendered = template::render(value, &doc);
+            doc["vars"][name] = match rendered {
+                Ok(v) => v,
+                Err(e) => crate::steps::error(format!("scenario data: vars.{name}: {e}")),
+            };
+        }
+        let mut ctx = ScenarioCtx {
+            client: &self.client,
+            receiver: &self.receiver,
+            discovery,
+            doc,
+            transcript: Transcript::default(),
+            receiver_prefix: nonce.clone(),
+            receivers: Vec::new(),
+            tainted: Vec::new(),
+        };
+        let mut lost: Option<String> = None;
+        for step in &scenario.steps {
+            if let Some(reason) = &lost {
+                ctx.skip(step, reason);
+                continue;
+            }
+            if let Flow::HostLost(reason) = ctx.run(step).await {
+                lost = Some(reason);
+            }
+        }
+        ctx.observe_receivers();
+        let checks = crate::expect::evaluate(scenario, &ctx.doc);
+        self.receiver.forget(&nonce);
+        let secrets = [canary];
+        self.finish(
+            suite,
+            scenario,
+            checks,
+            ctx.transcript,
+            ctx.doc,
+            started,
+            &secrets,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        suite: &Suite,
+        scenario: &Scenario,
+        checks: Vec<CheckOutcome>,
+        transcript: Transcript,
+        observations: Value,
+        started: Instant,
+        secrets: &[String],
+    ) -> ScenarioResult {
+        let mut all_secrets = self.profile.secrets();
+        all_secrets.extend(secrets.iter().cloned());
+        let transcript_value = serde_json::to_value(&transcript).unwrap_or(Value::Null);
+        let transcript =
+            serde_json::from_value(redact(&transcript_value, &all_secrets)).unwrap_or_default();
+        let disposition = checks
+            .iter()
+            .map(|c| check_disposition(suite, c))
+            .max_by_key(|d| d.severity())
+            .unwrap_or(Disposition::Error);
+        ScenarioResult {
+            scenario_id: scenario.id.clone(),
+            title: scenario.title.clone(),
+            disposition,
+            checks,
+            transcript,
+            observations: redact(&observations, &all_secrets),
+            elapsed_ms: started.elapsed().as_millis() as u64,
+        }
+    }
+}
+
+/// The disposition a single check contributes (a failed SHOULD is `warn`).
+pub fn check_disposition(suite: &Suite, c: &CheckOutcome) -> Disposition {
+    let level = suite.registry.row(&c.row).map_or(Level::Must, |r| r.level);
+    match (c.status, level) {
+        (CheckStatus::Pass, _) => Disposition::Pass,
+        (CheckStatus::Fail, Level::Should) => Disposition::Warn,
+        (CheckStatus::Fail, Level::Must) => Disposition::Fail,
+        (CheckStatus::Blocked, _) => Disposition::Blocked,
+        (CheckStatus::Error, _) => Disposition::Error,
+        (CheckStatus::Inapplicable, _) => Disposition::Inapplicable,
+    }
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunOutcome {
+    /// Seed used.
+    pub seed: u64,
+    /// Strict mode.
+    pub strict: bool,
+    /// Host base URL.
+    pub base_url: String,
+    /// Whether the host is the embedded reference host.
+    pub embedded: bool,
+    /// The embedded reference host's mutant, if any.
+    pub mutant: Option<String>,
+    /// The discovery document, its digest and wire major, or why discovery failed.
+    pub discovery: Value,
+    /// Per scenario results, sorted by id.
+    pub scenarios: Vec<ScenarioResult>,
+    /// One verdict per row the run judged, in registry order.
+    pub rows: Vec<RowVerdict>,
+    /// Rows that no scenario covers yet (not unwitnessable): listed, never judged as pass.
+    pub uncovered: Vec<String>,
+    /// Total wall time.
+    pub elapsed_ms: u64,
+}
+
+impl RunOutcome {
+    /// Rows judged on at least one observation (not merely inapplicable or blocked).
+    pub fn measured(&self) -> usize {
+        self.rows.iter().filter(|r| r.assertions > 0).count()
+    }
+
+    /// Whether certification is denied: a MUST row is `fail`, `blocked` or `error` (under
+    /// strict also `warn` or `inapplicable`), or nothing at all was measured (zero
+    /// observations never read as a pass).
+    pub fn denied(&self) -> bool {
+        self.measured() == 0
+            || self.rows.iter().any(|r| {
+                (r.level == Level::Must || self.strict) && r.disposition.denies(self.strict)
+            })
+    }
+}
+
+impl Session {
+    /// The discovery summary for reports.
+    pub fn discovery_summary(&self) -> Value {
+        match &self.discovery {
+            Ok(d) => json!({
+                "document": d.document,
+                "sha256": d.sha256,
+                "etag": d.etag,
+                "wireMajor": d.wire.number(),
+            }),
+            Err(e) => json!({"error": e}),
+        }
+    }
+}
+
+/// Fold scenario results into a run outcome.
+pub fn conclude(
+    suite: &Suite,
+    session: &Session,
+    target: &Target,
+    opts: &RunOptions,
+    mut scenarios: Vec<ScenarioResult>,
+    elapsed_ms: u64,
+) -> RunOutcome {
+    scenarios.sort_by(|a, b| a.scenario_id.cmp(&b.scenario_id));
+    let rows = fold_rows(
+        &suite.registry,
+        scenarios
+            .iter()
+            .map(|s| (s.scenario_id.as_str(), s.checks.as_slice())),
+    );
+    RunOutcome {
+        seed: opts.seed,
+        strict: opts.strict,
+        base_url: target.base_url.clone(),
+        embedded: target.is_embedded(),
+        mutant: target.mutant.clone(),
+        discovery: session.discovery_summary(),
+        scenarios,
+        rows,
+        uncovered: uncovered_rows(suite),
+        elapsed_ms,
+    }
+}
+
+/// Rows with neither a scenario nor an unwitnessable mark.
+pub fn uncovered_rows(suite: &Suite) -> Vec<String> {
+    suite
+        .registry
+        .rows
+        .iter()
+        .filter(|r| r.unwitnessable.is_none())
+        .filter(|r| !suite.scenarios.iter().any(|s| s.rows.contains(&r.id)))
+        .map(|r| r.id.clone())
+        .collect()
+}
+
+/// Run the selected scenarios (all when `select` is `None`) against `target`: parallel up to
+/// `jobs`, then `serial`-tagged ones alone.
+pub async fn run_selected(
+    suite: &Suite,
+    target: &Target,
+    opts: &RunOptions,
+    select: Option<&dyn Fn(&Scenario) -> bool>,
+) -> Result<RunOutcome, TargetError> {
+    let started = Instant::now();
+    let session = Arc::new(Session::open(target, opts).await?);
+    let chosen: Vec<&Scenario> = suite
+        .scenarios
+        .iter()
+        .filter(|s| select.is_none_or(|f| f(s)))
+        .collect();
+    let (serial, parallel): (Vec<&Scenario>, Vec<&Scenario>) = chosen
+        .into_iter()
+        .partition(|s| s.tags.iter().any(|t| t == "serial"));
+    let mut results: Vec<ScenarioResult> = futures_util::stream::iter(parallel)
+        .map(|s| {
+            let session = session.clone();
+            async move { session.run_scenario(suite, s).await }
+        })
+        .buffer_unordered(opts.jobs.max(1))
+        .collect()
+        .await;
+    for s in serial {
+        results.push(session.run_scenario(suite, s).await);
+    }
+    Ok(conclude(
+        suite,
+        &session,
+        target,
+        opts,
+        results,
+        started.elapsed().as_millis() as u64,
+    ))
+}
+
+/// Run every scenario of the suite.
+pub async fn run_all(
+    suite: &Suite,
+    target: &Target,
+    opts: &RunOptions,
+) -> Result<RunOutcome, TargetError> {
+    run_selected(suite, target, opts, None).await
+}

@@ -1,0 +1,194 @@
+//! The step kinds a scenario may use, one file each. A step drives the host (or sets up a
+//! double) and records one observation under its name; it never judges.
+//!
+//! An observation that could not be made is recorded as `{"$blocked": reason}` (a fact about
+//! the host's setup: seam not wired, role not configured) or `{"$error": reason}` (transport
+//! or toolcert broke). Checks that read through such an observation inherit its status.
+
+mod discovery;
+mod events;
+mod http;
+mod receiver;
+mod repeat;
+mod seam;
+
+use serde_json::{Value, json};
+
+use crate::host::{Discovery, HostClient, HostRequest, HostResponse, TransportError};
+use crate::suite::Step;
+use crate::template::{self, TemplateError};
+use crate::transcript::Transcript;
+use crate::witness::Receiver;
+
+/// Everything a step may touch while a scenario runs.
+pub struct ScenarioCtx<'a> {
+    /// The host.
+    pub client: &'a HostClient,
+    /// toolcert's tool receiver.
+    pub receiver: &'a Receiver,
+    /// The captured discovery document.
+    pub discovery: &'a Discovery,
+    /// The observation document checks are judged over.
+    pub doc: Value,
+    /// Every exchange with the host.
+    pub transcript: Transcript,
+    /// Prefix of this scenario's receiver ids (its nonce), so scenarios never share doubles.
+    pub receiver_prefix: String,
+    /// Registered receivers: name ⇒ id.
+    pub receivers: Vec<(String, String)>,
+    /// Receivers whose calling step could not be made: their counts witness nothing, so their
+    /// observation carries that step's `$blocked` / `$error` instead.
+    pub tainted: Vec<(String, Value)>,
+}
+
+/// Whether the scenario may go on after a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Flow {
+    /// Go on.
+    Continue,
+    /// The host stopped answering; later steps would only burn their timeouts.
+    HostLost(String),
+}
+
+/// A `$blocked` observation.
+pub fn blocked(reason: impl Into<String>) -> Value {
+    json!({"$blocked": reason.into()})
+}
+
+/// An `$error` observation.
+pub fn error(reason: impl Into<String>) -> Value {
+    json!({"$error": reason.into()})
+}
+
+impl ScenarioCtx<'_> {
+    /// Run one step and record its observation.
+    pub async fn run(&mut self, step: &Step) -> Flow {
+        let (obs, flow) = match step {
+            Step::Receiver(spec) => (receiver::run(self, spec), Flow::Continue),
+            Step::Seam(call) => seam::run(self, call).await,
+            Step::Http(call) => http::run(self, call).await,
+            Step::Events(read) => events::run(self, read).await,
+            Step::Discovery(_) => discovery::run(self, step.name()).await,
+            Step::Repeat(spec) => repeat::run(self, spec).await,
+        };
+        if !matches!(step, Step::Receiver(_)) {
+            if obs.get("$blocked").is_some() || obs.get("$error").is_some() {
+                self.taint_receivers_of(step, &obs);
+            }
+            self.doc["steps"][step.name()] = obs;
+        }
+        flow
+    }
+
+    /// Mark every receiver the step refers to (`{{receivers.NAME.…}}`) with the step's state.
+    fn taint_receivers_of(&mut self, step: &Step, obs: &Value) {
+        let text = serde_json::to_string(step).unwrap_or_default();
+        for (name, _) in &self.receivers {
+            let reference = format!("receivers.{name}.");
+            if text.contains(&reference) && !self.tainted.iter().any(|(n, _)| n == name) {
+                let reason = obs
+                    .get("$blocked")
+                    .or_else(|| obs.get("$error"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let key = if obs.get("$blocked").is_some() {
+                    "$blocked"
+                } else {
+                    "$error"
+                };
+                let why = format!(
+                    "receiver {name} witnesses nothing: step {} was not made ({reason})",
+                    step.name()
+                );
+                self.tainted.push((name.clone(), json!({ key: why })));
+            }
+        }
+    }
+
+    /// Record that a step was skipped because the host was lost earlier.
+    pub fn skip(&mut self, step: &Step, reason: &str) {
+        if !matches!(step, Step::Receiver(_)) {
+            let obs = error(format!("not run: an earlier step lost the host ({reason})"));
+            self.taint_receivers_of(step, &obs);
+            self.doc["steps"][step.name()] = obs;
+        }
+    }
+
+    /// Refresh every receiver's observation (`/receivers/<name>`: url, count, arrivals).
+    pub fn observe_receivers(&mut self) {
+        for (name, id) in &self.receivers {
+            if let Some((_, state)) = self.tainted.iter().find(|(n, _)| n == name) {
+                self.doc["receivers"][name] = state.clone();
+                continue;
+            }
+            let arrivals = self.receiver.arrivals(id);
+            let url = self.doc["receivers"][name]["url"].clone();
+            self.doc["receivers"][name] = json!({
+                "url": url,
+                "count": arrivals.len(),
+                "arrivals": arrivals,
+            });
+        }
+    }
+
+    /// Render a template against the observations so far.
+    fn render(&self, v: &Value) -> Result<Value, TemplateError> {
+        template::render(v, &self.doc)
+    }
+
+    /// Send a request and record the exchange.
+    async fn send(
+        &mut self,
+        step: &str,
+        req: &HostRequest,
+    ) -> Result<HostResponse, TransportError> {
+        let (result, exchange) = self.client.send(step, req).await;
+        self.transcript.exchanges.push(exchange);
+        result
+    }
+}
+
+/// Map a template failure to an observation: a missing role or scope is the profile's gap
+/// (`blocked`); a value missing because an earlier step was not made inherits that step's
+/// state and reason; anything else is a bug in the scenario data (`error`).
+fn template_failure(e: &TemplateError, doc: &Value) -> Value {
+    match e.path() {
+        Some(p) if p.starts_with("roles.") || p.starts_with("scopes.") => blocked(format!(
+            "the host profile does not configure {p} (add it to the profile file)"
+        )),
+        Some(p) if p.starts_with("steps.") || p.starts_with("receivers.") => {
+            let mut parts = p.splitn(3, '.');
+            let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let earlier = &doc[kind][name];
+            for key in ["$blocked", "$error"] {
+                if let Some(reason) = earlier.get(key).and_then(Value::as_str) {
+                    return json!({ key: format!("{kind}.{name} was not made: {reason}") });
+                }
+            }
+            blocked(format!(
+                "an earlier observation has no {p}, so this step cannot be made"
+            ))
+        }
+        _ => error(format!("scenario data: {e}")),
+    }
+}
+
+/// Check a role has a token, else the `blocked` observation to record.
+fn require_role(ctx: &ScenarioCtx<'_>, role: &str) -> Option<Value> {
+    (!ctx.client.has_role(role)).then(|| {
+        blocked(format!(
+            "no token for role \"{role}\": pass --token {role}=TOKEN or add it to the profile"
+        ))
+    })
+}
+
+/// The observation and flow of a transport failure.
+fn transport_failure(e: &TransportError) -> (Value, Flow) {
+    let flow = match e {
+        TransportError::Connect { .. } | TransportError::Timeout { .. } => {
+            Flow::HostLost(e.to_string())
+        }
+        _ => Flow::Continue,
+    };
+    (error(format!("could not observe the host: {e}")), flow)
+}

@@ -1,0 +1,87 @@
+//! `seam`: call a sample test seam and normalize the answer.
+//!
+//! The tool-hooks seam answers `{runId, toolCalled, toolReturned}` on 200 and the error
+//! envelope on 403/429, where hosts put the same objects under `details` (C-21). The
+//! observation lifts them to the top so checks read one place: `/http`, `/body`, `/runId`,
+//! `/toolCalled`, `/toolReturned`.
+
+use serde_json::{Value, json};
+
+use super::{Flow, ScenarioCtx, blocked, require_role, template_failure, transport_failure};
+use crate::host::HostRequest;
+use crate::suite::SeamCall;
+
+pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &SeamCall) -> (Value, Flow) {
+    if let Some(obs) = require_role(ctx, &call.role) {
+        return (obs, Flow::Continue);
+    }
+    let body = match ctx.render(&call.body) {
+        Ok(b) => b,
+        Err(e) => return (template_failure(&e, &ctx.doc), Flow::Continue),
+    };
+    let path = ctx.client.wire().seam_path(&call.seam);
+    let req = HostRequest::post(path.clone(), body).role(call.role.clone());
+    let resp = match ctx.send(&call.name, &req).await {
+        Ok(r) => r,
+        Err(e) => return transport_failure(&e),
+    };
+    match resp.status {
+        404 | 405 | 501 => {
+            return (
+                blocked(format!(
+                    "seam {path} is not wired on this host (HTTP {})",
+                    resp.status
+                )),
+                Flow::Continue,
+            );
+        }
+        401 => {
+            return (
+                blocked(format!(
+                    "the host refused role \"{}\"'s credentials at {path} (HTTP 401); check its token",
+                    call.role
+                )),
+                Flow::Continue,
+            );
+        }
+        _ => {}
+    }
+    (normalize(&resp.observation()), Flow::Continue)
+}
+
+/// Lift `runId`, `toolCalled`, `toolReturned` from the body or its `details`.
+pub(super) fn normalize(observation: &Value) -> Value {
+    let body = &observation["body"];
+    let mut obs = json!({
+        "http": {"status": observation["status"], "headers": observation["headers"]},
+        "body": body,
+    });
+    for key in ["runId", "toolCalled", "toolReturned"] {
+        if let Some(v) = body
+            .get(key)
+            .or_else(|| body.get("details").and_then(|d| d.get(key)))
+        {
+            obs[key] = v.clone();
+        }
+    }
+    obs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifts_from_root_or_details() {
+        let ok = normalize(
+            &json!({"status": 200, "headers": {}, "body": {"runId": "r", "toolReturned": {"status": "ok"}}}),
+        );
+        assert_eq!(ok["toolReturned"]["status"], "ok");
+        assert_eq!(ok["http"]["status"], 200);
+        let denied = normalize(
+            &json!({"status": 403, "headers": {}, "body": {"error": "forbidden", "details": {"toolReturned": {"status": "forbidden"}}}}),
+        );
+        assert_eq!(denied["toolReturned"]["status"], "forbidden");
+        assert!(denied.get("runId").is_none());
+    }
+}

@@ -1,0 +1,77 @@
+//! The requirement registry (`scenarios/requirements.json`): the rows toolcert judges.
+
+use serde::{Deserialize, Serialize};
+
+/// RFC 2119 level of a row: a failed MUST is `fail`, a failed SHOULD is `warn`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Level {
+    /// Mandatory.
+    #[serde(rename = "MUST")]
+    Must,
+    /// Recommended.
+    #[serde(rename = "SHOULD")]
+    Should,
+}
+
+/// A family of rows (DISC, HOOKS-AUTH, …) and the capability that makes it applicable.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Family {
+    /// Family id, the row-id prefix.
+    pub id: String,
+    /// Human title.
+    pub title: String,
+    /// Dotted capability path that gates the family, or `None` when always applicable.
+    pub gate: Option<String>,
+}
+
+/// One requirement row.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Row {
+    /// Stable id, kept from the wire document so reports compare across hosts and versions.
+    pub id: String,
+    /// Family id.
+    pub family: String,
+    /// Source seed / RFC section.
+    pub source: String,
+    /// MUST or SHOULD.
+    pub level: Level,
+    /// The rule, in toolcert's words.
+    pub rule: String,
+    /// How a black-box harness witnesses it.
+    pub witness: String,
+    /// Upstream suite requirement ids for the same rule, where they exist.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suite_ids: Vec<String>,
+    /// Why no black-box observation can witness the row, when that is so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwitnessable: Option<String>,
+}
+
+/// The registry file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Registry {
+    /// `$schema` reference (for editors).
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Registry format version.
+    pub registry_version: u32,
+    /// Families, in report order.
+    pub families: Vec<Family>,
+    /// Rows, in report order.
+    pub rows: Vec<Row>,
+}
+
+impl Registry {
+    /// The row with this id.
+    pub fn row(&self, id: &str) -> Option<&Row> {
+        self.rows.iter().find(|r| r.id == id)
+    }
+
+    /// The family with this id.
+    pub fn family(&self, id: &str) -> Option<&Family> {
+        self.families.iter().find(|f| f.id == id)
+    }
+}

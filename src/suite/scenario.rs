@@ -1,0 +1,242 @@
+//! Scenario files: rows, gate, mutants killed, typed steps, and checks.
+//!
+//! A scenario drives the host with [`Step`]s that record observations into one JSON document,
+//! then judges [`Check`]s over that document (drive, then judge). The shapes here mirror
+//! `schemas/scenario.schema.json`; the schema gives the precise error first, serde second.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One scenario file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scenario {
+    /// `$schema` reference (for editors).
+    #[serde(rename = "$schema", default, skip_serializing)]
+    pub schema: Option<String>,
+    /// Stable id, `family.slug` style; also the test name in the console.
+    pub id: String,
+    /// One line saying what the scenario shows.
+    pub title: String,
+    /// The requirement rows it witnesses.
+    pub rows: Vec<String>,
+    /// Dotted capability path that must be advertised for the scenario to apply.
+    pub gate: Option<String>,
+    /// Reference-host mutants this scenario must fail against.
+    pub kills: Vec<String>,
+    /// Wire majors the scenario's rows belong to (default: both); on another major it is
+    /// `inapplicable`.
+    #[serde(default)]
+    pub wire: Vec<u8>,
+    /// Free-form tags (`serial` keeps the scenario out of parallel execution).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Scenario variables (templated in order; `nonce` and `canary` are provided).
+    #[serde(default)]
+    pub vars: Map<String, Value>,
+    /// What to do.
+    pub steps: Vec<Step>,
+    /// What must hold afterwards.
+    pub checks: Vec<Check>,
+    /// The file it came from (set by the loader).
+    #[serde(skip)]
+    pub file: String,
+}
+
+/// A step kind. Each kind is implemented in its own file under `src/steps/`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "camelCase")]
+pub enum Step {
+    /// Register a tool receiver (toolcert's double that plays the tool and counts calls).
+    Receiver(ReceiverSpec),
+    /// Call a sample test seam of the host.
+    Seam(SeamCall),
+    /// Send one HTTP request to the host.
+    Http(HttpCall),
+    /// Read a run's events from the host's durable log.
+    Events(EventsRead),
+    /// Re-fetch discovery conditionally (`If-None-Match`) and record what came back.
+    Discovery(DiscoveryProbe),
+    /// Repeat a seam call until a condition holds (bounded).
+    Repeat(RepeatSpec),
+}
+
+impl Step {
+    /// The name under which the step records its observation.
+    pub fn name(&self) -> &str {
+        match self {
+            Step::Receiver(s) => &s.name,
+            Step::Seam(s) => &s.name,
+            Step::Http(s) => &s.name,
+            Step::Events(s) => &s.name,
+            Step::Discovery(s) => &s.name,
+            Step::Repeat(s) => &s.name,
+        }
+    }
+}
+
+/// `{"step": "receiver"}`: a receiver endpoint and how it answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReceiverSpec {
+    /// Name (observation at `/receivers/<name>`, URL at `{{receivers.<name>.url}}`).
+    pub name: String,
+    /// HTTP status the receiver answers with (default 200).
+    #[serde(default = "default_status")]
+    pub status: u16,
+    /// JSON body it answers with (templated; default `{"ok": true}`).
+    #[serde(default)]
+    pub body: Option<Value>,
+    /// Delay before answering, in milliseconds (bounded to 30 000; a "hang" is a long delay).
+    #[serde(default)]
+    pub delay_ms: u64,
+}
+
+fn default_status() -> u16 {
+    200
+}
+
+/// `{"step": "seam"}`: a call to `/conformance/seams/sample/<seam>` (v1: `/v1/host/sample/<seam>`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeamCall {
+    /// Name of the observation (`/steps/<name>`).
+    pub name: String,
+    /// Seam path below the sample prefix, e.g. `toolhooks/invoke`.
+    pub seam: String,
+    /// Role whose bearer token authenticates the call.
+    pub role: String,
+    /// Request body (templated).
+    pub body: Value,
+}
+
+/// `{"step": "http"}`: one request to the host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HttpCall {
+    /// Name of the observation.
+    pub name: String,
+    /// HTTP method.
+    pub method: String,
+    /// API path (templated); v1 hosts get the `/v1` prefix unless `raw` is set.
+    pub path: String,
+    /// Send the path as written, without the wire-major prefix.
+    #[serde(default)]
+    pub raw: bool,
+    /// Role whose token is sent; none sends no `Authorization`.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Extra headers (templated values).
+    #[serde(default)]
+    pub headers: Map<String, Value>,
+    /// JSON body (templated).
+    #[serde(default)]
+    pub body: Option<Value>,
+}
+
+/// `{"step": "events"}`: read a run's events (debug stream mode) until the run is terminal.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventsRead {
+    /// Name of the observation.
+    pub name: String,
+    /// Run id (templated, usually `{{steps.<seam step>.runId}}`).
+    pub run: String,
+    /// Role whose token reads the log.
+    pub role: String,
+}
+
+/// `{"step": "discovery"}`: conditional re-fetch of the discovery document.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DiscoveryProbe {
+    /// Name of the observation.
+    pub name: String,
+}
+
+/// `{"step": "repeat"}`: call a seam up to `max` times until `until` holds for one answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RepeatSpec {
+    /// Name of the observation (`first`, `last`, `iterations`, `statuses`, `okCount`).
+    pub name: String,
+    /// Upper bound on calls (at most 200).
+    pub max: u32,
+    /// Stop when this holds for an answer (pointer relative to that answer's observation).
+    pub until: Condition,
+    /// The call to repeat (its `name` is ignored).
+    pub call: SeamCall,
+}
+
+/// A matcher applied at a pointer, used by `repeat`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Condition {
+    /// JSON pointer.
+    pub at: String,
+    /// The expectation.
+    pub expect: Matcher,
+}
+
+/// One check: an expectation at a JSON pointer into the scenario's observations.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Check {
+    /// Unique within the scenario.
+    pub id: String,
+    /// The row it witnesses (must be one of the scenario's rows).
+    pub row: String,
+    /// What it asserts, in words (printed on failure).
+    pub says: String,
+    /// JSON pointer into the observation document.
+    pub at: String,
+    /// The expectation.
+    pub expect: Matcher,
+    /// A positive control: when it fails the row is `blocked` (the double was not reached,
+    /// so zero-against-zero proves nothing), and checks that `require` it are `blocked` too.
+    #[serde(default)]
+    pub control: bool,
+    /// Checks (ids) that must pass for this one to be judged; otherwise it is `blocked`.
+    #[serde(default)]
+    pub requires: Vec<String>,
+}
+
+/// An expectation over one JSON value. Exactly one key, e.g. `{"equals": "forbidden"}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Matcher {
+    /// Deep equality with the given JSON value (templated).
+    Equals(Value),
+    /// The pointer names nothing (the value must be `true`).
+    Absent(bool),
+    /// The pointer names something (the value must be `true`).
+    Present(bool),
+    /// A string matching the regular expression.
+    Matches(String),
+    /// Equal to one of the alternatives.
+    OneOf(Vec<Value>),
+    /// JSON type: `string`, `number`, `integer`, `boolean`, `object`, `array`, `null`.
+    Type(String),
+    /// A number ≥ the bound.
+    AtLeast(f64),
+    /// A number ≤ the bound.
+    AtMost(f64),
+    /// Deep equality with the value at another pointer.
+    EqualsAt(String),
+    /// The serialized value does not contain the (templated) text anywhere.
+    NotContains(String),
+    /// Lowercase hex SHA-256 of the RFC 8785 form of the value at the other pointer.
+    JcsSha256Of(String),
+    /// Not the SHA-256 of the RFC 8785 form of the value at the other pointer.
+    NotJcsSha256Of(String),
+    /// A v2 error envelope (closed `{error, message, details?}`) with this `error` code.
+    ErrorEnvelope(String),
+    /// A non-empty array each of whose items satisfies the inner check.
+    Each(Box<Condition>),
+    /// Equal to one item of the array at another pointer.
+    MemberOf(String),
+    /// Absent, or present and satisfying the inner matcher (optional fields).
+    IfPresent(Box<Matcher>),
+    /// An object whose keys are all in the list (closed shapes).
+    KeysIn(Vec<String>),
+}

@@ -1,0 +1,116 @@
+//! Dispositions: the one verdict each requirement row gets.
+//!
+//! A row's disposition is folded from the outcomes of every check that names it, across every
+//! scenario that ran. The fold is monotone: an unknown never rolls up into a pass, and a row
+//! with no observation at all is never `pass`.
+
+use serde::{Deserialize, Serialize};
+
+mod fold;
+
+pub use fold::{RowVerdict, fold_rows};
+
+/// The disposition of one requirement row (see the README for the full definitions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Disposition {
+    /// Every check of the row was observed and held.
+    Pass,
+    /// A SHOULD-level check failed.
+    Warn,
+    /// The host does not advertise the capability that gates the row.
+    Inapplicable,
+    /// The host advertises the capability but the row could not be witnessed (seam missing,
+    /// positive control never reached toolcert's double, role not configured).
+    Blocked,
+    /// An observed answer contradicts a MUST-level rule.
+    Fail,
+    /// toolcert or the transport broke: no verdict on the host.
+    Error,
+}
+
+impl Disposition {
+    /// All dispositions, in report order.
+    pub const ALL: [Disposition; 6] = [
+        Disposition::Pass,
+        Disposition::Warn,
+        Disposition::Inapplicable,
+        Disposition::Blocked,
+        Disposition::Fail,
+        Disposition::Error,
+    ];
+
+    /// The lowercase name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Pass => "pass",
+            Disposition::Warn => "warn",
+            Disposition::Inapplicable => "inapplicable",
+            Disposition::Blocked => "blocked",
+            Disposition::Fail => "fail",
+            Disposition::Error => "error",
+        }
+    }
+
+    /// Severity used by the fold: a worse outcome always wins.
+    /// `inapplicable` ranks lowest so that any real observation outranks it.
+    pub fn severity(self) -> u8 {
+        match self {
+            Disposition::Inapplicable => 0,
+            Disposition::Pass => 1,
+            Disposition::Warn => 2,
+            Disposition::Blocked => 3,
+            Disposition::Fail => 4,
+            Disposition::Error => 5,
+        }
+    }
+
+    /// Whether this disposition makes a MUST row deny certification (exit status non-zero).
+    /// Under `strict`, `warn` and `inapplicable` deny too.
+    pub fn denies(self, strict: bool) -> bool {
+        match self {
+            Disposition::Fail | Disposition::Blocked | Disposition::Error => true,
+            Disposition::Warn | Disposition::Inapplicable => strict,
+            Disposition::Pass => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Disposition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The outcome of one check inside one scenario, before folding into rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckStatus {
+    /// The observation satisfied the expectation.
+    Pass,
+    /// The observation contradicted the expectation.
+    Fail,
+    /// The observation could not be made for a reason on the host's side of the line that is
+    /// not a wrong answer (seam not wired, positive control failed, role not configured).
+    Blocked,
+    /// toolcert or the transport broke.
+    Error,
+    /// The scenario's gate is not advertised by the host.
+    Inapplicable,
+}
+
+/// One judged check: what was checked, for which row, and what was seen.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckOutcome {
+    /// The check's id, unique within its scenario.
+    pub check_id: String,
+    /// The requirement row the check witnesses.
+    pub row: String,
+    /// What the check asserts, in words.
+    pub says: String,
+    /// The outcome.
+    pub status: CheckStatus,
+    /// Why, when not a pass: expected versus actual, or the blocking reason.
+    pub detail: String,
+}

@@ -1,0 +1,212 @@
+//! The tool receiver: an HTTP endpoint per scenario and name that plays the tool.
+//!
+//! It records every arrival (headers, including `Idempotency-Key`, and the JSON body) before
+//! answering, so a call counts even when the host gives up waiting. Each endpoint answers
+//! with its own status, body and delay. It listens on 127.0.0.1 only.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Longest an endpoint may delay its answer.
+const MAX_DELAY: Duration = Duration::from_secs(30);
+
+/// One recorded call.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Arrival {
+    /// HTTP method.
+    pub method: String,
+    /// Headers (lowercase names).
+    pub headers: serde_json::Map<String, Value>,
+    /// The body as JSON (or `{"$nonJson": …}`).
+    pub body: Value,
+    /// Milliseconds since the receiver started.
+    pub at_ms: u64,
+}
+
+/// How an endpoint answers, and what it has seen.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Status to answer with.
+    pub status: u16,
+    /// Body to answer with.
+    pub body: Value,
+    /// Delay before answering.
+    pub delay: Duration,
+    /// Calls seen.
+    pub arrivals: Vec<Arrival>,
+}
+
+#[derive(Default)]
+struct Inner {
+    endpoints: HashMap<String, Endpoint>,
+    strays: Vec<(String, Arrival)>,
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    started: Instant,
+}
+
+/// A running receiver.
+pub struct Receiver {
+    base_url: String,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Receiver {
+    /// Start on 127.0.0.1 with an ephemeral port.
+    pub async fn start() -> std::io::Result<Receiver> {
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(Inner::default()),
+            started: Instant::now(),
+        });
+        let app = Router::new()
+            .route("/r/{id}", any(arrive))
+            .with_state(shared.clone());
+        let task = tokio::spawn(async move {
+            // The receiver lives as long as the run; errors here only end the double.
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Receiver {
+            base_url: format!("http://{addr}"),
+            shared,
+            task,
+        })
+    }
+
+    /// Register an endpoint under a unique id and return its URL.
+    pub fn register(&self, id: &str, status: u16, body: Value, delay: Duration) -> String {
+        let endpoint = Endpoint {
+            status,
+            body,
+            delay: delay.min(MAX_DELAY),
+            arrivals: Vec::new(),
+        };
+        self.lock().endpoints.insert(id.to_string(), endpoint);
+        format!("{}/r/{}", self.base_url, id)
+    }
+
+    /// The calls an endpoint has seen so far.
+    pub fn arrivals(&self, id: &str) -> Vec<Arrival> {
+        self.lock()
+            .endpoints
+            .get(id)
+            .map(|e| e.arrivals.clone())
+            .unwrap_or_default()
+    }
+
+    /// Calls to ids nobody registered (a host calling a stale URL).
+    pub fn strays(&self) -> usize {
+        self.lock().strays.len()
+    }
+
+    /// Forget endpoints whose id starts with `prefix` (a finished scenario's).
+    pub fn forget(&self, prefix: &str) {
+        self.lock()
+            .endpoints
+            .retain(|id, _| !id.starts_with(prefix));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A poisoned lock only means another request panicked mid-insert; the data is usable.
+        self.shared.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn arrive(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let arrival = Arrival {
+        method: method.to_string(),
+        headers: headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_ascii_lowercase(),
+                    json!(String::from_utf8_lossy(v.as_bytes())),
+                )
+            })
+            .collect(),
+        body: crate::host::parse_body_for_witness(&body),
+        at_ms: shared.started.elapsed().as_millis() as u64,
+    };
+    let answer = {
+        let mut inner = shared.inner.lock().unwrap_or_else(|p| p.into_inner());
+        match inner.endpoints.get_mut(&id) {
+            Some(endpoint) => {
+                endpoint.arrivals.push(arrival);
+                Some((endpoint.status, endpoint.body.clone(), endpoint.delay))
+            }
+            None => {
+                inner.strays.push((id, arrival));
+                None
+            }
+        }
+    };
+    let Some((status, body, delay)) = answer else {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": "unknown receiver"})),
+        )
+            .into_response();
+    };
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn records_arrivals_per_endpoint_and_answers_as_told() {
+        let receiver = Receiver::start().await.unwrap();
+        let url = receiver.register("s1-tool", 500, json!({"boom": true}), Duration::ZERO);
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let resp = client
+            .post(&url)
+            .header("Idempotency-Key", "k1")
+            .json(&json!({"a": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 500);
+        let arrivals = receiver.arrivals("s1-tool");
+        assert_eq!(arrivals.len(), 1);
+        assert_eq!(arrivals[0].body, json!({"a": 1}));
+        assert_eq!(arrivals[0].headers["idempotency-key"], "k1");
+        let stray = client.post(format!("{url}x")).send().await.unwrap();
+        assert_eq!(stray.status().as_u16(), 404);
+        assert_eq!(receiver.strays(), 1);
+        receiver.forget("s1-");
+        assert!(receiver.arrivals("s1-tool").is_empty());
+    }
+}
