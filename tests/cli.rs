@@ -1,0 +1,188 @@
+//! End-to-end: the `toolcert` binary against the embedded reference host and its mutants.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn toolcert(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolcert"))
+        .args(args)
+        .output()
+        .expect("toolcert runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolcert-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn run_writes_three_reports_and_the_json_validates() {
+    let dir = scratch("reports");
+    let (json, xml, md) = (dir.join("r.json"), dir.join("r.xml"), dir.join("r.md"));
+    let out = toolcert(&[
+        "run",
+        "--seed",
+        "7",
+        "--report",
+        json.to_str().unwrap(),
+        "--junit",
+        xml.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("test result: ok."),
+        "libtest-style summary expected:\n{stdout}"
+    );
+    assert!(stdout.contains("toolcert: certified"));
+
+    let suite = toolcert::suite::Suite::embedded().unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let violations = suite
+        .schemas
+        .violations("schemas/report.schema.json", &report)
+        .unwrap();
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(report["seed"], 7);
+    assert_eq!(report["summary"]["certified"], true);
+    let rows = report["rows"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .all(|r| r["disposition"] == "pass" && r["assertions"].as_u64().unwrap() >= 1)
+    );
+    // Tokens and canaries never reach the report.
+    let whole = report.to_string();
+    assert!(
+        !whole.contains("refhost-operator-token") && !whole.contains("tc-canary-"),
+        "secret leaked into the report"
+    );
+    assert!(
+        report["host"]["discovery"]["sha256"]
+            .as_str()
+            .unwrap()
+            .len()
+            == 64
+    );
+
+    let junit = std::fs::read_to_string(&xml).unwrap();
+    let parsed = quick_junit::Report::deserialize_from_str(&junit).expect("JUnit XML parses");
+    let cases: usize = parsed.test_suites.iter().map(|s| s.test_cases.len()).sum();
+    assert_eq!(cases, rows.len());
+    let markdown = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        markdown.contains("**certified**") && markdown.contains("| HOOKS-RL |"),
+        "{markdown}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn every_mutant_makes_the_run_exit_non_zero_with_fail_rows() {
+    let list = toolcert(&["mutants"]);
+    assert!(list.status.success());
+    let names: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect();
+    assert!(names.len() >= 7, "{names:?}");
+    let dir = scratch("mutants");
+    for name in names {
+        let json = dir.join(format!("{name}.json"));
+        let out = toolcert(&[
+            "run",
+            "-q",
+            "--reference-mutant",
+            &name,
+            "--report",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "mutant {name} survived:\n{}",
+            text(&out)
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(report["host"]["mutant"], name.as_str());
+        let fails = report["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["disposition"] == "fail")
+            .count();
+        assert!(fails >= 1, "mutant {name}: no fail row");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn list_filter_and_exact_behave_like_cargo_test() {
+    let out = toolcert(&["run", "--list"]);
+    assert!(out.status.success());
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains("hooks.rate-limit: test"), "{listed}");
+    let out = toolcert(&["run", "--list", "--exact", "hooks.rate-limit"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        listed.lines().filter(|l| l.ends_with(": test")).count(),
+        1,
+        "{listed}"
+    );
+    let out = toolcert(&[
+        "run",
+        "-q",
+        "rate-limit",
+        "--jobs",
+        "1",
+        "--timeout-scale",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_2() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["run", "--reference-mutant", "no-such"], "no-such"),
+        (
+            &["run", "--host", "http://127.0.0.1:9", "--token", "operator"],
+            "ROLE=TOKEN",
+        ),
+        (&["run", "--timeout-scale", "0"], "--timeout-scale"),
+        (&["run", "--host", "ftp://x"], "http://"),
+        (
+            &["run", "--profile", "/nonexistent/profile.json"],
+            "/nonexistent/profile.json",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = toolcert(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains(needle),
+            "{args:?} should mention {needle}: {}",
+            text(&out)
+        );
+    }
+}
+
+#[test]
+fn coverage_lists_every_family() {
+    let out = toolcert(&["coverage"]);
+    assert!(out.status.success());
+    insta::assert_snapshot!("coverage", String::from_utf8_lossy(&out.stdout));
+}
