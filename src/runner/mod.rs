@@ -182,13 +182,21 @@ impl Session {
                 })
                 .collect()
         };
-        let discovery = match &self.discovery {
-            Ok(d) => d,
-            Err(e) => {
-                let checks = blanket(
-                    CheckStatus::Error,
-                    format!("could not observe the host: {e}"),
-                );
+        // Nothing to drive: every check takes the same status and reason.
+        let early = match &self.discovery {
+            Err(e) => Some((
+                CheckStatus::Error,
+                format!("could not observe the host: {e}"),
+            )),
+            Ok(_) => self
+                .inapplicable_reason(scenario)
+                .map(|reason| (CheckStatus::Inapplicable, reason)),
+        };
+        let discovery = match (&self.discovery, early) {
+            (Ok(d), None) => d,
+            (_, early) => {
+                let (status, reason) = early.unwrap_or((CheckStatus::Error, String::new()));
+                let checks = blanket(status, reason);
                 return self.finish(
                     suite,
                     scenario,
@@ -200,18 +208,6 @@ impl Session {
                 );
             }
         };
-        if let Some(reason) = self.inapplicable_reason(scenario) {
-            let checks = blanket(CheckStatus::Inapplicable, reason);
-            return self.finish(
-                suite,
-                scenario,
-                checks,
-                Transcript::default(),
-                Value::Null,
-                started,
-                &[],
-            );
-        }
         let nonce = self.derive(&scenario.id, "nonce");
         let canary = format!("tc-canary-{}", self.derive(&scenario.id, "canary"));
         let (roles, scopes) = self.profile.template_view();
@@ -287,7 +283,7 @@ impl Session {
             serde_json::from_value(redact(&transcript_value, &all_secrets)).unwrap_or_default();
         let disposition = checks
             .iter()
-            .map(|c| check_disposition(suite, c))
+            .map(|c| c.disposition(&suite.registry))
             .max_by_key(|d| d.severity())
             .unwrap_or(Disposition::Error);
         ScenarioResult {
@@ -299,19 +295,6 @@ impl Session {
             observations: redact(&observations, &all_secrets),
             elapsed_ms: started.elapsed().as_millis() as u64,
         }
-    }
-}
-
-/// The disposition a single check contributes (a failed SHOULD is `warn`).
-pub fn check_disposition(suite: &Suite, c: &CheckOutcome) -> Disposition {
-    let level = suite.registry.row(&c.row).map_or(Level::Must, |r| r.level);
-    match (c.status, level) {
-        (CheckStatus::Pass, _) => Disposition::Pass,
-        (CheckStatus::Fail, Level::Should) => Disposition::Warn,
-        (CheckStatus::Fail, Level::Must) => Disposition::Fail,
-        (CheckStatus::Blocked, _) => Disposition::Blocked,
-        (CheckStatus::Error, _) => Disposition::Error,
-        (CheckStatus::Inapplicable, _) => Disposition::Inapplicable,
     }
 }
 

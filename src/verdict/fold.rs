@@ -46,18 +46,7 @@ pub fn fold_rows<'a>(
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
     for (scenario, outcomes) in results {
         for outcome in outcomes {
-            let level = registry
-                .row(&outcome.row)
-                .map(|r| r.level)
-                .unwrap_or(Level::Must);
-            let disposition = match (outcome.status, level) {
-                (CheckStatus::Pass, _) => Disposition::Pass,
-                (CheckStatus::Fail, Level::Must) => Disposition::Fail,
-                (CheckStatus::Fail, Level::Should) => Disposition::Warn,
-                (CheckStatus::Blocked, _) => Disposition::Blocked,
-                (CheckStatus::Error, _) => Disposition::Error,
-                (CheckStatus::Inapplicable, _) => Disposition::Inapplicable,
-            };
+            let disposition = outcome.disposition(registry);
             let entry = acc.entry(outcome.row.clone()).or_insert_with(|| Acc {
                 disposition: None,
                 scenario: scenario.to_string(),

@@ -99,6 +99,23 @@ pub enum CheckStatus {
     Inapplicable,
 }
 
+impl CheckOutcome {
+    /// The disposition this outcome contributes to its row: a failed SHOULD is `warn`.
+    pub fn disposition(&self, registry: &crate::suite::Registry) -> Disposition {
+        let level = registry
+            .row(&self.row)
+            .map_or(crate::suite::Level::Must, |r| r.level);
+        match (self.status, level) {
+            (CheckStatus::Pass, _) => Disposition::Pass,
+            (CheckStatus::Fail, crate::suite::Level::Must) => Disposition::Fail,
+            (CheckStatus::Fail, crate::suite::Level::Should) => Disposition::Warn,
+            (CheckStatus::Blocked, _) => Disposition::Blocked,
+            (CheckStatus::Error, _) => Disposition::Error,
+            (CheckStatus::Inapplicable, _) => Disposition::Inapplicable,
+        }
+    }
+}
+
 /// One judged check: what was checked, for which row, and what was seen.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
