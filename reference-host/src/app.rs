@@ -8,9 +8,10 @@ use axum::Router;
 use axum::http::{Method, Uri};
 use axum::routing::get;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::catalog::{self, Catalog};
 use crate::config::HostConfig;
 use crate::discovery::{self, DiscoveryDoc};
 use crate::error::{ApiError, HostError};
@@ -20,7 +21,9 @@ use crate::principals::PrincipalDirectory;
 use crate::rate_limit::RateLimiter;
 use crate::runs;
 use crate::seams;
+use crate::sse;
 use crate::storage::Storage;
+use crate::turn::provider::ProviderClient;
 
 /// How long [`RunningHost::shutdown`] waits for in-flight requests.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -41,6 +44,10 @@ struct Inner {
     invoker: ToolInvoker,
     discovery: DiscoveryDoc,
     default_tool_timeout: Duration,
+    catalog: Catalog,
+    provider: ProviderClient,
+    /// Set once the host is shutting down; background tool loops watch it.
+    shutdown: watch::Sender<bool>,
 }
 
 impl AppState {
@@ -55,6 +62,9 @@ impl AppState {
             invoker: ToolInvoker::new().map_err(HostError::HttpClient)?,
             discovery: DiscoveryDoc::render(config.seams_enabled, config.mutant),
             default_tool_timeout: config.default_tool_timeout,
+            catalog: Catalog::new(),
+            provider: ProviderClient::new().map_err(HostError::HttpClient)?,
+            shutdown: watch::Sender::new(false),
         };
         Ok(Self {
             inner: Arc::new(inner),
@@ -105,6 +115,29 @@ impl AppState {
     pub fn default_tool_timeout(&self) -> Duration {
         self.inner.default_tool_timeout
     }
+
+    /// The tool catalog (run-scoped fixture tools).
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// The model provider client.
+    pub fn provider(&self) -> &ProviderClient {
+        &self.inner.provider
+    }
+
+    /// Tells background work (tool loops) that the host is stopping.
+    pub fn request_shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
+    }
+
+    /// Resolves once [`AppState::request_shutdown`] has been called.
+    pub async fn shutdown_requested(&self) {
+        let mut stopping = self.inner.shutdown.subscribe();
+        // The sender lives as long as this state, so the wait only ends on
+        // a shutdown request.
+        let _ = stopping.wait_for(|stopping| *stopping).await;
+    }
 }
 
 /// The host's routes. Unknown routes and wrong methods answer the 404
@@ -113,7 +146,10 @@ pub fn router(state: AppState) -> Router {
     let mut router = Router::new()
         .route("/.well-known/openwop", get(discovery::get_discovery))
         .route("/runs/{runId}", get(runs::get_run))
-        .route("/runs/{runId}/events/poll", get(runs::poll_events));
+        .route("/runs/{runId}/events", get(sse::stream_events))
+        .route("/runs/{runId}/events/poll", get(runs::poll_events))
+        .route("/tools", get(catalog::list_tools))
+        .route("/tools/{toolId}", get(catalog::get_tool));
     if state.seams_enabled() {
         router = router.merge(seams::router());
     }
@@ -139,12 +175,15 @@ pub struct RunningHost {
     pub addr: SocketAddr,
     stop: oneshot::Sender<()>,
     server: JoinHandle<std::io::Result<()>>,
+    state: AppState,
 }
 
 impl RunningHost {
     /// Stops accepting, lets in-flight requests finish for up to 2 s, then
     /// aborts whatever is left.
     pub async fn shutdown(self) {
+        // Tool loops running in the background end at their next await.
+        self.state.request_shutdown();
         // The server may already have stopped; then there is nobody to tell.
         let _ = self.stop.send(());
         let mut server = self.server;
@@ -169,7 +208,7 @@ pub async fn start(config: HostConfig) -> Result<RunningHost, HostError> {
         })?;
     let addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
-    let app = router(state);
+    let app = router(state.clone());
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
@@ -183,5 +222,6 @@ pub async fn start(config: HostConfig) -> Result<RunningHost, HostError> {
         addr,
         stop,
         server,
+        state,
     })
 }

@@ -13,6 +13,24 @@ pub struct ArgsSchema {
     validator: Validator,
 }
 
+/// One schema violation, reduced to what is safe to show anyone: where in
+/// the instance it is and which keyword failed. Neither part quotes the
+/// instance value (SR-1; TTC §G: repair text comes from the validator, not
+/// from the model's text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON Pointer (RFC 6901) into the instance; `""` is the whole value.
+    pub pointer: String,
+    /// The failing keyword (`type`, `required`, `minimum`, …).
+    pub keyword: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.pointer, self.keyword)
+    }
+}
+
 /// The schema does not compile.
 #[derive(Debug, thiserror::Error)]
 #[error("`inputSchema` is not a valid JSON Schema: {0}")]
@@ -39,6 +57,22 @@ impl ArgsSchema {
             .iter_errors(args)
             .next()
             .map(|err| format!("{}: {}", err.instance_path().as_str(), err.masked()))
+    }
+
+    /// The first violation as pointer + keyword, or `None` if valid.
+    pub fn first_violation(&self, instance: &Value) -> Option<Violation> {
+        self.validator
+            .iter_errors(instance)
+            .next()
+            .map(|err| Violation {
+                pointer: err.instance_path().as_str().to_owned(),
+                keyword: err.kind().keyword().to_owned(),
+            })
+    }
+
+    /// Whether `instance` satisfies the schema.
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.validator.is_valid(instance)
     }
 }
 
@@ -70,6 +104,25 @@ mod tests {
             .expect("invalid");
         assert!(message.starts_with("/key: "), "{message}");
         assert!(!message.contains("sk-very-secret"), "{message}");
+    }
+
+    #[test]
+    fn violations_are_pointer_and_keyword_only() {
+        let schema = ArgsSchema::compile(&json!({
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"]
+        }))
+        .expect("compiles");
+        let violation = schema
+            .first_violation(&json!({"count": "sk-very-secret"}))
+            .expect("invalid");
+        assert_eq!(violation.pointer, "/count");
+        assert_eq!(violation.keyword, "type");
+        assert_eq!(violation.to_string(), "/count: type");
+        let missing = schema.first_violation(&json!({})).expect("invalid");
+        assert_eq!(missing.to_string(), ": required");
+        assert!(schema.is_valid(&json!({"count": 3})));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::app::AppState;
 use crate::args_hash::sha256_hex;
+use crate::catalog::SOURCE_HOST_EXTENSION;
 use crate::mutants::Mutant;
 use crate::seams::SEAMS_PROFILE;
 
@@ -89,6 +90,13 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
             "witness": "witnessable-gated",
             "failClosed": fail_closed,
         },
+        // `GET /tools`: the run-scoped fixture tools, filtered by scope.
+        "toolCatalog": {
+            "status": "stable",
+            "since": "2.0",
+            "witness": "witnessable-gated",
+            "sources": [SOURCE_HOST_EXTENSION],
+        },
     });
     if seams_enabled && let Some(object) = root.as_object_mut() {
         object.insert(
@@ -144,6 +152,11 @@ mod tests {
         assert_eq!(value["toolHooks"]["perToolRateLimit"], true);
         assert_eq!(value["toolHooks"]["witness"], "witnessable-gated");
         assert_eq!(value["authorization"]["failClosed"], true);
+        assert_eq!(
+            value["toolCatalog"],
+            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                   "sources": ["host-extension"]})
+        );
         assert!(value.get("metadata").is_none());
         let with_seams = parsed(&DiscoveryDoc::render(true, None));
         assert_eq!(

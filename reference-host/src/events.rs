@@ -12,6 +12,13 @@ pub const TOOL_RETURNED: &str = "agent.tool-returned";
 /// `authorization.decided`: an authorization decision (written on deny).
 pub const AUTHORIZATION_DECIDED: &str = "authorization.decided";
 
+/// `run.started`: the tool loop of a turn run began (first event).
+pub const RUN_STARTED: &str = "run.started";
+/// `run.completed`: the run finished with a result (terminal).
+pub const RUN_COMPLETED: &str = "run.completed";
+/// `run.failed`: the run finished with an error (terminal).
+pub const RUN_FAILED: &str = "run.failed";
+
 /// The schema version of every event this host writes.
 pub const SCHEMA_VERSION: u32 = 1;
 

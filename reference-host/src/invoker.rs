@@ -41,6 +41,35 @@ pub struct Invocation {
     pub duration_ms: u64,
 }
 
+/// One invocation plus the receiver's answer body, for callers that feed the
+/// tool's data back to a model (the tool loop, TTC §G).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataInvocation {
+    /// How it ended and how long it took.
+    pub invocation: Invocation,
+    /// The answer body as read (at most [`MAX_RECEIVER_BODY`] bytes).
+    pub body: Vec<u8>,
+    /// False when the body was longer than the cap and was cut.
+    pub body_complete: bool,
+}
+
+/// What one POST to a receiver produced.
+struct Posted {
+    result: InvokeResult,
+    body: Vec<u8>,
+    complete: bool,
+}
+
+impl Posted {
+    fn failed(result: InvokeResult) -> Self {
+        Self {
+            result,
+            body: Vec::new(),
+            complete: true,
+        }
+    }
+}
+
 /// Calls tools. Holds one HTTP client for the host's lifetime.
 #[derive(Debug, Clone)]
 pub struct ToolInvoker {
@@ -69,25 +98,42 @@ impl ToolInvoker {
         args: &Value,
         timeout: Duration,
     ) -> Invocation {
+        self.invoke_for_data(receiver, args, timeout)
+            .await
+            .invocation
+    }
+
+    /// Like [`ToolInvoker::invoke`], and keeps the receiver's answer body
+    /// (bounded) so the caller can use the tool's data.
+    pub async fn invoke_for_data(
+        &self,
+        receiver: Option<&Url>,
+        args: &Value,
+        timeout: Duration,
+    ) -> DataInvocation {
         let started = Instant::now();
-        let result = match receiver {
-            None => InvokeResult::Succeeded,
+        let posted = match receiver {
+            None => Posted::failed(InvokeResult::Succeeded),
             Some(url) => {
                 // The outer timeout bounds the whole call even if the client's
                 // own per-request timeout did not fire (belt and braces).
                 match tokio::time::timeout(timeout, self.post(url, args, timeout)).await {
-                    Ok(result) => result,
-                    Err(_) => timed_out(timeout),
+                    Ok(posted) => posted,
+                    Err(_) => Posted::failed(timed_out(timeout)),
                 }
             }
         };
-        Invocation {
-            result,
-            duration_ms: millis(started.elapsed()),
+        DataInvocation {
+            invocation: Invocation {
+                result: posted.result,
+                duration_ms: millis(started.elapsed()),
+            },
+            body: posted.body,
+            body_complete: posted.complete,
         }
     }
 
-    async fn post(&self, url: &Url, args: &Value, timeout: Duration) -> InvokeResult {
+    async fn post(&self, url: &Url, args: &Value, timeout: Duration) -> Posted {
         let sent = self
             .client
             .post(url.clone())
@@ -97,26 +143,40 @@ impl ToolInvoker {
             .await;
         let mut response = match sent {
             Ok(response) => response,
-            Err(err) => return transport_failure(&err, timeout),
+            Err(err) => return Posted::failed(transport_failure(&err, timeout)),
         };
-        // Drain at most MAX_RECEIVER_BODY bytes so the measured duration
-        // covers the tool's whole answer; the bytes themselves are dropped.
-        let mut read = 0usize;
-        while read < MAX_RECEIVER_BODY {
+        // Read at most MAX_RECEIVER_BODY bytes so the measured duration
+        // covers the tool's whole answer and memory stays bounded.
+        let mut body = Vec::new();
+        let mut complete = true;
+        loop {
             match response.chunk().await {
-                Ok(Some(chunk)) => read = read.saturating_add(chunk.len()),
+                Ok(Some(chunk)) => {
+                    let room = MAX_RECEIVER_BODY.saturating_sub(body.len());
+                    if chunk.len() > room {
+                        body.extend_from_slice(chunk.get(..room).unwrap_or_default());
+                        complete = false;
+                        break;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
                 Ok(None) => break,
-                Err(err) => return transport_failure(&err, timeout),
+                Err(err) => return Posted::failed(transport_failure(&err, timeout)),
             }
         }
         let status = response.status();
         if status.is_success() {
-            InvokeResult::Succeeded
+            Posted {
+                result: InvokeResult::Succeeded,
+                body,
+                complete,
+            }
         } else {
-            InvokeResult::Failed {
+            // The body of a failure is dropped: it is never copied anywhere.
+            Posted::failed(InvokeResult::Failed {
                 code: ToolErrorCode::ToolExecutionFailed,
                 message: format!("tool receiver answered HTTP {}", status.as_u16()),
-            }
+            })
         }
     }
 }

@@ -56,18 +56,49 @@ pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
 #[derive(Debug)]
 pub struct Fields {
     map: Map<String, Value>,
+    /// Where this object sits in the body (`""` for the body itself,
+    /// `provider`, `tools[0]`, …), so messages name nested members fully.
+    path: String,
 }
 
 impl Fields {
     /// Wraps `map`, rejecting any member not in `allowed` (closed shapes).
     pub fn closed(map: Map<String, Value>, allowed: &[&str]) -> Result<Self, ApiError> {
-        if let Some(unknown) = map.keys().find(|key| !allowed.contains(&key.as_str())) {
+        Self::closed_at("", map, allowed)
+    }
+
+    /// Like [`Fields::closed`] for an object nested at `path` (e.g.
+    /// `tools[0]`); every message names members as `path.member`.
+    pub fn closed_at(
+        path: &str,
+        map: Map<String, Value>,
+        allowed: &[&str],
+    ) -> Result<Self, ApiError> {
+        let fields = Self {
+            map,
+            path: path.to_owned(),
+        };
+        if let Some(unknown) = fields
+            .map
+            .keys()
+            .find(|key| !allowed.contains(&key.as_str()))
+        {
             return Err(ApiError::validation(format!(
-                "unknown field `{unknown}`; allowed fields: {}",
+                "unknown field `{}`; allowed fields: {}",
+                fields.name(unknown),
                 allowed.join(", ")
             )));
         }
-        Ok(Self { map })
+        Ok(fields)
+    }
+
+    /// The full name of member `field` for messages.
+    pub fn name(&self, field: &str) -> String {
+        if self.path.is_empty() {
+            field.to_owned()
+        } else {
+            format!("{}.{field}", self.path)
+        }
     }
 
     /// Takes a member. `null` is not "absent": it is a wrong type like any
@@ -85,7 +116,9 @@ impl Fields {
 
     /// A required non-empty string.
     pub fn required_string(&mut self, name: &str) -> Result<String, ApiError> {
-        match self.take(name) {
+        let value = self.take(name);
+        let name = &self.name(name);
+        match value {
             None => Err(ApiError::validation(format!(
                 "field `{name}` is required (a non-empty string)"
             ))),
@@ -99,7 +132,9 @@ impl Fields {
 
     /// An optional string.
     pub fn optional_string(&mut self, name: &str) -> Result<Option<String>, ApiError> {
-        match self.take(name) {
+        let value = self.take(name);
+        let name = &self.name(name);
+        match value {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
             Some(other) => Err(Self::wrong_type(name, "a string", &other)),
@@ -108,7 +143,9 @@ impl Fields {
 
     /// An optional boolean.
     pub fn optional_bool(&mut self, name: &str) -> Result<Option<bool>, ApiError> {
-        match self.take(name) {
+        let value = self.take(name);
+        let name = &self.name(name);
+        match value {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(b)),
             Some(other) => Err(Self::wrong_type(name, "a boolean", &other)),
@@ -117,7 +154,9 @@ impl Fields {
 
     /// An optional object.
     pub fn optional_object(&mut self, name: &str) -> Result<Option<Map<String, Value>>, ApiError> {
-        match self.take(name) {
+        let value = self.take(name);
+        let name = &self.name(name);
+        match value {
             None => Ok(None),
             Some(Value::Object(map)) => Ok(Some(map)),
             Some(other) => Err(Self::wrong_type(name, "an object", &other)),
@@ -131,7 +170,9 @@ impl Fields {
         min: u64,
         max: u64,
     ) -> Result<Option<u64>, ApiError> {
-        match self.take(name) {
+        let value = self.take(name);
+        let name = &self.name(name);
+        match value {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_u64() {
                 Some(v) if (min..=max).contains(&v) => Ok(Some(v)),
@@ -148,6 +189,7 @@ impl Fields {
         let Some(value) = self.take(name) else {
             return Ok(None);
         };
+        let name = &self.name(name);
         let Value::Array(items) = value else {
             return Err(Self::wrong_type(name, "an array of strings", &value));
         };
@@ -174,6 +216,7 @@ impl Fields {
         let Some(map) = self.optional_object(name)? else {
             return Ok(None);
         };
+        let name = &self.name(name);
         map.into_iter()
             .map(|(key, value)| match value {
                 Value::String(s) => Ok((key, s)),
@@ -185,6 +228,71 @@ impl Fields {
             })
             .collect::<Result<BTreeMap<_, _>, _>>()
             .map(Some)
+    }
+    /// A required object.
+    pub fn required_object(&mut self, name: &str) -> Result<Map<String, Value>, ApiError> {
+        match self.optional_object(name)? {
+            Some(map) => Ok(map),
+            None => Err(ApiError::validation(format!(
+                "field `{}` is required (an object)",
+                self.name(name)
+            ))),
+        }
+    }
+
+    /// An optional array (of any items; the caller checks them by index).
+    pub fn optional_array(&mut self, name: &str) -> Result<Option<Vec<Value>>, ApiError> {
+        let value = self.take(name);
+        let name = &self.name(name);
+        match value {
+            None => Ok(None),
+            Some(Value::Array(items)) => Ok(Some(items)),
+            Some(other) => Err(Self::wrong_type(name, "an array", &other)),
+        }
+    }
+
+    /// An optional string that must be one of `allowed`.
+    pub fn optional_enum(
+        &mut self,
+        name: &str,
+        allowed: &[&'static str],
+    ) -> Result<Option<&'static str>, ApiError> {
+        let Some(value) = self.optional_string(name)? else {
+            return Ok(None);
+        };
+        allowed
+            .iter()
+            .find(|candidate| **candidate == value)
+            .copied()
+            .map(Some)
+            .ok_or_else(|| {
+                // The given value is not echoed: only the allowed ones are.
+                ApiError::validation(format!(
+                    "field `{}` must be one of {}",
+                    self.name(name),
+                    allowed
+                        .iter()
+                        .map(|a| format!("`{a}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
+    /// A required string that must be one of `allowed`.
+    pub fn required_enum(
+        &mut self,
+        name: &str,
+        allowed: &[&'static str],
+    ) -> Result<&'static str, ApiError> {
+        match self.optional_enum(name, allowed)? {
+            Some(value) => Ok(value),
+            None => Err(ApiError::validation(format!(
+                "field `{}` is required (one of {})",
+                self.name(name),
+                allowed.join(", ")
+            ))),
+        }
     }
 }
 
@@ -271,6 +379,40 @@ mod tests {
         assert_eq!(f.optional_int_in("u", 1, 10).expect("ok"), Some(5));
         assert!(f.optional_int_in("v", 1, 10).is_err());
         assert_eq!(f.optional_int_in("missing", 1, 10).expect("ok"), None);
+    }
+
+    #[test]
+    fn nested_objects_name_members_by_full_path() {
+        let map = json!({"wire": "grpc", "zzz": 1})
+            .as_object()
+            .cloned()
+            .expect("object");
+        let err = Fields::closed_at("provider", map, &["wire"]).unwrap_err();
+        assert!(err.message.contains("`provider.zzz`"), "{}", err.message);
+        let map = json!({"wire": "grpc"})
+            .as_object()
+            .cloned()
+            .expect("object");
+        let mut f = Fields::closed_at("provider", map, &["wire", "stream"]).expect("ok");
+        let err = f.required_enum("wire", &["openai-chat"]).unwrap_err();
+        assert!(err.message.contains("`provider.wire`"), "{}", err.message);
+        assert!(!err.message.contains("grpc"), "{}", err.message);
+        let err = f.required_enum("stream", &["x"]).unwrap_err();
+        assert!(err.message.contains("provider.stream"), "{}", err.message);
+    }
+
+    #[test]
+    fn arrays_and_required_objects_are_typed() {
+        let mut f = fields(json!({"a": {}, "b": [1], "c": 3}), &["a", "b", "c", "d"]).expect("ok");
+        assert!(f.required_object("a").is_ok());
+        assert_eq!(f.optional_array("b").expect("ok"), Some(vec![json!(1)]));
+        assert!(f.optional_array("c").unwrap_err().message.contains("`c`"));
+        assert!(
+            f.required_object("d")
+                .unwrap_err()
+                .message
+                .contains("required")
+        );
     }
 
     #[test]

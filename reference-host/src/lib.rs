@@ -10,6 +10,7 @@ pub mod args_hash;
 pub mod args_schema;
 pub mod auth;
 pub mod authz;
+pub mod catalog;
 pub mod config;
 pub mod discovery;
 pub mod error;
@@ -22,8 +23,10 @@ pub mod rate_limit;
 pub mod redaction;
 pub mod runs;
 pub mod seams;
+pub mod sse;
 pub mod storage;
 pub mod tool_events;
+pub mod turn;
 
 pub use app::{AppState, RunningHost, router, start};
 pub use config::{HostConfig, RateLimitConfig};

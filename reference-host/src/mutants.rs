@@ -60,6 +60,32 @@ pub enum Mutant {
     DiscoveryRecordMissingWitness,
     /// The authorization record advertises `failClosed: false`.
     AuthorizationFailclosedFalse,
+    /// A tool call in a truncated completion is dispatched with `{}` as its arguments.
+    TruncatedArgsExecuted,
+    /// A prompted/structured JSON answer shaped like a tool call is dispatched.
+    PromptedOutputDispatched,
+    /// Tool calls written inline in assistant text are parsed and executed.
+    InlineToolParser,
+    /// Authorization runs before argument validation.
+    AuthzBeforeArgs,
+    /// The rate limit (a token consumed) is checked before authorization.
+    LimitsBeforeAuthz,
+    /// A refused completion is retried once with the same request.
+    RefusalRetried,
+    /// The invalid-arguments repair text quotes the model's raw arguments.
+    RepairEchoesModelText,
+    /// A failed tool result is fed back with `isError: false`.
+    ToolErrorWithoutIserror,
+    /// An unknown tool name returns status `ok` with no error.
+    UnknownToolBareSuccess,
+    /// An executed call gets two `agent.tool-returned` events.
+    DoubleReturn,
+    /// An identical repeated call is dispatched again.
+    RepeatNotSuppressed,
+    /// `output.mode: "structured"` on OpenAI sends no `response_format`.
+    StructuredNotEnforced,
+    /// `GET /tools` descriptors omit `replayPolicy`.
+    DescriptorWithoutReplayPolicy,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -195,6 +221,71 @@ pub const ALL: &[MutantInfo] = &[
         name: "authorization-failclosed-false",
         breaks: "the authorization record advertises failClosed: false",
     },
+    MutantInfo {
+        mutant: Mutant::TruncatedArgsExecuted,
+        name: "truncated-args-executed",
+        breaks: "a tool call in a truncated completion is dispatched with {} as its arguments",
+    },
+    MutantInfo {
+        mutant: Mutant::PromptedOutputDispatched,
+        name: "prompted-output-dispatched",
+        breaks: "a prompted/structured JSON answer shaped {\"tool\": NAME, \"arguments\": {…}} naming a run tool is dispatched as a tool call",
+    },
+    MutantInfo {
+        mutant: Mutant::InlineToolParser,
+        name: "inline-tool-parser",
+        breaks: "assistant text with <tool_call>{…}</tool_call> or a fenced json block with name/arguments is parsed and executed",
+    },
+    MutantInfo {
+        mutant: Mutant::AuthzBeforeArgs,
+        name: "authz-before-args",
+        breaks: "authorization runs before argument validation",
+    },
+    MutantInfo {
+        mutant: Mutant::LimitsBeforeAuthz,
+        name: "limits-before-authz",
+        breaks: "the rate limit (token consumed) is checked before authorization",
+    },
+    MutantInfo {
+        mutant: Mutant::RefusalRetried,
+        name: "refusal-retried",
+        breaks: "a refused completion is retried once with the same request",
+    },
+    MutantInfo {
+        mutant: Mutant::RepairEchoesModelText,
+        name: "repair-echoes-model-text",
+        breaks: "the invalid-arguments repair text quotes the model's raw arguments text instead of the validator output",
+    },
+    MutantInfo {
+        mutant: Mutant::ToolErrorWithoutIserror,
+        name: "tool-error-without-iserror",
+        breaks: "a failed tool result is fed back as isError: false (Anthropic is_error false)",
+    },
+    MutantInfo {
+        mutant: Mutant::UnknownToolBareSuccess,
+        name: "unknown-tool-bare-success",
+        breaks: "an unknown tool name returns status ok with no error",
+    },
+    MutantInfo {
+        mutant: Mutant::DoubleReturn,
+        name: "double-return",
+        breaks: "an executed call gets two agent.tool-returned events",
+    },
+    MutantInfo {
+        mutant: Mutant::RepeatNotSuppressed,
+        name: "repeat-not-suppressed",
+        breaks: "an identical repeated call is dispatched again",
+    },
+    MutantInfo {
+        mutant: Mutant::StructuredNotEnforced,
+        name: "structured-not-enforced",
+        breaks: "output.mode structured on OpenAI sends no response_format (falls back to prompting)",
+    },
+    MutantInfo {
+        mutant: Mutant::DescriptorWithoutReplayPolicy,
+        name: "descriptor-without-replay-policy",
+        breaks: "GET /tools descriptors omit replayPolicy",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -273,14 +364,35 @@ mod tests {
     }
 
     #[test]
-    fn list_has_24_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 24);
+    fn list_has_37_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 37);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
         assert_eq!(mutants.len(), ALL.len());
         assert_eq!(ALL[0].name, "authz-fail-open-on-resolver-error");
         assert_eq!(ALL[23].name, "authorization-failclosed-false");
+        // The tool-turn mutants are appended after the tool-hooks ones, in
+        // the order the harness's committed matrix lists them.
+        let turn: Vec<&str> = ALL[24..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            turn,
+            [
+                "truncated-args-executed",
+                "prompted-output-dispatched",
+                "inline-tool-parser",
+                "authz-before-args",
+                "limits-before-authz",
+                "refusal-retried",
+                "repair-echoes-model-text",
+                "tool-error-without-iserror",
+                "unknown-tool-bare-success",
+                "double-return",
+                "repeat-not-suppressed",
+                "structured-not-enforced",
+                "descriptor-without-replay-policy",
+            ]
+        );
     }
 
     #[test]

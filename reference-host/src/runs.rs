@@ -84,13 +84,13 @@ impl PollQuery {
 }
 
 /// Authenticates the caller and checks `runs:read`.
-fn authorize_read(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+pub fn authorize_read(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let caller = authenticate(headers, state.principals())?;
     require_scope(caller, RUNS_READ_SCOPE)
 }
 
 /// The run, or 404.
-fn find_run(state: &AppState, run_id: &str) -> Result<RunRecord, ApiError> {
+pub fn find_run(state: &AppState, run_id: &str) -> Result<RunRecord, ApiError> {
     state.storage().run(run_id)?.ok_or_else(|| {
         ApiError::not_found(format!(
             "run `{run_id}` does not exist; use a runId returned by this host"
@@ -106,12 +106,16 @@ pub async fn get_run(
 ) -> Result<Response, ApiError> {
     authorize_read(&state, &headers)?;
     let run = find_run(&state, &run_id)?;
-    Ok(Json(json!({
+    let mut body = json!({
         "runId": run.run_id,
         "status": run.status.as_str(),
         "createdAt": run.created_at,
-    }))
-    .into_response())
+    });
+    // A failed run says why (`{code, message}`).
+    if let (Some(error), Some(object)) = (run.error, body.as_object_mut()) {
+        object.insert("error".to_owned(), error);
+    }
+    Ok(Json(body).into_response())
 }
 
 /// Handler for `GET /runs/{runId}/events/poll`.
@@ -130,11 +134,19 @@ pub async fn poll_events(
     })?;
     let query = PollQuery::parse(&params)?;
     let after = query.after_sequence.unwrap_or(-1);
-    // Subscribe before the first read so an append between the read and the
-    // wait still wakes us.
-    let mut changes = state.storage().subscribe();
+    find_run(&state, &run_id)?;
+    // Subscribe to this run's signal before the first read, so an append
+    // between the read and the wait still wakes us, and other runs' writes
+    // do not.
+    let mut changes = state
+        .storage()
+        .subscribe_run(&run_id)
+        .unwrap_or_else(|| state.storage().subscribe());
     let deadline = query.timeout.map(|timeout| Instant::now() + timeout);
     loop {
+        // Mark the signal seen BEFORE reading: a write after this point
+        // (even one racing the read below) wakes the wait.
+        changes.borrow_and_update();
         let run = find_run(&state, &run_id)?;
         let events: Vec<RunEventDoc> = state
             .storage()
@@ -161,9 +173,14 @@ pub async fn poll_events(
             .into_response());
         }
         if let Some(deadline) = deadline {
-            // Wakes on any committed write or at the deadline, whichever is
-            // first; the loop re-reads either way, so the wait is bounded.
-            let _ = tokio::time::timeout_at(deadline, changes.changed()).await;
+            // Wakes on a committed write to this run or at the deadline,
+            // whichever is first; the loop re-reads either way, so the wait
+            // is bounded (and never a busy loop: a closed signal just waits
+            // out the deadline).
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) | Err(_) => {}
+                Ok(Err(_)) => tokio::time::sleep_until(deadline).await,
+            }
         }
     }
 }

@@ -6,9 +6,11 @@
 //! genuinely concurrent, so later atomic effect claims race for real and must
 //! be made atomic by SQL, not by a host-wide lock.
 
+use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::events::{NewEvent, RunEventDoc, SCHEMA_VERSION, new_event_id, now_rfc3339};
@@ -77,14 +79,19 @@ pub struct RunRecord {
     pub principal: String,
     /// RFC 3339 creation time.
     pub created_at: String,
+    /// Why the run failed (`{code, message}`), for failed runs only.
+    pub error: Option<Value>,
 }
 
-/// The SQLite-backed store plus a change signal for long polls.
+/// The SQLite-backed store plus change signals for long polls and streams.
 #[derive(Debug)]
 pub struct Storage {
     conn: Mutex<Connection>,
-    /// Bumped after every committed write so long polls can wake up.
+    /// Bumped after every committed write (any run).
     changes: watch::Sender<u64>,
+    /// One signal per run, bumped after every committed write to that run,
+    /// so a waiter on one run is not woken by every other run's traffic.
+    run_changes: Mutex<HashMap<String, watch::Sender<u64>>>,
 }
 
 const SCHEMA: &str = "
@@ -92,7 +99,8 @@ CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,
     status TEXT NOT NULL,
     principal TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    error TEXT NULL
 );
 CREATE TABLE events (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -115,6 +123,7 @@ impl Storage {
         Ok(Self {
             conn: Mutex::new(conn),
             changes: watch::Sender::new(0),
+            run_changes: Mutex::new(HashMap::new()),
         })
     }
 
@@ -128,14 +137,33 @@ impl Storage {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Wakes long polls after a committed write.
-    fn notify(&self) {
+    /// The per-run signal map (locked only for a lookup or insert).
+    fn run_signals(&self) -> MutexGuard<'_, HashMap<String, watch::Sender<u64>>> {
+        // Poisoning cannot leave the map inconsistent (each operation is a
+        // single insert or lookup), so the map is reused as it is.
+        self.run_changes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Wakes waiters after a committed write to `run_id`.
+    fn notify(&self, run_id: &str) {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        if let Some(signal) = self.run_signals().get(run_id) {
+            signal.send_modify(|n| *n = n.wrapping_add(1));
+        }
     }
 
     /// A receiver that changes whenever a write commits.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// A receiver that changes whenever a write to `run_id` commits, or
+    /// `None` when the run does not exist. Subscribe before reading, so a
+    /// write between the read and the wait still wakes the waiter.
+    pub fn subscribe_run(&self, run_id: &str) -> Option<watch::Receiver<u64>> {
+        self.run_signals().get(run_id).map(watch::Sender::subscribe)
     }
 
     /// Creates a run in status `running`.
@@ -145,6 +173,7 @@ impl Storage {
             status: RunStatus::Running,
             principal: principal.to_owned(),
             created_at: now_rfc3339(),
+            error: None,
         };
         self.conn().execute(
             "INSERT INTO runs (run_id, status, principal, created_at) VALUES (?1, ?2, ?3, ?4)",
@@ -155,18 +184,58 @@ impl Storage {
                 record.created_at
             ],
         )?;
-        self.notify();
+        self.run_signals()
+            .insert(record.run_id.clone(), watch::Sender::new(0));
+        self.notify(run_id);
         Ok(record)
     }
 
     /// Sets a run's status.
     pub fn set_run_status(&self, run_id: &str, status: RunStatus) -> Result<(), StorageError> {
+        self.set_run_outcome(run_id, status, None)
+    }
+
+    /// Sets a run's status and, for a failed run, why it failed.
+    pub fn set_run_outcome(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        error: Option<&Value>,
+    ) -> Result<(), StorageError> {
+        let error_text = error.map(encode).transpose()?;
         self.conn().execute(
-            "UPDATE runs SET status = ?2 WHERE run_id = ?1",
-            params![run_id, status.as_str()],
+            "UPDATE runs SET status = ?2, error = ?3 WHERE run_id = ?1",
+            params![run_id, status.as_str(), error_text],
         )?;
-        self.notify();
+        self.notify(run_id);
         Ok(())
+    }
+
+    /// Appends the run's terminal event and settles its status (and error)
+    /// in ONE transaction: a reader that sees the terminal status also sees
+    /// the terminal event, so a stream that stops at "terminal" never drops
+    /// the last event.
+    pub fn finish_run(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        error: Option<&Value>,
+        event: NewEvent,
+    ) -> Result<RunEventDoc, StorageError> {
+        let error_text = error.map(encode).transpose()?;
+        let doc = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let doc = insert_event(&tx, run_id, event)?;
+            tx.execute(
+                "UPDATE runs SET status = ?2, error = ?3 WHERE run_id = ?1",
+                params![run_id, status.as_str(), error_text],
+            )?;
+            tx.commit()?;
+            doc
+        };
+        self.notify(run_id);
+        Ok(doc)
     }
 
     /// The run with this id, if any.
@@ -174,7 +243,7 @@ impl Storage {
         let row = self
             .conn()
             .query_row(
-                "SELECT run_id, status, principal, created_at FROM runs WHERE run_id = ?1",
+                "SELECT run_id, status, principal, created_at, error FROM runs WHERE run_id = ?1",
                 params![run_id],
                 |row| {
                     Ok((
@@ -182,20 +251,23 @@ impl Storage {
                         row.get::<_, String>(1)?,
                         row.get::<_, String>(2)?,
                         row.get::<_, String>(3)?,
+                        row.get::<_, Option<String>>(4)?,
                     ))
                 },
             )
             .optional()?;
-        row.map(|(run_id, status, principal, created_at)| {
+        row.map(|(run_id, status, principal, created_at, error)| {
             let status = RunStatus::parse(&status).ok_or_else(|| StorageError::Corrupt {
                 column: "runs.status",
                 problem: format!("unknown status `{status}`"),
             })?;
+            let error = error.map(|text| decode("runs.error", &text)).transpose()?;
             Ok(RunRecord {
                 run_id,
                 status,
                 principal,
                 created_at,
+                error,
             })
         })
         .transpose()
@@ -206,47 +278,14 @@ impl Storage {
     /// The sequence is computed and the row inserted in one transaction, so
     /// concurrent appends to one run can never share or skip a number.
     pub fn append_event(&self, run_id: &str, event: NewEvent) -> Result<RunEventDoc, StorageError> {
-        let payload_text =
-            serde_json::to_string(&event.payload).map_err(|e| StorageError::Corrupt {
-                column: "events.payload",
-                problem: e.to_string(),
-            })?;
-        let mut doc = RunEventDoc {
-            event_id: new_event_id(),
-            run_id: run_id.to_owned(),
-            event_type: event.event_type.to_owned(),
-            payload: event.payload,
-            timestamp: now_rfc3339(),
-            sequence: 0,
-            schema_version: SCHEMA_VERSION,
-            node_id: event.node_id,
-            causation_id: event.causation_id,
-        };
-        {
+        let doc = {
             let mut conn = self.conn();
             let tx = conn.transaction()?;
-            doc.sequence = tx.query_row(
-                "SELECT COALESCE(MAX(sequence), -1) + 1 FROM events WHERE run_id = ?1",
-                params![run_id],
-                |row| row.get(0),
-            )?;
-            tx.execute(
-                "INSERT INTO events (run_id, sequence, event_id, type, node_id, causation_id, payload, timestamp)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    doc.run_id,
-                    doc.sequence,
-                    doc.event_id,
-                    doc.event_type,
-                    doc.node_id,
-                    doc.causation_id,
-                    payload_text,
-                    doc.timestamp
-                ],
-            )?;
+            let doc = insert_event(&tx, run_id, event)?;
             tx.commit()?;
-        }
-        self.notify();
+            doc
+        };
+        self.notify(run_id);
         Ok(doc)
     }
 
@@ -275,11 +314,7 @@ impl Storage {
         rows.into_iter()
             .map(
                 |(event_id, event_type, node_id, causation_id, payload, timestamp, sequence)| {
-                    let payload =
-                        serde_json::from_str(&payload).map_err(|e| StorageError::Corrupt {
-                            column: "events.payload",
-                            problem: e.to_string(),
-                        })?;
+                    let payload = decode("events.payload", &payload)?;
                     Ok(RunEventDoc {
                         event_id,
                         run_id: run_id.to_owned(),
@@ -295,6 +330,62 @@ impl Storage {
             )
             .collect()
     }
+}
+
+/// Inserts `event` at the run's next sequence inside `tx`.
+fn insert_event(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    event: NewEvent,
+) -> Result<RunEventDoc, StorageError> {
+    let payload_text = encode(&event.payload)?;
+    let mut doc = RunEventDoc {
+        event_id: new_event_id(),
+        run_id: run_id.to_owned(),
+        event_type: event.event_type.to_owned(),
+        payload: event.payload,
+        timestamp: now_rfc3339(),
+        sequence: 0,
+        schema_version: SCHEMA_VERSION,
+        node_id: event.node_id,
+        causation_id: event.causation_id,
+    };
+    doc.sequence = tx.query_row(
+        "SELECT COALESCE(MAX(sequence), -1) + 1 FROM events WHERE run_id = ?1",
+        params![run_id],
+        |row| row.get(0),
+    )?;
+    tx.execute(
+        "INSERT INTO events (run_id, sequence, event_id, type, node_id, causation_id, payload, timestamp)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            doc.run_id,
+            doc.sequence,
+            doc.event_id,
+            doc.event_type,
+            doc.node_id,
+            doc.causation_id,
+            payload_text,
+            doc.timestamp
+        ],
+    )?;
+    Ok(doc)
+}
+
+/// JSON text of a value to store.
+fn encode(value: &Value) -> Result<String, StorageError> {
+    serde_json::to_string(value).map_err(|e| StorageError::Corrupt {
+        column: "json",
+        problem: e.to_string(),
+    })
+}
+
+/// A stored JSON text read back.
+fn decode(column: &'static str, text: &str) -> Result<Value, StorageError> {
+    serde_json::from_str(text).map_err(|e| StorageError::Corrupt {
+        column,
+        problem: e.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -344,6 +435,46 @@ mod tests {
         let tail = store.events_after("a", 1).expect("read");
         assert_eq!(tail.len(), 1);
         assert_eq!(tail[0].sequence, 2);
+    }
+
+    #[test]
+    fn finishing_a_run_appends_the_event_and_sets_the_error_together() {
+        let store = Storage::open_in_memory().expect("open");
+        store.create_run("a", "p").expect("create");
+        let mut signal = store.subscribe_run("a").expect("known run");
+        signal.mark_unchanged();
+        let error = json!({"code": "model_refused", "message": "no"});
+        let doc = store
+            .finish_run(
+                "a",
+                RunStatus::Failed,
+                Some(&error),
+                NewEvent::new("run.failed", json!({"error": error})),
+            )
+            .expect("finish");
+        assert_eq!(doc.sequence, 0);
+        assert!(signal.has_changed().expect("open"));
+        let run = store.run("a").expect("query").expect("exists");
+        assert_eq!(run.status, RunStatus::Failed);
+        assert_eq!(run.error, Some(error));
+        assert!(store.subscribe_run("nope").is_none());
+    }
+
+    #[test]
+    fn run_signals_are_per_run() {
+        let store = Storage::open_in_memory().expect("open");
+        store.create_run("a", "p").expect("create");
+        store.create_run("b", "p").expect("create");
+        let mut a = store.subscribe_run("a").expect("a");
+        a.mark_unchanged();
+        store
+            .append_event("b", NewEvent::new(TOOL_CALLED, json!({})))
+            .expect("append");
+        assert!(!a.has_changed().expect("open"));
+        store
+            .append_event("a", NewEvent::new(TOOL_CALLED, json!({})))
+            .expect("append");
+        assert!(a.has_changed().expect("open"));
     }
 
     #[test]

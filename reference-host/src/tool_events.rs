@@ -11,6 +11,10 @@ use serde_json::Value;
 /// The reserved agent id for non-agent (seam/system) tool calls (RFC 0064 ruling 3).
 pub const SYSTEM_AGENT_ID: &str = "core.system";
 
+/// The agent id of the host's own test agent (the tool loop of the turn
+/// seam): its calls come from a model, so they are not `core.system`.
+pub const HOST_AGENT_ID: &str = "refhost.agent";
+
 /// How the tool is reached (echoed on the call event).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -75,6 +79,14 @@ pub enum ToolErrorCode {
     ToolTimeout,
     /// The tool could not be reached.
     ToolUnreachable,
+    /// The model named a tool the run does not have (TTC §B name gate).
+    UnknownTool,
+    /// The call came in a truncated completion, so its arguments were cut
+    /// (TURN-B1): it is never executed.
+    TruncatedEmission,
+    /// The call came in a completion the model refused (TURN-B2): it is
+    /// never executed.
+    RefusedEmission,
 }
 
 /// The `error` member of a failed return.
@@ -84,6 +96,18 @@ pub struct ToolError {
     pub code: ToolErrorCode,
     /// Human-readable message; never contains secrets or the tool's body.
     pub message: String,
+    /// Extra machine-readable facts; the tool loop sets `admission`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<ToolErrorDetails>,
+}
+
+/// `error.details` of a return written by the tool loop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolErrorDetails {
+    /// The tool-turn contract outcome of the emission (`invalid`,
+    /// `refused`, `executed`, …), so a reader can tell a gate's refusal from
+    /// a tool that ran and failed without parsing messages.
+    pub admission: &'static str,
 }
 
 /// How a call ended, before it is rendered as a return payload.
@@ -123,9 +147,18 @@ impl ToolReturn {
             error: Some(ToolError {
                 code,
                 message: message.into(),
+                details: None,
             }),
             outcome: None,
         }
+    }
+
+    /// Tags the error (if any) with the TTC admission outcome.
+    pub fn with_admission(mut self, admission: &'static str) -> Self {
+        if let Some(error) = self.error.as_mut() {
+            error.details = Some(ToolErrorDetails { admission });
+        }
+        self
     }
 }
 
@@ -207,6 +240,7 @@ mod tests {
             error: Some(ToolError {
                 code: ToolErrorCode::Forbidden,
                 message: "no".into(),
+                details: None,
             }),
             outcome: None,
         };
@@ -217,6 +251,22 @@ mod tests {
                 "status": "forbidden", "error": {"code": "forbidden", "message": "no"}
             })
         );
+    }
+
+    #[test]
+    fn admission_details_ride_on_the_error_only() {
+        let failed = ToolReturn::failed(
+            ToolStatus::Error,
+            ToolErrorCode::InvalidArgs,
+            "/n: type",
+            None,
+        )
+        .with_admission("invalid");
+        assert_eq!(
+            serde_json::to_value(failed.error).expect("ser"),
+            json!({"code": "invalid_args", "message": "/n: type", "details": {"admission": "invalid"}})
+        );
+        assert_eq!(ToolReturn::ok(3).with_admission("executed").error, None);
     }
 
     #[test]
@@ -232,6 +282,14 @@ mod tests {
         assert_eq!(
             serde_json::to_value(Transport::Mcp).expect("ser"),
             json!("mcp")
+        );
+        assert_eq!(
+            serde_json::to_value(ToolErrorCode::TruncatedEmission).expect("ser"),
+            json!("truncated_emission")
+        );
+        assert_eq!(
+            serde_json::to_value(ToolErrorCode::UnknownTool).expect("ser"),
+            json!("unknown_tool")
         );
         assert_eq!(Transport::parse("http"), Some(Transport::Http));
         assert_eq!(Transport::parse("grpc"), None);

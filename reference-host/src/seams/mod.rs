@@ -21,7 +21,12 @@ pub const SEAMS_PROFILE: &str = "openwop-conformance-seams-v2";
 /// Path of the tool-hooks seam.
 pub const TOOLHOOKS_INVOKE_PATH: &str = "/conformance/seams/sample/toolhooks/invoke";
 
+/// Path of the turn seam (the host's own tool loop, TTC).
+pub const TURN_RUN_PATH: &str = "/conformance/seams/sample/turn/run";
+
 /// The seam routes.
 pub fn router() -> Router<AppState> {
-    Router::new().route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
+    Router::new()
+        .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
+        .route(TURN_RUN_PATH, post(crate::turn::seam::run))
 }

@@ -104,13 +104,19 @@ impl InvokeRequest {
     }
 }
 
-/// Accepts only plain-HTTP loopback URLs: the host must never be turned
-/// into a client of anything off this machine.
+/// Accepts only plain-HTTP loopback URLs for `receiverUrl`.
 fn loopback_url(raw: &str) -> Result<Url, ApiError> {
+    require_loopback_http("receiverUrl", raw)
+}
+
+/// Accepts only plain-HTTP loopback URLs: the host must never be turned
+/// into a client of anything off this machine. `field` names the member in
+/// the 400 message (the URL itself is not echoed).
+pub fn require_loopback_http(field: &str, raw: &str) -> Result<Url, ApiError> {
     let refuse = || {
-        ApiError::validation(
-            "field `receiverUrl` must be a loopback http URL (http://127.0.0.1…, http://localhost… or http://[::1]…)",
-        )
+        ApiError::validation(format!(
+            "field `{field}` must be a loopback http URL (http://127.0.0.1…, http://localhost… or http://[::1]…)"
+        ))
     };
     let url = Url::parse(raw).map_err(|_| refuse())?;
     if url.scheme() != "http" {

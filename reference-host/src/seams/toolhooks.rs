@@ -374,7 +374,12 @@ impl<'s> ToolCall<'s> {
         } else {
             RunStatus::Failed
         };
-        self.state.storage().set_run_status(&self.run_id, status)?;
+        // A failed run says why (`GET /runs/{runId}` serves it): the tool
+        // return's error, already content-free.
+        let error = ret.error.as_ref().map(to_value).transpose()?;
+        self.state
+            .storage()
+            .set_run_outcome(&self.run_id, status, error.as_ref())?;
         Ok(payload)
     }
 

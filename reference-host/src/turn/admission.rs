@@ -1,0 +1,801 @@
+//! Admission of one tool emission (TTC §B, RFC 0064 §B–§D).
+//!
+//! The gates run in the order the contract fixes, and the first gate that
+//! stops an emission decides its one outcome:
+//!
+//! 1. completion: a call from a truncated completion is `invalid`
+//!    (TURN-B1), one from a refused completion `refused` (TURN-B2);
+//! 2. name: a tool the run does not have is `invalid` (never dispatched);
+//! 3. arguments: parsed and validated against `inputSchema` BEFORE any gate
+//!    that consults policy, so a malformed call never consumes a token or
+//!    triggers an authorization record;
+//! 4. trust: a later issue (no gate yet);
+//! 5. authorization: fail-closed on the attributed principal (RFC 0064 §C);
+//! 6. limits: the per-(principal, tool) token bucket (RFC 0064 §D), then
+//!    the repeated-call check;
+//! 7. redaction: nothing to redact yet (fixture tools take no credentials);
+//! 8. dispatch and record: the receiver is called and the result kept.
+//!
+//! Every emission writes `agent.tool-called` first and exactly one
+//! `agent.tool-returned` (caused by it) last, both content-free.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::app::AppState;
+use crate::args_hash::{ArgsHashError, args_hash};
+use crate::args_schema::Violation;
+use crate::authz::{self, Decision, DenyReason};
+use crate::catalog::FixtureTool;
+use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
+use crate::invoker::{InvokeResult, MAX_RECEIVER_BODY};
+use crate::mutants::Mutant;
+use crate::rate_limit::Acquire;
+use crate::storage::StorageError;
+use crate::tool_events::{
+    AuthorizationDecidedPayload, CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode,
+    ToolReturn, ToolStatus, Transport,
+};
+use crate::turn::Outcome;
+use crate::turn::channels::minted_call_id;
+use crate::turn::feedback::{self, CallToolResult, ToolResult};
+use crate::turn::provider::{Completion, ToolEmission};
+use crate::turn::request::RepeatedCall;
+
+/// A gate of the admission pipeline (the ones that can stop a call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// How the completion ended.
+    Completion,
+    /// Whether the tool exists in the run.
+    Name,
+    /// Whether the arguments parse and satisfy `inputSchema`.
+    Arguments,
+    /// Whether the principal may call the tool.
+    Authorization,
+    /// Token bucket, then repeated calls.
+    Limits,
+}
+
+/// The gate order: TTC §B, unless a mutant swaps two gates.
+pub fn gate_order(mutant: Option<Mutant>) -> [Gate; 5] {
+    use Gate::{Arguments, Authorization, Completion, Limits, Name};
+    match mutant {
+        // Bug: policy is consulted for a call whose arguments are invalid.
+        Some(Mutant::AuthzBeforeArgs) => [Completion, Name, Authorization, Arguments, Limits],
+        // Bug: a token is consumed by a call authorization then denies.
+        Some(Mutant::LimitsBeforeAuthz) => [Completion, Name, Arguments, Limits, Authorization],
+        _ => [Completion, Name, Arguments, Authorization, Limits],
+    }
+}
+
+/// Why a gate stopped an emission.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// The completion was truncated.
+    Truncated,
+    /// The completion was refused.
+    RefusedCompletion,
+    /// The tool is not one of the run's.
+    UnknownTool,
+    /// The arguments are not JSON.
+    Unparseable,
+    /// The arguments fail the input schema.
+    InvalidArgs(Violation),
+    /// Authorization denied.
+    Forbidden {
+        /// Why.
+        reason: DenyReason,
+        /// The decision's message.
+        message: String,
+    },
+    /// The token bucket is empty.
+    RateLimited {
+        /// Whole seconds until the next token.
+        retry_after_secs: u64,
+    },
+    /// An identical call was already executed; its result is reused.
+    Repeat(CallToolResult),
+}
+
+impl Stop {
+    /// The outcome this stop gives the emission.
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            Self::Truncated | Self::UnknownTool | Self::Unparseable | Self::InvalidArgs(_) => {
+                Outcome::Invalid
+            }
+            Self::RefusedCompletion | Self::Forbidden { .. } | Self::RateLimited { .. } => {
+                Outcome::Refused
+            }
+            Self::Repeat(_) => Outcome::SuppressedRepeat,
+        }
+    }
+}
+
+/// What admission needs to know about the run.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnScope<'a> {
+    /// Host state.
+    pub state: &'a AppState,
+    /// The run.
+    pub run_id: &'a str,
+    /// The principal every call is attributed to.
+    pub principal: &'a str,
+    /// The run's tools.
+    pub tools: &'a [Arc<FixtureTool>],
+    /// Repeated-call policy.
+    pub repeated_call: RepeatedCall,
+}
+
+/// Results of the run's executed calls, by (tool, canonical arguments).
+#[derive(Debug, Default)]
+pub struct RepeatMemory {
+    executed: HashMap<String, CallToolResult>,
+}
+
+impl RepeatMemory {
+    /// The identity of a call: the tool and its RFC 8785 canonical args, so
+    /// key order and number spelling do not make two calls "different".
+    fn key(tool: &str, args: &Value) -> Option<String> {
+        let canonical = serde_json_canonicalizer::to_string(args).ok()?;
+        Some(format!("{tool}\n{canonical}"))
+    }
+
+    fn earlier(&self, tool: &str, args: &Value) -> Option<&CallToolResult> {
+        Self::key(tool, args).and_then(|key| self.executed.get(&key))
+    }
+
+    fn remember(&mut self, tool: &str, args: &Value, result: &CallToolResult) {
+        if let Some(key) = Self::key(tool, args) {
+            self.executed.entry(key).or_insert_with(|| result.clone());
+        }
+    }
+}
+
+/// How one emission ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Admitted {
+    /// Its one outcome.
+    pub outcome: Outcome,
+    /// The result to feed back.
+    pub result: ToolResult,
+}
+
+/// Admission could not record its events.
+#[derive(Debug, thiserror::Error)]
+pub enum AdmissionError {
+    /// The store failed.
+    #[error("the run store failed: {0}")]
+    Storage(#[from] StorageError),
+    /// The arguments could not be hashed.
+    #[error(transparent)]
+    Hash(#[from] ArgsHashError),
+    /// An event payload could not be serialized.
+    #[error("an event payload could not be serialized: {0}")]
+    Payload(#[from] serde_json::Error),
+}
+
+/// Runs the gates in order; the first stop wins. On success, the tool and
+/// the parsed arguments to dispatch.
+///
+/// Synchronous and free of I/O except the in-memory token bucket, so the
+/// order is testable without a network.
+pub fn check_gates<'t>(
+    scope: &TurnScope<'t>,
+    memory: &RepeatMemory,
+    emission: &ToolEmission,
+    completion: Completion,
+) -> Result<(&'t FixtureTool, Value), Stop> {
+    let mutant = scope.state.mutant();
+    let mut tool: Option<&'t FixtureTool> = None;
+    let mut args: Option<Value> = None;
+    for gate in gate_order(mutant) {
+        match gate {
+            Gate::Completion => match completion {
+                Completion::Clean => {}
+                // Bug under `truncated-args-executed`: the cut call is
+                // "repaired" to `{}` and dispatched as it is.
+                Completion::Truncated if mutant == Some(Mutant::TruncatedArgsExecuted) => {
+                    return find_tool(scope.tools, &emission.name)
+                        .map(|tool| (tool, json!({})))
+                        .ok_or(Stop::UnknownTool);
+                }
+                // TURN-B1: cut arguments are never executed.
+                Completion::Truncated => return Err(Stop::Truncated),
+                // TURN-B2: nothing from a refused completion runs.
+                Completion::Refused => return Err(Stop::RefusedCompletion),
+            },
+            Gate::Name => {
+                tool = Some(find_tool(scope.tools, &emission.name).ok_or(Stop::UnknownTool)?);
+            }
+            Gate::Arguments => {
+                let tool = tool.ok_or(Stop::UnknownTool)?;
+                let parsed: Value = serde_json::from_str(&emission.arguments_text)
+                    .map_err(|_| Stop::Unparseable)?;
+                if let Some(violation) = tool.input_validator.first_violation(&parsed) {
+                    return Err(Stop::InvalidArgs(violation));
+                }
+                args = Some(parsed);
+            }
+            Gate::Authorization => {
+                let tool = tool.ok_or(Stop::UnknownTool)?;
+                // RFC 0064 §C: the host resolves the principal's scopes and
+                // denies whatever it cannot evaluate.
+                if let Decision::Deny { reason, message } = authz::decide(
+                    scope.state.principals(),
+                    scope.principal,
+                    &tool.tool_id,
+                    &tool.required_scopes,
+                    mutant,
+                ) {
+                    return Err(Stop::Forbidden { reason, message });
+                }
+            }
+            Gate::Limits => {
+                let tool = tool.ok_or(Stop::UnknownTool)?;
+                let limiter = scope.state.limiter();
+                let key = limiter.key(scope.principal, &tool.tool_id);
+                if let Acquire::Exhausted { retry_after_secs } =
+                    limiter.try_acquire(key, Instant::now())
+                {
+                    return Err(Stop::RateLimited { retry_after_secs });
+                }
+                // Bug under `repeat-not-suppressed`: the check is skipped.
+                let suppress = scope.repeated_call == RepeatedCall::Suppress
+                    && mutant != Some(Mutant::RepeatNotSuppressed);
+                if suppress
+                    && let Some(earlier) = args
+                        .as_ref()
+                        .and_then(|args| memory.earlier(&tool.tool_id, args))
+                {
+                    return Err(Stop::Repeat(earlier.clone()));
+                }
+            }
+        }
+    }
+    match (tool, args) {
+        (Some(tool), Some(args)) => Ok((tool, args)),
+        // Every order runs Name and Arguments; this keeps the match total.
+        _ => Err(Stop::UnknownTool),
+    }
+}
+
+/// The run tool called `name`, if any.
+fn find_tool<'t>(tools: &'t [Arc<FixtureTool>], name: &str) -> Option<&'t FixtureTool> {
+    tools
+        .iter()
+        .find(|tool| tool.tool_id == name)
+        .map(Arc::as_ref)
+}
+
+/// Admits one emission: records the call, runs the gates, dispatches if
+/// cleared, records the return, and says what to feed back.
+pub async fn admit(
+    scope: &TurnScope<'_>,
+    memory: &mut RepeatMemory,
+    emission: &ToolEmission,
+    completion: Completion,
+) -> Result<Admitted, AdmissionError> {
+    let state = scope.state;
+    let mutant = state.mutant();
+    let call_id = if emission.id.is_empty() {
+        minted_call_id()
+    } else {
+        emission.id.clone()
+    };
+
+    // RFC 0064 §B: argsHash over the parsed args (JCS + SHA-256), or over
+    // the arguments text as a JSON string when it does not parse.
+    let hashed = serde_json::from_str::<Value>(&emission.arguments_text)
+        .unwrap_or_else(|_| Value::String(emission.arguments_text.clone()));
+    let call = CallPayload {
+        agent_id: Some(HOST_AGENT_ID.to_owned()),
+        tool_name: emission.name.clone(),
+        call_id: call_id.clone(),
+        args_hash: args_hash(&hashed, &hashed, mutant)?,
+        principal: Some(scope.principal.to_owned()),
+        transport: Transport::Http,
+        inputs: None,
+    };
+    let call_event = append(scope, TOOL_CALLED, &call, None)?;
+
+    let (outcome, ret, result) = match check_gates(scope, memory, emission, completion) {
+        Err(stop) => settle_stop(scope, emission, stop)?,
+        Ok((tool, args)) => {
+            let (ret, result) = dispatch(state, tool, &args).await;
+            memory.remember(&tool.tool_id, &args, &result);
+            (Outcome::Executed, ret, result)
+        }
+    };
+
+    let ret = ret.with_admission(outcome.as_str());
+    let returned = ReturnPayload {
+        agent_id: Some(HOST_AGENT_ID.to_owned()),
+        tool_name: emission.name.clone(),
+        call_id: call_id.clone(),
+        status: ret.status,
+        duration_ms: ret.duration_ms,
+        error: ret.error,
+        outcome: None,
+    };
+    // Exactly one return per call, caused by the call event.
+    append(
+        scope,
+        TOOL_RETURNED,
+        &returned,
+        Some(call_event.event_id.clone()),
+    )?;
+    if outcome == Outcome::Executed && mutant == Some(Mutant::DoubleReturn) {
+        // Bug: the call is reported as returning twice.
+        append(scope, TOOL_RETURNED, &returned, Some(call_event.event_id))?;
+    }
+    Ok(Admitted {
+        outcome,
+        result: ToolResult { call_id, result },
+    })
+}
+
+/// The return and feedback of a stopped emission (and the authorization
+/// record of a deny).
+fn settle_stop(
+    scope: &TurnScope<'_>,
+    emission: &ToolEmission,
+    stop: Stop,
+) -> Result<(Outcome, ToolReturn, CallToolResult), AdmissionError> {
+    let mutant = scope.state.mutant();
+    let name = emission.name.as_str();
+    let outcome = stop.outcome();
+    let failure = |message: String| CallToolResult::failure(message, mutant);
+    let (ret, result) = match stop {
+        Stop::Truncated => (
+            ToolReturn::failed(
+                ToolStatus::Error,
+                ToolErrorCode::TruncatedEmission,
+                "the completion was truncated, so the call's arguments may be cut; it was not executed (TURN-B1)",
+                None,
+            ),
+            failure(feedback::not_executed_text(name)),
+        ),
+        Stop::RefusedCompletion => (
+            ToolReturn::failed(
+                ToolStatus::Error,
+                ToolErrorCode::RefusedEmission,
+                "the model refused the completion, so none of its calls is executed (TURN-B2)",
+                None,
+            ),
+            failure(feedback::not_executed_text(name)),
+        ),
+        Stop::UnknownTool => {
+            let available: Vec<&str> = scope.tools.iter().map(|t| t.tool_id.as_str()).collect();
+            let ret = if mutant == Some(Mutant::UnknownToolBareSuccess) {
+                // Bug: a call that went nowhere is reported as a success.
+                ToolReturn {
+                    status: ToolStatus::Ok,
+                    duration_ms: None,
+                    error: None,
+                    outcome: None,
+                }
+            } else {
+                ToolReturn::failed(
+                    ToolStatus::Error,
+                    ToolErrorCode::UnknownTool,
+                    "the model named a tool this run does not have; it was not dispatched",
+                    None,
+                )
+            };
+            (ret, failure(feedback::unknown_tool_text(&available)))
+        }
+        Stop::Unparseable => (
+            ToolReturn::failed(
+                ToolStatus::Error,
+                ToolErrorCode::InvalidArgs,
+                "arguments are not valid JSON",
+                None,
+            ),
+            failure(feedback::unparseable_text(name)),
+        ),
+        Stop::InvalidArgs(violation) => (
+            // The message is the validator's pointer + keyword only; the
+            // arguments are never quoted (SR-1, TTC §G).
+            ToolReturn::failed(
+                ToolStatus::Error,
+                ToolErrorCode::InvalidArgs,
+                violation.to_string(),
+                None,
+            ),
+            failure(feedback::repair_text(
+                name,
+                &violation,
+                &emission.arguments_text,
+                mutant,
+            )),
+        ),
+        Stop::Forbidden { reason, message } => {
+            // HOOKS-AUTH: every deny is recorded before the return.
+            let decided = AuthorizationDecidedPayload {
+                principal: scope.principal.to_owned(),
+                action: "tool.invoke",
+                resource: format!("tool:{name}"),
+                allowed: false,
+                reason: reason.as_str(),
+            };
+            append(scope, AUTHORIZATION_DECIDED, &decided, None)?;
+            (
+                // The tool did not run: no durationMs.
+                ToolReturn::failed(
+                    ToolStatus::Forbidden,
+                    ToolErrorCode::Forbidden,
+                    message,
+                    None,
+                ),
+                failure(feedback::forbidden_text(name)),
+            )
+        }
+        Stop::RateLimited { retry_after_secs } => (
+            ToolReturn::failed(
+                ToolStatus::RateLimited,
+                ToolErrorCode::RateLimited,
+                format!(
+                    "rate limit for principal `{}` on tool `{name}` is exhausted; retry after {retry_after_secs} s",
+                    scope.principal
+                ),
+                None,
+            ),
+            failure(feedback::rate_limited_text(name, retry_after_secs)),
+        ),
+        // Not dispatched, so no duration; the earlier result is fed back.
+        Stop::Repeat(earlier) => (
+            ToolReturn {
+                status: ToolStatus::Ok,
+                duration_ms: None,
+                error: None,
+                outcome: None,
+            },
+            earlier,
+        ),
+    };
+    Ok((outcome, ret, result))
+}
+
+/// Calls the tool's receiver with the arguments; every arm has a duration.
+async fn dispatch(
+    state: &AppState,
+    tool: &FixtureTool,
+    args: &Value,
+) -> (ToolReturn, CallToolResult) {
+    let mutant = state.mutant();
+    let called = state
+        .invoker()
+        .invoke_for_data(Some(&tool.receiver_url), args, state.default_tool_timeout())
+        .await;
+    let duration_ms = called.invocation.duration_ms;
+    let failed = |code: ToolErrorCode, message: String| {
+        let result =
+            CallToolResult::failure(feedback::failed_text(&tool.tool_id, &message), mutant);
+        (
+            ToolReturn::failed(ToolStatus::Error, code, message, Some(duration_ms)),
+            result,
+        )
+    };
+    match called.invocation.result {
+        InvokeResult::Failed { code, message } => failed(code, message),
+        InvokeResult::Succeeded if !called.body_complete => failed(
+            ToolErrorCode::ToolExecutionFailed,
+            format!("tool answer exceeds {MAX_RECEIVER_BODY} bytes"),
+        ),
+        InvokeResult::Succeeded => {
+            // The answer is the tool's data: JSON when it is JSON, else its
+            // text; an empty answer is `null`.
+            let data = if called.body.iter().all(u8::is_ascii_whitespace) {
+                Value::Null
+            } else {
+                serde_json::from_slice(&called.body).unwrap_or_else(|_| {
+                    Value::String(String::from_utf8_lossy(&called.body).into_owned())
+                })
+            };
+            (ToolReturn::ok(duration_ms), CallToolResult::success(&data))
+        }
+    }
+}
+
+/// Appends one event of the loop to the run's log.
+fn append<P: Serialize>(
+    scope: &TurnScope<'_>,
+    event_type: &'static str,
+    payload: &P,
+    causation: Option<String>,
+) -> Result<RunEventDoc, AdmissionError> {
+    let event = NewEvent::new(event_type, serde_json::to_value(payload)?).caused_by(causation);
+    Ok(scope.state.storage().append_event(scope.run_id, event)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args_schema::ArgsSchema;
+    use crate::catalog::{Approval, ReplayPolicy, SafetyTier};
+    use crate::config::{HostConfig, RateLimitConfig};
+    use reqwest::Url;
+    use std::time::Duration;
+
+    fn state(mutant: Option<Mutant>, capacity: u32) -> AppState {
+        AppState::new(&HostConfig {
+            mutant,
+            rate_limit: RateLimitConfig {
+                capacity,
+                refill_every: Duration::from_secs(600),
+            },
+            ..HostConfig::default()
+        })
+        .expect("state")
+    }
+
+    fn tool(id: &str, scopes: &[&str]) -> Arc<FixtureTool> {
+        let input_schema = json!({"type": "object", "required": ["n"],
+            "properties": {"n": {"type": "integer"}}});
+        tool_with_schema(id, scopes, input_schema)
+    }
+
+    fn tool_with_schema(id: &str, scopes: &[&str], input_schema: Value) -> Arc<FixtureTool> {
+        Arc::new(FixtureTool {
+            tool_id: id.to_owned(),
+            description: "t".into(),
+            input_validator: ArgsSchema::compile(&input_schema).expect("compiles"),
+            input_schema,
+            output_schema: None,
+            replay_policy: ReplayPolicy::Idempotent,
+            safety_tier: SafetyTier::Write,
+            required_scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            approval: Approval::Never,
+            // Port 9 (discard) is never dispatched to in these tests.
+            receiver_url: Url::parse("http://127.0.0.1:9/t").expect("url"),
+        })
+    }
+
+    fn emission(name: &str, args: &str) -> ToolEmission {
+        ToolEmission {
+            id: "call_1".into(),
+            name: name.into(),
+            arguments_text: args.into(),
+        }
+    }
+
+    fn stop_of(
+        state: &AppState,
+        principal: &str,
+        tools: &[Arc<FixtureTool>],
+        emission: &ToolEmission,
+        completion: Completion,
+    ) -> Option<Stop> {
+        let scope = TurnScope {
+            state,
+            run_id: "run_t",
+            principal,
+            tools,
+            repeated_call: RepeatedCall::Suppress,
+        };
+        check_gates(&scope, &RepeatMemory::default(), emission, completion).err()
+    }
+
+    #[test]
+    fn order_is_completion_name_arguments_authorization_limits() {
+        assert_eq!(
+            gate_order(None),
+            [
+                Gate::Completion,
+                Gate::Name,
+                Gate::Arguments,
+                Gate::Authorization,
+                Gate::Limits
+            ]
+        );
+    }
+
+    #[test]
+    fn an_emission_failing_arguments_and_authorization_is_invalid() {
+        let tools = [tool("w", &["tools:write"])];
+        let bad = emission("w", r#"{"n": "x"}"#);
+        // carol lacks tools:write AND the args are wrong: args come first.
+        let stop = stop_of(&state(None, 5), "carol", &tools, &bad, Completion::Clean);
+        assert!(matches!(&stop, Some(Stop::InvalidArgs(v)) if v.to_string() == "/n: type"));
+        assert_eq!(stop.map(|s| s.outcome()), Some(Outcome::Invalid));
+        // Under authz-before-args the same emission is refused instead.
+        let stop = stop_of(
+            &state(Some(Mutant::AuthzBeforeArgs), 5),
+            "carol",
+            &tools,
+            &bad,
+            Completion::Clean,
+        );
+        assert!(matches!(stop, Some(Stop::Forbidden { .. })));
+    }
+
+    #[test]
+    fn authorization_is_checked_before_a_token_is_taken() {
+        let tools = [tool("w", &["tools:write"])];
+        let good = emission("w", r#"{"n": 1}"#);
+        // Capacity 1: carol's denied calls must not drain her bucket.
+        let correct = state(None, 1);
+        for _ in 0..3 {
+            assert!(matches!(
+                stop_of(&correct, "carol", &tools, &good, Completion::Clean),
+                Some(Stop::Forbidden { .. })
+            ));
+        }
+        let mutated = state(Some(Mutant::LimitsBeforeAuthz), 1);
+        assert!(matches!(
+            stop_of(&mutated, "carol", &tools, &good, Completion::Clean),
+            Some(Stop::Forbidden { .. })
+        ));
+        assert!(matches!(
+            stop_of(&mutated, "carol", &tools, &good, Completion::Clean),
+            Some(Stop::RateLimited { .. })
+        ));
+    }
+
+    #[test]
+    fn completion_and_name_gates_come_first() {
+        let tools = [tool("w", &[])];
+        let state = state(None, 5);
+        let good = emission("w", r#"{"n": 1}"#);
+        assert_eq!(
+            stop_of(
+                &state,
+                "alice",
+                &tools,
+                &emission("nope", "{"),
+                Completion::Truncated
+            ),
+            Some(Stop::Truncated)
+        );
+        assert_eq!(
+            stop_of(&state, "alice", &tools, &good, Completion::Refused),
+            Some(Stop::RefusedCompletion)
+        );
+        assert_eq!(
+            stop_of(
+                &state,
+                "alice",
+                &tools,
+                &emission("nope", "{"),
+                Completion::Clean
+            ),
+            Some(Stop::UnknownTool)
+        );
+        assert_eq!(
+            stop_of(
+                &state,
+                "alice",
+                &tools,
+                &emission("w", "{"),
+                Completion::Clean
+            ),
+            Some(Stop::Unparseable)
+        );
+        assert_eq!(
+            stop_of(&state, "alice", &tools, &good, Completion::Clean),
+            None
+        );
+    }
+
+    #[test]
+    fn truncated_args_mutant_dispatches_empty_arguments() {
+        // The schema requires `n`: the mutant dispatches `{}` regardless.
+        let tools = [tool("w", &[])];
+        let cut = emission("w", r#"{"n": 1, "pa"#);
+        let scope_state = state(Some(Mutant::TruncatedArgsExecuted), 5);
+        let scope = TurnScope {
+            state: &scope_state,
+            run_id: "run_t",
+            principal: "alice",
+            tools: &tools,
+            repeated_call: RepeatedCall::Suppress,
+        };
+        let cleared = check_gates(
+            &scope,
+            &RepeatMemory::default(),
+            &cut,
+            Completion::Truncated,
+        )
+        .expect("cleared under the mutant");
+        assert_eq!(cleared.1, json!({}));
+    }
+
+    #[test]
+    fn repeats_are_suppressed_by_canonical_identity() {
+        let tools = [tool("w", &[])];
+        let state = state(None, 5);
+        let mut memory = RepeatMemory::default();
+        memory.remember(
+            "w",
+            &json!({"n": 1.0}),
+            &CallToolResult::success(&json!({"ok": 1})),
+        );
+        let scope = TurnScope {
+            state: &state,
+            run_id: "run_t",
+            principal: "alice",
+            tools: &tools,
+            repeated_call: RepeatedCall::Suppress,
+        };
+        let stop = check_gates(
+            &scope,
+            &memory,
+            &emission("w", r#"{"n": 1}"#),
+            Completion::Clean,
+        );
+        assert!(matches!(stop, Err(Stop::Repeat(_))));
+        let allow = TurnScope {
+            repeated_call: RepeatedCall::Allow,
+            ..scope
+        };
+        assert!(
+            check_gates(
+                &allow,
+                &memory,
+                &emission("w", r#"{"n": 1}"#),
+                Completion::Clean
+            )
+            .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn stopped_emissions_record_one_call_and_one_return() {
+        let state = state(None, 5);
+        state.storage().create_run("run_t", "carol").expect("run");
+        let tools = [tool("w", &["tools:write"])];
+        let scope = TurnScope {
+            state: &state,
+            run_id: "run_t",
+            principal: "carol",
+            tools: &tools,
+            repeated_call: RepeatedCall::Suppress,
+        };
+        let mut memory = RepeatMemory::default();
+        let admitted = admit(
+            &scope,
+            &mut memory,
+            &emission("w", r#"{"n": 1}"#),
+            Completion::Clean,
+        )
+        .await
+        .expect("admitted");
+        assert_eq!(admitted.outcome, Outcome::Refused);
+        assert!(admitted.result.result.is_error);
+        let events = state.storage().events_after("run_t", -1).expect("events");
+        let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+        assert_eq!(types, [TOOL_CALLED, AUTHORIZATION_DECIDED, TOOL_RETURNED]);
+        assert_eq!(events[0].payload["agentId"], "refhost.agent");
+        assert_eq!(events[0].payload["transport"], "http");
+        assert_eq!(events[0].payload["callId"], "call_1");
+        let returned = &events[2].payload;
+        assert_eq!(returned["status"], "forbidden");
+        assert_eq!(returned["error"]["details"]["admission"], "refused");
+        assert!(returned.get("durationMs").is_none());
+        assert_eq!(
+            events[2].causation_id.as_deref(),
+            Some(events[0].event_id.as_str())
+        );
+
+        // Unparseable args hash the text as a JSON string.
+        let admitted = admit(
+            &scope,
+            &mut memory,
+            &emission("w", "{\"n\":"),
+            Completion::Clean,
+        )
+        .await
+        .expect("admitted");
+        assert_eq!(admitted.outcome, Outcome::Invalid);
+        let events = state.storage().events_after("run_t", 2).expect("events");
+        let expected = crate::args_hash::jcs_sha256(&json!("{\"n\":")).expect("hash");
+        assert_eq!(events[0].payload["argsHash"], expected);
+        assert_eq!(events[1].payload["error"]["code"], "invalid_args");
+    }
+}

@@ -1,0 +1,81 @@
+//! The tool-turn contract (TTC): the host's own tool loop, driven through
+//! the turn seam (`POST /conformance/seams/sample/turn/run`).
+//!
+//! One run is one agent node that talks to a model provider round by round
+//! ([`provider`]), classifies every structured emission into one channel
+//! ([`channels`]), admits each tool emission through the gates in the order
+//! the contract fixes ([`admission`]), feeds one MCP-shaped result back per
+//! emission ([`feedback`]), and ends the run with `run.completed` or
+//! `run.failed` ([`driver`]). The seam itself ([`seam`], [`request`]) only
+//! sets a run up; it never calls admission directly.
+
+pub mod admission;
+pub mod channels;
+pub mod driver;
+pub mod feedback;
+pub mod provider;
+pub mod request;
+pub mod seam;
+
+/// The one outcome each tool emission ends in (TTC §C).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Dispatched to the tool (which may still have failed).
+    Executed,
+    /// A gate (authorization, limits) or the completion refused it.
+    Refused,
+    /// Waiting for approval (not produced yet: approval is a later issue).
+    Held,
+    /// An identical earlier call's result was reused; not dispatched.
+    SuppressedRepeat,
+    /// The emission ended the turn (not produced yet: a later issue).
+    EndedTurn,
+    /// Unknown tool, unparseable or schema-invalid arguments, or cut
+    /// arguments of a truncated completion; not dispatched.
+    Invalid,
+}
+
+impl Outcome {
+    /// The contract's name for the outcome (`error.details.admission`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Executed => "executed",
+            Self::Refused => "refused",
+            Self::Held => "held",
+            Self::SuppressedRepeat => "suppressed-repeat",
+            Self::EndedTurn => "ended-turn",
+            Self::Invalid => "invalid",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_names_are_the_contract_names() {
+        let names: Vec<&str> = [
+            Outcome::Executed,
+            Outcome::Refused,
+            Outcome::Held,
+            Outcome::SuppressedRepeat,
+            Outcome::EndedTurn,
+            Outcome::Invalid,
+        ]
+        .into_iter()
+        .map(Outcome::as_str)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "executed",
+                "refused",
+                "held",
+                "suppressed-repeat",
+                "ended-turn",
+                "invalid"
+            ]
+        );
+    }
+}

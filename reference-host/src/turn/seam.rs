@@ -1,0 +1,63 @@
+//! The turn seam: `POST /conformance/seams/sample/turn/run`.
+//!
+//! It only sets a run up: it checks the caller and the whole body (every
+//! problem is a 400 before any run exists), creates the run attributed to
+//! `principal`, registers the run-scoped fixture tools in the catalog,
+//! writes `run.started`, spawns the tool loop and answers `201` at once.
+//! It never admits a tool call itself: every call goes through the loop.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::json;
+
+use crate::app::AppState;
+use crate::auth::{authenticate, require_scope};
+use crate::error::{ApiError, json_response};
+use crate::json_body::body_rejection;
+use crate::seams::SEAMS_SCOPE;
+use crate::turn::channels::plan_output;
+use crate::turn::driver::{self, TurnPlan};
+use crate::turn::request::TurnRunRequest;
+
+/// Handler for the seam.
+pub async fn run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    // Caller checks first: an unauthenticated or unscoped caller learns
+    // nothing about its request body.
+    let caller = authenticate(&headers, state.principals())?;
+    require_scope(caller, SEAMS_SCOPE)?;
+    let body = body.map_err(|rejection| body_rejection(&rejection))?;
+    let request = TurnRunRequest::parse(&body)?;
+
+    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    state.storage().create_run(&run_id, &request.principal)?;
+    state.catalog().register(&request.tools);
+    let output = plan_output(
+        request.output.as_ref(),
+        request.provider.wire,
+        state.mutant(),
+    );
+    let plan = TurnPlan {
+        run_id: run_id.clone(),
+        principal: request.principal,
+        provider: request.provider,
+        tools: request.tools,
+        input: request.input,
+        output,
+        limits: request.limits,
+    };
+    driver::start(state.clone(), plan)?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({
+            "runId": run_id,
+            "eventsUrl": format!("/runs/{run_id}/events"),
+        }),
+    ))
+}
