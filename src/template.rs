@@ -40,19 +40,27 @@ pub fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     })
 }
 
+/// How deep a placeholder may expand into values that hold placeholders themselves (scenario
+/// `vars` that refer to receivers or steps are kept as macros and expanded where used).
+const MAX_DEPTH: usize = 8;
+
 /// Render every string in `template` against `doc`.
 pub fn render(template: &Value, doc: &Value) -> Result<Value, TemplateError> {
+    render_at(template, doc, 0)
+}
+
+fn render_at(template: &Value, doc: &Value, depth: usize) -> Result<Value, TemplateError> {
     Ok(match template {
-        Value::String(s) => render_str(s, doc)?,
+        Value::String(s) => render_str_at(s, doc, depth)?,
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|v| render(v, doc))
+                .map(|v| render_at(v, doc, depth))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| Ok((render_text(k, doc)?, render(v, doc)?)))
+                .map(|(k, v)| Ok((render_text(k, doc)?, render_at(v, doc, depth)?)))
                 .collect::<Result<_, TemplateError>>()?,
         ),
         other => other.clone(),
@@ -61,6 +69,10 @@ pub fn render(template: &Value, doc: &Value) -> Result<Value, TemplateError> {
 
 /// Render a string, returning the referenced value itself when the string is one placeholder.
 pub fn render_str(s: &str, doc: &Value) -> Result<Value, TemplateError> {
+    render_str_at(s, doc, 0)
+}
+
+fn render_str_at(s: &str, doc: &Value, depth: usize) -> Result<Value, TemplateError> {
     let trimmed = s.trim();
     if let Some(inner) = trimmed
         .strip_prefix("{{")
@@ -68,9 +80,12 @@ pub fn render_str(s: &str, doc: &Value) -> Result<Value, TemplateError> {
         .filter(|inner| !inner.contains("{{") && !inner.contains("}}"))
     {
         let path = inner.trim();
-        return lookup(doc, path)
-            .cloned()
-            .ok_or_else(|| TemplateError::Missing(path.to_string()));
+        let value = lookup(doc, path).ok_or_else(|| TemplateError::Missing(path.to_string()))?;
+        // A value that still holds placeholders is a macro: expand it here, boundedly.
+        if depth < MAX_DEPTH && value.to_string().contains("{{") {
+            return render_at(value, doc, depth + 1);
+        }
+        return Ok(value.clone());
     }
     render_text(s, doc).map(Value::String)
 }
@@ -122,5 +137,18 @@ mod tests {
             render_str("a {{b", &doc),
             Err(TemplateError::Unterminated(_))
         ));
+    }
+
+    #[test]
+    fn macros_expand_where_used_and_cycles_stop() {
+        let doc = json!({"vars": {"tool": {"url": "{{receivers.t.url}}"}, "loop": "{{vars.loop}}"}, "receivers": {"t": {"url": "http://x"}}});
+        assert_eq!(
+            render_str("{{vars.tool}}", &doc).unwrap(),
+            json!({"url": "http://x"})
+        );
+        assert_eq!(
+            render_str("{{vars.loop}}", &doc).unwrap(),
+            json!("{{vars.loop}}")
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 mod coverage;
 mod matrix;
+mod mock_provider;
 mod mutants;
 mod run;
 
@@ -28,6 +29,8 @@ pub enum Command {
     Mutants,
     /// Per family: rows covered by a scenario, uncovered, unwitnessable.
     Coverage(coverage::CoverageArgs),
+    /// Serve the mock model provider on 127.0.0.1 for hosts toolcert does not start.
+    MockProvider(mock_provider::MockProviderArgs),
     /// Run the mutation matrix and write it, with the reference host's certification, to reports/.
     Matrix(matrix::MatrixArgs),
 }
@@ -47,6 +50,7 @@ pub fn main() -> ExitCode {
         Command::Mutants => mutants::run(),
         Command::Coverage(args) => coverage::run(args),
         Command::Matrix(args) => matrix::run(args),
+        Command::MockProvider(args) => mock_provider::run(args),
     };
     match result {
         Ok(code) => code,

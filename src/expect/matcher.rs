@@ -144,6 +144,53 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
             },
             other => Err(format!("expected an object, found {}", show(&other))),
         },
+        Matcher::Contains(needle) => {
+            let needle = template::render_text(needle, doc).map_err(|e| e.to_string())?;
+            match need(actual)? {
+                Value::String(s) if s.contains(&needle) => Ok(()),
+                other => Err(format!(
+                    "expected a string containing {needle:?}, found {}",
+                    show(&other)
+                )),
+            }
+        }
+        Matcher::AsJson(cond) => {
+            let v = need(actual)?;
+            let text = v
+                .as_str()
+                .ok_or_else(|| format!("expected JSON text, found {}", show(&v)))?;
+            let parsed = crate::canonical::parse_strict(text).map_err(|e| {
+                format!(
+                    "expected JSON text, found text that does not parse ({e}): {}",
+                    show(&v)
+                )
+            })?;
+            matches(&cond.expect, parsed.pointer(&cond.at), doc)
+                .map_err(|e| format!("in the parsed JSON at {}: {e}", cond.at))
+        }
+        Matcher::Some(conds) | Matcher::None(conds) => {
+            let items = match need(actual)? {
+                Value::Array(items) => items,
+                other => return Err(format!("expected an array, found {}", show(&other))),
+            };
+            let hit = items.iter().position(|item| {
+                conds
+                    .iter()
+                    .all(|c| matches(&c.expect, item.pointer(&c.at), doc).is_ok())
+            });
+            let want_hit = matches!(m, Matcher::Some(_));
+            match (want_hit, hit) {
+                (true, Some(_)) | (false, None) => Ok(()),
+                (true, None) => Err(format!(
+                    "no item of {} satisfies every condition",
+                    show(&Value::Array(items))
+                )),
+                (false, Some(i)) => Err(format!(
+                    "item {i} ({}) satisfies the conditions it must not",
+                    show(&items[i])
+                )),
+            }
+        }
         Matcher::ErrorEnvelope(code) => error_envelope(&need(actual)?, code),
         Matcher::Each(cond) => match need(actual)? {
             Value::Array(items) if !items.is_empty() => {
@@ -322,6 +369,47 @@ mod tests {
             (
                 json!({"keysIn": ["a", "b"]}),
                 Some(json!({"a": 1, "c": 2})),
+                false,
+            ),
+            (
+                json!({"contains": "/amount"}),
+                Some(json!("bad at /amount: type")),
+                true,
+            ),
+            (json!({"contains": "/amount"}), Some(json!("bad")), false),
+            (
+                json!({"asJson": {"at": "/isError", "expect": {"equals": true}}}),
+                Some(json!("{\"isError\": true}")),
+                true,
+            ),
+            (
+                json!({"asJson": {"at": "/isError", "expect": {"equals": true}}}),
+                Some(json!("{\"isError\": false}")),
+                false,
+            ),
+            (
+                json!({"asJson": {"at": "/isError", "expect": {"equals": true}}}),
+                Some(json!("not json")),
+                false,
+            ),
+            (
+                json!({"some": [{"at": "/r", "expect": {"equals": "tool"}}, {"at": "/n", "expect": {"atLeast": 2}}]}),
+                Some(json!([{"r": "tool", "n": 1}, {"r": "tool", "n": 3}])),
+                true,
+            ),
+            (
+                json!({"some": [{"at": "/r", "expect": {"equals": "tool"}}, {"at": "/n", "expect": {"atLeast": 2}}]}),
+                Some(json!([{"r": "tool", "n": 1}, {"r": "user", "n": 3}])),
+                false,
+            ),
+            (
+                json!({"none": [{"at": "/r", "expect": {"equals": "tool"}}]}),
+                Some(json!([])),
+                true,
+            ),
+            (
+                json!({"none": [{"at": "/r", "expect": {"equals": "tool"}}]}),
+                Some(json!([{"r": "tool"}])),
                 false,
             ),
         ];

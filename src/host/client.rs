@@ -213,6 +213,16 @@ impl HostClient {
         self.budgets
     }
 
+    /// The underlying HTTP client (no proxy, connect and read timeouts set).
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// A role's token.
+    pub(crate) fn token(&self, role: &str) -> Option<&str> {
+        self.tokens.get(role).map(String::as_str)
+    }
+
     /// Whether a role has a token.
     pub fn has_role(&self, role: &str) -> bool {
         self.tokens.contains_key(role)

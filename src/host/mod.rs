@@ -5,11 +5,13 @@ mod client;
 mod discovery;
 mod paths;
 mod profile;
+mod sse;
 
 pub use client::{Budgets, HostClient, HostRequest, HostResponse, TransportError};
 pub use discovery::{Discovery, DiscoveryError, discover};
 pub use paths::WireMajor;
 pub use profile::{HostProfile, ProfileError, RoleProfile};
+pub use sse::{SseEvent, SseParser, SseRead};
 
 /// Parse a body a double received, with the same leniency as host responses.
 pub fn parse_body_for_witness(bytes: &[u8]) -> serde_json::Value {

@@ -25,7 +25,7 @@ pub struct RoleProfile {
 }
 
 /// A host profile file (`--profile FILE`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HostProfile {
     /// Base URL, e.g. `http://127.0.0.1:8080` (the `--host` flag wins).
@@ -37,6 +37,14 @@ pub struct HostProfile {
     /// Scope names by purpose (`granted`).
     #[serde(default)]
     pub scopes: BTreeMap<String, String>,
+    /// Model-provider wire formats the host can be pointed at (default: both).
+    #[serde(default = "all_provider_wires")]
+    pub provider_wires: Vec<String>,
+}
+
+/// Every provider wire format toolcert's mock provider speaks.
+pub fn all_provider_wires() -> Vec<String> {
+    vec!["openai-chat".into(), "anthropic-messages".into()]
 }
 
 /// A profile file or flag that cannot be used.
@@ -52,7 +60,7 @@ pub enum ProfileError {
     },
     /// The file is not a valid profile.
     #[error(
-        "host profile {file}: {message} (expected {{\"baseUrl\"?, \"roles\": {{ROLE: {{\"token\"?, \"principal\"?}}}}, \"scopes\": {{\"granted\": SCOPE}}}})"
+        "host profile {file}: {message} (expected {{\"baseUrl\"?, \"roles\": {{ROLE: {{\"token\"?, \"principal\"?}}}}, \"scopes\": {{\"granted\": SCOPE}}, \"providerWires\"?: [\"openai-chat\", \"anthropic-messages\"]}})"
     )]
     Invalid {
         /// The file.
@@ -63,6 +71,17 @@ pub enum ProfileError {
     /// A `--token` flag is not `ROLE=TOKEN`.
     #[error("--token {0:?}: expected ROLE=TOKEN, e.g. --token operator=abc123")]
     TokenFlag(String),
+}
+
+impl Default for HostProfile {
+    fn default() -> Self {
+        HostProfile {
+            base_url: None,
+            roles: BTreeMap::new(),
+            scopes: BTreeMap::new(),
+            provider_wires: all_provider_wires(),
+        }
+    }
 }
 
 impl HostProfile {
@@ -85,6 +104,7 @@ impl HostProfile {
                 ("unevaluable".into(), role("refhost-dave-token", "dave")),
             ]),
             scopes: BTreeMap::from([("granted".into(), "tools:write".into())]),
+            provider_wires: all_provider_wires(),
         }
     }
 

@@ -102,6 +102,7 @@ fn status_word(s: CheckStatus) -> &'static str {
 pub struct Session {
     client: HostClient,
     receiver: Receiver,
+    provider: mock_provider::MockProvider,
     discovery: Result<Discovery, String>,
     profile: HostProfile,
     seed: u64,
@@ -121,6 +122,9 @@ impl Session {
         let mut client = HostClient::new(&target.base_url, tokens, opts.budgets)
             .map_err(|e| TargetError::Client(e.to_string()))?;
         let receiver = Receiver::start().await.map_err(TargetError::Receiver)?;
+        let provider = mock_provider::MockProvider::start()
+            .await
+            .map_err(TargetError::Provider)?;
         let discovery = discover(&client).await.map_err(|e| e.to_string());
         if let Ok(d) = &discovery {
             client.set_wire(d.wire);
@@ -132,6 +136,7 @@ impl Session {
         Ok(Session {
             client,
             receiver,
+            provider,
             discovery,
             profile: target.profile.clone(),
             seed: opts.seed,
@@ -153,6 +158,13 @@ impl Session {
                 "the host speaks wire major {}; these rows belong to {:?}",
                 d.wire.number(),
                 scenario.wire
+            ));
+        }
+        if let Some(wire) = &scenario.provider_wire
+            && !self.profile.provider_wires.contains(wire)
+        {
+            return Some(format!(
+                "the host profile says the host cannot use a {wire} provider"
             ));
         }
         match scenario.gate.as_deref() {
@@ -221,18 +233,33 @@ impl Session {
                 "wireMajor": discovery.wire.number(),
             },
             "receivers": {},
+            "provider": {"baseUrl": self.provider.base_url(), "wire": scenario.provider_wire},
+            "providers": {},
             "steps": {},
         });
         for (name, value) in &scenario.vars {
             let rendered = template::render(value, &doc);
             doc["vars"][name] = match rendered {
                 Ok(v) => v,
+                // Refers to something made later (a receiver, a provider script, a step): kept
+                // as a macro and expanded where it is used.
+                Err(e)
+                    if e.path().is_some_and(|p| {
+                        ["receivers.", "providers.", "steps."]
+                            .iter()
+                            .any(|k| p.starts_with(k))
+                    }) =>
+                {
+                    value.clone()
+                }
                 Err(e) => crate::steps::error(format!("scenario data: vars.{name}: {e}")),
             };
         }
         let mut ctx = ScenarioCtx {
             client: &self.client,
             receiver: &self.receiver,
+            provider: &self.provider,
+            providers: Vec::new(),
             discovery,
             doc,
             transcript: Transcript::default(),
@@ -251,8 +278,12 @@ impl Session {
             }
         }
         ctx.observe_receivers();
+        ctx.observe_providers();
         let checks = crate::expect::evaluate(scenario, &ctx.doc);
         self.receiver.forget(&nonce);
+        for (_, model) in &ctx.providers {
+            self.provider.forget(model);
+        }
         let secrets = [canary];
         self.finish(
             suite,

@@ -11,6 +11,9 @@ pub enum TargetError {
     /// toolcert's receiver could not bind 127.0.0.1.
     #[error("toolcert's tool receiver could not bind 127.0.0.1: {0}")]
     Receiver(std::io::Error),
+    /// toolcert's mock model provider could not bind 127.0.0.1.
+    #[error("toolcert's mock model provider could not bind 127.0.0.1: {0}")]
+    Provider(std::io::Error),
     /// The HTTP client could not be built.
     #[error("could not build the HTTP client: {0}")]
     Client(String),

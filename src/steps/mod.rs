@@ -8,6 +8,7 @@
 mod discovery;
 mod events;
 mod http;
+mod provider;
 mod receiver;
 mod repeat;
 mod seam;
@@ -26,6 +27,10 @@ pub struct ScenarioCtx<'a> {
     pub client: &'a HostClient,
     /// toolcert's tool receiver.
     pub receiver: &'a Receiver,
+    /// toolcert's mock model provider.
+    pub provider: &'a mock_provider::MockProvider,
+    /// Loaded provider scripts: step name ⇒ model key.
+    pub providers: Vec<(String, String)>,
     /// The captured discovery document.
     pub discovery: &'a Discovery,
     /// The observation document checks are judged over.
@@ -36,8 +41,8 @@ pub struct ScenarioCtx<'a> {
     pub receiver_prefix: String,
     /// Registered receivers: name ⇒ id.
     pub receivers: Vec<(String, String)>,
-    /// Receivers whose calling step could not be made: their counts witness nothing, so their
-    /// observation carries that step's `$blocked` / `$error` instead.
+    /// Doubles (`receivers.NAME`, `providers.NAME`) whose driving step could not be made: what
+    /// they saw witnesses nothing, so their observation carries that step's state instead.
     pub tainted: Vec<(String, Value)>,
 }
 
@@ -70,37 +75,53 @@ impl ScenarioCtx<'_> {
             Step::Events(read) => events::run(self, read).await,
             Step::Discovery(_) => discovery::run(self, step.name()).await,
             Step::Repeat(spec) => repeat::run(self, spec).await,
+            Step::Provider(spec) => (provider::run(self, spec), Flow::Continue),
         };
+        if let Step::Provider(spec) = step {
+            self.doc["providers"][&spec.name] = obs;
+            return flow;
+        }
         if !matches!(step, Step::Receiver(_)) {
             if obs.get("$blocked").is_some() || obs.get("$error").is_some() {
-                self.taint_receivers_of(step, &obs);
+                self.taint_doubles_of(step, &obs);
             }
             self.doc["steps"][step.name()] = obs;
         }
         flow
     }
 
-    /// Mark every receiver the step refers to (`{{receivers.NAME.…}}`) with the step's state.
-    fn taint_receivers_of(&mut self, step: &Step, obs: &Value) {
+    /// Mark every double the step refers to (`{{receivers.NAME.…}}`, `{{providers.NAME.…}}`)
+    /// with the step's state: what a double saw cannot be judged when the step that should
+    /// have driven the host to it was never made.
+    fn taint_doubles_of(&mut self, step: &Step, obs: &Value) {
         let text = serde_json::to_string(step).unwrap_or_default();
-        for (name, _) in &self.receivers {
-            let reference = format!("receivers.{name}.");
-            if text.contains(&reference) && !self.tainted.iter().any(|(n, _)| n == name) {
-                let reason = obs
-                    .get("$blocked")
-                    .or_else(|| obs.get("$error"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let key = if obs.get("$blocked").is_some() {
-                    "$blocked"
-                } else {
-                    "$error"
-                };
+        let key = if obs.get("$blocked").is_some() {
+            "$blocked"
+        } else {
+            "$error"
+        };
+        let reason = obs
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let doubles: Vec<(String, String)> = self
+            .receivers
+            .iter()
+            .map(|(n, _)| ("receivers", n))
+            .chain(self.providers.iter().map(|(n, _)| ("providers", n)))
+            .map(|(kind, n)| (kind.to_string(), n.clone()))
+            .collect();
+        for (kind, name) in doubles {
+            let qualified = format!("{kind}.{name}");
+            if text.contains(&format!("{qualified}."))
+                && !self.tainted.iter().any(|(n, _)| n == &qualified)
+            {
                 let why = format!(
-                    "receiver {name} witnesses nothing: step {} was not made ({reason})",
+                    "{qualified} witnesses nothing: step {} was not made ({reason})",
                     step.name()
                 );
-                self.tainted.push((name.clone(), json!({ key: why })));
+                self.tainted.push((qualified, json!({ key: why })));
             }
         }
     }
@@ -109,15 +130,34 @@ impl ScenarioCtx<'_> {
     pub fn skip(&mut self, step: &Step, reason: &str) {
         if !matches!(step, Step::Receiver(_)) {
             let obs = error(format!("not run: an earlier step lost the host ({reason})"));
-            self.taint_receivers_of(step, &obs);
+            self.taint_doubles_of(step, &obs);
             self.doc["steps"][step.name()] = obs;
+        }
+    }
+
+    /// Refresh every provider script's observation (`/providers/<name>`).
+    pub fn observe_providers(&mut self) {
+        for (name, model) in self.providers.clone() {
+            let tainted = self
+                .tainted
+                .iter()
+                .find(|(n, _)| n == &format!("providers.{name}"));
+            let obs = match tainted {
+                Some((_, state)) => state.clone(),
+                None => provider::observe(self.provider, &model),
+            };
+            self.doc["providers"][&name] = obs;
         }
     }
 
     /// Refresh every receiver's observation (`/receivers/<name>`: url, count, arrivals).
     pub fn observe_receivers(&mut self) {
         for (name, id) in &self.receivers {
-            if let Some((_, state)) = self.tainted.iter().find(|(n, _)| n == name) {
+            if let Some((_, state)) = self
+                .tainted
+                .iter()
+                .find(|(n, _)| n == &format!("receivers.{name}"))
+            {
                 self.doc["receivers"][name] = state.clone();
                 continue;
             }

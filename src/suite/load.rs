@@ -199,6 +199,17 @@ fn check_scenario(
                 ),
             ));
         }
+        if let Step::Provider(p) = step {
+            // The provider's own validator gives the precise pointer inside the rounds.
+            let script = serde_json::json!({"model": "load-check", "rounds": p.rounds});
+            if let Err(e) = mock_provider::Script::from_json(&script) {
+                return Err(reference(
+                    file,
+                    format!("/steps/{i}{}", e.pointer),
+                    format!("not a valid provider round: {}", e.message),
+                ));
+            }
+        }
         if let Step::Repeat(r) = step
             && !(1..=200).contains(&r.max)
         {
@@ -346,6 +357,23 @@ mod tests {
             .to_string();
         assert!(
             err.starts_with("scenarios/test/dup.json:2:") && err.contains("duplicate"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_malformed_provider_script_names_the_pointer_inside_the_rounds() {
+        let text = MINIMAL.replacen(
+            r#""steps": []"#,
+            r#""steps": [{"step": "provider", "name": "m", "rounds": [{"text": "ok"}, {"toolCalls": [{"arguments": {}}]}]}]"#,
+            1,
+        );
+        let err = embedded_with("scenarios/test/bad.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("scenarios/test/bad.json")
+                && err.contains("/steps/0/rounds/1/toolCalls/0"),
             "{err}"
         );
     }

@@ -28,6 +28,11 @@ pub struct Scenario {
     /// `inapplicable`.
     #[serde(default)]
     pub wire: Vec<u8>,
+    /// The model-provider wire format the scenario's runs use (`openai-chat` or
+    /// `anthropic-messages`), exposed as `{{provider.wire}}`; a host whose profile says it does
+    /// not speak it gets `inapplicable`.
+    #[serde(default)]
+    pub provider_wire: Option<String>,
     /// Free-form tags (`serial` keeps the scenario out of parallel execution).
     #[serde(default)]
     pub tags: Vec<String>,
@@ -59,6 +64,8 @@ pub enum Step {
     Discovery(DiscoveryProbe),
     /// Repeat a seam call until a condition holds (bounded).
     Repeat(RepeatSpec),
+    /// Load a script into toolcert's mock model provider.
+    Provider(ProviderScript),
 }
 
 impl Step {
@@ -71,6 +78,7 @@ impl Step {
             Step::Events(s) => &s.name,
             Step::Discovery(s) => &s.name,
             Step::Repeat(s) => &s.name,
+            Step::Provider(s) => &s.name,
         }
     }
 }
@@ -152,6 +160,17 @@ pub struct EventsRead {
 pub struct DiscoveryProbe {
     /// Name of the observation.
     pub name: String,
+}
+
+/// `{"step": "provider"}`: the model rounds the mock provider answers, in order, for the
+/// model key `tc-<nonce>-<name>` (exposed as `{{providers.<name>.model}}`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProviderScript {
+    /// Name (observation at `/providers/<name>`).
+    pub name: String,
+    /// The rounds (mock-provider script format; templated).
+    pub rounds: Vec<Value>,
 }
 
 /// `{"step": "repeat"}`: call a seam up to `max` times until `until` holds for one answer.
@@ -239,4 +258,12 @@ pub enum Matcher {
     IfPresent(Box<Matcher>),
     /// An object whose keys are all in the list (closed shapes).
     KeysIn(Vec<String>),
+    /// A string containing the (templated) text.
+    Contains(String),
+    /// A string that parses as JSON and satisfies the inner check (e.g. a tool result's text).
+    AsJson(Box<Condition>),
+    /// An array with at least one item satisfying every inner check.
+    Some(Vec<Condition>),
+    /// An array with no item satisfying every inner check (an empty array satisfies it).
+    None(Vec<Condition>),
 }
