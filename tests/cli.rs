@@ -186,3 +186,53 @@ fn coverage_lists_every_family() {
     assert!(out.status.success());
     insta::assert_snapshot!("coverage", String::from_utf8_lossy(&out.stdout));
 }
+
+#[test]
+fn the_standalone_mock_provider_serves_both_wire_formats() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcert"))
+        .args(["mock-provider", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(base.starts_with("http://127.0.0.1:"), "{line}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let http = reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(5)).build().unwrap();
+        let script = serde_json::json!({"model": "demo", "rounds": [
+            {"toolCalls": [{"name": "get_weather", "arguments": {"city": "Lyon"}}]},
+            {"text": "It is sunny."}
+        ]});
+        let r = http.post(format!("{base}/_toolcert/scripts")).json(&script).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+        let openai: serde_json::Value = http
+            .post(format!("{base}/v1/chat/completions"))
+            .json(&serde_json::json!({"model": "demo", "messages": [{"role": "user", "content": "Weather?"}]}))
+            .send().await.unwrap().json().await.unwrap();
+        assert_eq!(openai["choices"][0]["finish_reason"], "tool_calls");
+        let sse = http
+            .post(format!("{base}/v1/messages"))
+            .header("anthropic-version", "2023-06-01")
+            .json(&serde_json::json!({"model": "demo", "max_tokens": 64, "stream": true, "messages": [{"role": "user", "content": "Weather?"}]}))
+            .send().await.unwrap().text().await.unwrap();
+        assert!(sse.contains("event: message_stop") && sse.contains("sunny"), "{sse}");
+        let log: serde_json::Value = http.get(format!("{base}/_toolcert/scripts/demo/requests")).send().await.unwrap().json().await.unwrap();
+        assert_eq!(log["requests"].as_array().unwrap().len(), 2);
+        let bad = http.post(format!("{base}/_toolcert/scripts"))
+            .json(&serde_json::json!({"model": "x", "rounds": [{"text": "a", "refusal": "b"}]}))
+            .send().await.unwrap();
+        assert_eq!(bad.status().as_u16(), 400);
+        let body: serde_json::Value = bad.json().await.unwrap();
+        assert_eq!(body["error"]["pointer"], "/rounds/0/refusal");
+    });
+    child.kill().ok();
+    child.wait().ok();
+}
