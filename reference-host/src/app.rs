@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::http::{Method, Uri};
-use axum::routing::get;
+use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -14,16 +14,18 @@ use tokio::task::JoinHandle;
 use crate::catalog::{self, Catalog};
 use crate::config::HostConfig;
 use crate::discovery::{self, DiscoveryDoc};
+use crate::effects;
 use crate::error::{ApiError, HostError};
 use crate::invoker::ToolInvoker;
 use crate::mutants::Mutant;
-use crate::principals::PrincipalDirectory;
+use crate::principals::{Principal, PrincipalDirectory};
 use crate::rate_limit::RateLimiter;
 use crate::runs;
 use crate::seams;
 use crate::sse;
 use crate::storage::Storage;
 use crate::turn::provider::ProviderClient;
+use crate::workflows;
 
 /// How long [`RunningHost::shutdown`] waits for in-flight requests.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -91,6 +93,17 @@ impl AppState {
         &self.inner.principals
     }
 
+    /// The tenant a run attributed to `attributed` belongs to: that
+    /// principal's tenant, or the caller's when the principal is unknown
+    /// (a seam may attribute a call to a principal the host does not know,
+    /// to show fail-closed authorization).
+    pub fn run_tenant(&self, attributed: &str, caller: &Principal) -> String {
+        self.principals()
+            .tenant_of(attributed)
+            .unwrap_or(&caller.tenant)
+            .to_owned()
+    }
+
     /// The run/event store.
     pub fn storage(&self) -> &Storage {
         &self.inner.storage
@@ -145,7 +158,9 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     let mut router = Router::new()
         .route("/.well-known/openwop", get(discovery::get_discovery))
+        .route("/runs", post(workflows::post_runs))
         .route("/runs/{runId}", get(runs::get_run))
+        .route("/runs/{runId}/effects", get(effects::list_run_effects))
         .route("/runs/{runId}/events", get(sse::stream_events))
         .route("/runs/{runId}/events/poll", get(runs::poll_events))
         .route("/tools", get(catalog::list_tools))
@@ -209,6 +224,8 @@ pub async fn start(config: HostConfig) -> Result<RunningHost, HostError> {
     let addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
     let app = router(state.clone());
+    // Retention: every 10 minutes, until shutdown (it watches the signal).
+    effects::sweeper::spawn_background(state.clone());
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {

@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 use crate::app::AppState;
 use crate::args_hash::sha256_hex;
 use crate::catalog::SOURCE_HOST_EXTENSION;
+use crate::effects::sweeper::EFFECT_RETENTION_SECS;
+use crate::layer1::LAYER1_RETENTION_SECS;
 use crate::mutants::Mutant;
 use crate::seams::SEAMS_PROFILE;
 
@@ -98,6 +100,9 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
             "sources": [SOURCE_HOST_EXTENSION],
         },
     });
+    if let Some(object) = root.as_object_mut() {
+        object.insert("idempotency".to_owned(), idempotency_record(mutant));
+    }
     if seams_enabled && let Some(object) = root.as_object_mut() {
         object.insert(
             "metadata".to_owned(),
@@ -105,6 +110,36 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         );
     }
     root
+}
+
+/// The `idempotency` capability record.
+///
+/// v2 has no retention facet of its own, so the two retention facets mirror
+/// the v1 names (`layer1RetentionSeconds`, `layer2RetentionSeconds`): Layer-1
+/// records are kept ≥ 24 h and effect records ≥ 14 days. `crossRegion:
+/// "single-region"` is the honest answer for one in-memory store; the claim's
+/// atomicity holds within it and nowhere else.
+fn idempotency_record(mutant: Option<Mutant>) -> Value {
+    let layer1_retention = if mutant == Some(Mutant::L1RetentionShort) {
+        // Bug: advertises a retention below the 24 h Layer-1 floor.
+        3_600
+    } else {
+        LAYER1_RETENTION_SECS
+    };
+    let cross_region = if mutant == Some(Mutant::CrossRegionUnknown) {
+        // Bug: claims a topology this single in-memory store cannot back.
+        "multi-master"
+    } else {
+        "single-region"
+    };
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-gated",
+        "crossRegion": cross_region,
+        "layer1RetentionSeconds": layer1_retention,
+        "layer2RetentionSeconds": EFFECT_RETENTION_SECS,
+    })
 }
 
 /// Handler for `GET /.well-known/openwop`.
@@ -158,6 +193,12 @@ mod tests {
                    "sources": ["host-extension"]})
         );
         assert!(value.get("metadata").is_none());
+        assert_eq!(
+            value["idempotency"],
+            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                   "crossRegion": "single-region", "layer1RetentionSeconds": 86400,
+                   "layer2RetentionSeconds": 1209600})
+        );
         let with_seams = parsed(&DiscoveryDoc::render(true, None));
         assert_eq!(
             with_seams["metadata"]["conformance.seamsProfile"],
@@ -198,5 +239,14 @@ mod tests {
             Some(Mutant::AuthorizationFailclosedFalse),
         ));
         assert_eq!(value["authorization"]["failClosed"], false);
+        let value = parsed(&DiscoveryDoc::render(false, Some(Mutant::L1RetentionShort)));
+        assert_eq!(value["idempotency"]["layer1RetentionSeconds"], 3600);
+        assert_eq!(value["idempotency"]["crossRegion"], "single-region");
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::CrossRegionUnknown),
+        ));
+        assert_eq!(value["idempotency"]["crossRegion"], "multi-master");
+        assert_eq!(value["idempotency"]["layer1RetentionSeconds"], 86400);
     }
 }

@@ -24,6 +24,21 @@ pub enum ErrorCode {
     RateLimited,
     /// 500: the host failed; the request may be retried.
     InternalError,
+    /// 400: an `Idempotency-Key` header does not match
+    /// `^[A-Za-z0-9._~-]{22,128}$` (v2 idempotency §Layer 1, key grammar).
+    IdempotencyKeyInvalid,
+    /// 409: the key was used before with a different request body.
+    IdempotencyKeyMismatch,
+    /// 409: the first request with this key is still being processed;
+    /// always sent with `Retry-After`.
+    IdempotencyInFlight,
+    /// 409 `idempotency_key_conflict`: NOT a v2 code. Only the
+    /// `l1-mismatch-wrong-code` mutant sends it, in place of
+    /// [`ErrorCode::IdempotencyKeyMismatch`].
+    IdempotencyKeyConflict,
+    /// 503: the host cannot serve the request now; always sent with
+    /// `Retry-After`, and a retry may succeed.
+    ServiceUnavailable,
 }
 
 impl ErrorCode {
@@ -36,6 +51,11 @@ impl ErrorCode {
             Self::NotFound => "not_found",
             Self::RateLimited => "rate_limited",
             Self::InternalError => "internal_error",
+            Self::IdempotencyKeyInvalid => "idempotency_key_invalid",
+            Self::IdempotencyKeyMismatch => "idempotency_key_mismatch",
+            Self::IdempotencyInFlight => "idempotency_in_flight",
+            Self::IdempotencyKeyConflict => "idempotency_key_conflict",
+            Self::ServiceUnavailable => "service_unavailable",
         }
     }
 
@@ -48,6 +68,11 @@ impl ErrorCode {
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::IdempotencyKeyInvalid => StatusCode::BAD_REQUEST,
+            Self::IdempotencyKeyMismatch
+            | Self::IdempotencyInFlight
+            | Self::IdempotencyKeyConflict => StatusCode::CONFLICT,
+            Self::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }
@@ -68,7 +93,8 @@ pub struct ApiError {
     pub message: String,
     /// Optional structured details.
     pub details: Option<Map<String, Value>>,
-    /// Whole seconds for the `Retry-After` header (429 only).
+    /// Whole seconds for the `Retry-After` header (429, 503 and
+    /// `idempotency_in_flight` only).
     pub retry_after_secs: Option<u64>,
 }
 
@@ -254,6 +280,11 @@ mod tests {
             (ErrorCode::NotFound, 404),
             (ErrorCode::RateLimited, 429),
             (ErrorCode::InternalError, 500),
+            (ErrorCode::IdempotencyKeyInvalid, 400),
+            (ErrorCode::IdempotencyKeyMismatch, 409),
+            (ErrorCode::IdempotencyInFlight, 409),
+            (ErrorCode::IdempotencyKeyConflict, 409),
+            (ErrorCode::ServiceUnavailable, 503),
         ];
         for (code, status) in pairs {
             assert_eq!(code.status().as_u16(), status, "{code}");

@@ -70,6 +70,18 @@ impl Posted {
     }
 }
 
+/// How one effect delivery to a provider ended (the input of the effect
+/// retry policy). The provider's body is read (bounded) and dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The provider answered with this HTTP status.
+    Answered(u16),
+    /// No complete answer within the timeout.
+    TimedOut,
+    /// The connection failed or broke before a complete answer.
+    Unreachable,
+}
+
 /// Calls tools. Holds one HTTP client for the host's lifetime.
 #[derive(Debug, Clone)]
 pub struct ToolInvoker {
@@ -131,6 +143,52 @@ impl ToolInvoker {
             body: posted.body,
             body_complete: posted.complete,
         }
+    }
+
+    /// POSTs an effect's business arguments to `url`, with
+    /// `Idempotency-Key: <key>` when a key is given, and says how the
+    /// provider answered. The whole call is bounded by `timeout`.
+    pub async fn deliver(
+        &self,
+        url: &Url,
+        args: &Value,
+        idempotency_key: Option<&str>,
+        timeout: Duration,
+    ) -> Delivery {
+        let mut request = self.client.post(url.clone()).timeout(timeout).json(args);
+        if let Some(key) = idempotency_key {
+            request = request.header("Idempotency-Key", key);
+        }
+        let exchange = async {
+            let mut response = match request.send().await {
+                Ok(response) => response,
+                Err(err) if err.is_timeout() => return Delivery::TimedOut,
+                Err(_) => return Delivery::Unreachable,
+            };
+            let status = response.status().as_u16();
+            // Drain at most MAX_RECEIVER_BODY bytes so the connection can be
+            // reused; the content is never looked at.
+            let mut read = 0usize;
+            loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => {
+                        read = read.saturating_add(chunk.len());
+                        if read > MAX_RECEIVER_BODY {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(err) if err.is_timeout() => return Delivery::TimedOut,
+                    Err(_) => return Delivery::Unreachable,
+                }
+            }
+            Delivery::Answered(status)
+        };
+        // Belt and braces, as for tools: the outer timeout bounds the call
+        // even if the client's own per-request timeout did not fire.
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .unwrap_or(Delivery::TimedOut)
     }
 
     async fn post(&self, url: &Url, args: &Value, timeout: Duration) -> Posted {

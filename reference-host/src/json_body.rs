@@ -184,6 +184,17 @@ impl Fields {
         }
     }
 
+    /// A required integer in `min..=max`.
+    pub fn required_int_in(&mut self, name: &str, min: u64, max: u64) -> Result<u64, ApiError> {
+        match self.optional_int_in(name, min, max)? {
+            Some(value) => Ok(value),
+            None => Err(ApiError::validation(format!(
+                "field `{}` is required (an integer from {min} to {max})",
+                self.name(name)
+            ))),
+        }
+    }
+
     /// An optional array of strings.
     pub fn optional_string_array(&mut self, name: &str) -> Result<Option<Vec<String>>, ApiError> {
         let Some(value) = self.take(name) else {
@@ -379,6 +390,12 @@ mod tests {
         assert_eq!(f.optional_int_in("u", 1, 10).expect("ok"), Some(5));
         assert!(f.optional_int_in("v", 1, 10).is_err());
         assert_eq!(f.optional_int_in("missing", 1, 10).expect("ok"), None);
+        let err = f.required_int_in("missing", 1, 10).unwrap_err();
+        assert!(
+            err.message.contains("`missing` is required"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

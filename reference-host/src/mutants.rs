@@ -86,6 +86,44 @@ pub enum Mutant {
     StructuredNotEnforced,
     /// `GET /tools` descriptors omit `replayPolicy`.
     DescriptorWithoutReplayPolicy,
+    /// The effect claim reads, awaits, then writes with `INSERT OR REPLACE`.
+    ClaimReadThenWrite,
+    /// The retry attempt counter is hashed into the effect id.
+    AttemptInIdentity,
+    /// The runId is hashed into the effect id.
+    RunIdInKeying,
+    /// Effect calls carry no `Idempotency-Key` header.
+    NoProviderKey,
+    /// The provider `Idempotency-Key` is `<effectId>-a<attempt>`.
+    RetryKeyDiffers,
+    /// `Idempotency-Key` on `POST /runs` is ignored.
+    L1KeyIgnored,
+    /// Replays omit `OpenWOP-Idempotent-Replay`.
+    L1ReplayHeaderMissing,
+    /// A key reused with another body answers 409 `idempotency_key_conflict`.
+    L1MismatchWrongCode,
+    /// An in-flight duplicate is processed as a new request.
+    L1InFlightProcessed,
+    /// A 503 answer is cached and replayed.
+    L1Caches5xx,
+    /// A 400 `validation_error` is cached and replayed.
+    L1CachesValidationError,
+    /// Keys failing the grammar are accepted.
+    L1InvalidKeyAccepted,
+    /// The Layer-1 key scope omits the tenant.
+    L1KeyNotTenantScoped,
+    /// Discovery advertises `layer1RetentionSeconds: 3600`.
+    L1RetentionShort,
+    /// The sweeper deletes effect records older than 1 day.
+    SweeperDropsYoung,
+    /// Another tenant can read a run's effects.
+    EffectsCrossTenant,
+    /// Ledger rows carry the business arguments in `args`.
+    LedgerLeaksArgs,
+    /// The business key's `#n` suffix is dropped from the identity.
+    DistinctEffectsCollide,
+    /// Discovery advertises `crossRegion: "multi-master"`.
+    CrossRegionUnknown,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -286,6 +324,101 @@ pub const ALL: &[MutantInfo] = &[
         name: "descriptor-without-replay-policy",
         breaks: "GET /tools descriptors omit replayPolicy",
     },
+    MutantInfo {
+        mutant: Mutant::ClaimReadThenWrite,
+        name: "claim-read-then-write",
+        breaks: "the effect claim is a SELECT, an await point, then INSERT OR REPLACE (read-then-write: two executors can both win)",
+    },
+    MutantInfo {
+        mutant: Mutant::AttemptInIdentity,
+        name: "attempt-in-identity",
+        breaks: "the retry attempt counter is hashed into the effect id (each retry is a new effect)",
+    },
+    MutantInfo {
+        mutant: Mutant::RunIdInKeying,
+        name: "run-id-in-keying",
+        breaks: "the runId is hashed into the effect id (each entry point is a new effect)",
+    },
+    MutantInfo {
+        mutant: Mutant::NoProviderKey,
+        name: "no-provider-key",
+        breaks: "effect calls to the provider carry no Idempotency-Key header",
+    },
+    MutantInfo {
+        mutant: Mutant::RetryKeyDiffers,
+        name: "retry-key-differs",
+        breaks: "the provider Idempotency-Key is <effectId>-a<attempt>, different on every retry",
+    },
+    MutantInfo {
+        mutant: Mutant::L1KeyIgnored,
+        name: "l1-key-ignored",
+        breaks: "Idempotency-Key on POST /runs is ignored entirely",
+    },
+    MutantInfo {
+        mutant: Mutant::L1ReplayHeaderMissing,
+        name: "l1-replay-header-missing",
+        breaks: "replayed POST /runs responses omit OpenWOP-Idempotent-Replay",
+    },
+    MutantInfo {
+        mutant: Mutant::L1MismatchWrongCode,
+        name: "l1-mismatch-wrong-code",
+        breaks: "a reused key with a different body answers 409 idempotency_key_conflict instead of idempotency_key_mismatch",
+    },
+    MutantInfo {
+        mutant: Mutant::L1InFlightProcessed,
+        name: "l1-in-flight-processed",
+        breaks: "a request whose key is in flight is processed as a new request instead of 409 idempotency_in_flight",
+    },
+    MutantInfo {
+        mutant: Mutant::L1Caches5xx,
+        name: "l1-caches-5xx",
+        breaks: "a 503 answer to POST /runs is cached and replayed",
+    },
+    MutantInfo {
+        mutant: Mutant::L1CachesValidationError,
+        name: "l1-caches-validation-error",
+        breaks: "a 400 validation_error answer to POST /runs is cached and replayed",
+    },
+    MutantInfo {
+        mutant: Mutant::L1InvalidKeyAccepted,
+        name: "l1-invalid-key-accepted",
+        breaks: "Idempotency-Key values failing ^[A-Za-z0-9._~-]{22,128}$ are accepted",
+    },
+    MutantInfo {
+        mutant: Mutant::L1KeyNotTenantScoped,
+        name: "l1-key-not-tenant-scoped",
+        breaks: "the Layer-1 key scope omits the tenant (one tenant's key replays to another)",
+    },
+    MutantInfo {
+        mutant: Mutant::L1RetentionShort,
+        name: "l1-retention-short",
+        breaks: "discovery advertises idempotency.layer1RetentionSeconds 3600 (below 24 h)",
+    },
+    MutantInfo {
+        mutant: Mutant::SweeperDropsYoung,
+        name: "sweeper-drops-young",
+        breaks: "the retention sweeper deletes effect records older than 1 day instead of 14 days",
+    },
+    MutantInfo {
+        mutant: Mutant::EffectsCrossTenant,
+        name: "effects-cross-tenant",
+        breaks: "another tenant can read a run's effects (GET /runs/{runId}/effects skips the tenant check)",
+    },
+    MutantInfo {
+        mutant: Mutant::LedgerLeaksArgs,
+        name: "ledger-leaks-args",
+        breaks: "effect ledger rows carry the business arguments in an extra args field",
+    },
+    MutantInfo {
+        mutant: Mutant::DistinctEffectsCollide,
+        name: "distinct-effects-collide",
+        breaks: "the business key's #n suffix is dropped, so distinct effects of one run share an identity",
+    },
+    MutantInfo {
+        mutant: Mutant::CrossRegionUnknown,
+        name: "cross-region-unknown",
+        breaks: "discovery advertises idempotency.crossRegion \"multi-master\"",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -364,8 +497,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_37_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 37);
+    fn list_has_56_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 56);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -374,7 +507,7 @@ mod tests {
         assert_eq!(ALL[23].name, "authorization-failclosed-false");
         // The tool-turn mutants are appended after the tool-hooks ones, in
         // the order the harness's committed matrix lists them.
-        let turn: Vec<&str> = ALL[24..].iter().map(|i| i.name).collect();
+        let turn: Vec<&str> = ALL[24..37].iter().map(|i| i.name).collect();
         assert_eq!(
             turn,
             [
@@ -391,6 +524,33 @@ mod tests {
                 "repeat-not-suppressed",
                 "structured-not-enforced",
                 "descriptor-without-replay-policy",
+            ]
+        );
+        // The idempotency mutants (effects, Layer 1, retention, discovery)
+        // are appended after the turn ones, in the brief's order.
+        let idempotency: Vec<&str> = ALL[37..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            idempotency,
+            [
+                "claim-read-then-write",
+                "attempt-in-identity",
+                "run-id-in-keying",
+                "no-provider-key",
+                "retry-key-differs",
+                "l1-key-ignored",
+                "l1-replay-header-missing",
+                "l1-mismatch-wrong-code",
+                "l1-in-flight-processed",
+                "l1-caches-5xx",
+                "l1-caches-validation-error",
+                "l1-invalid-key-accepted",
+                "l1-key-not-tenant-scoped",
+                "l1-retention-short",
+                "sweeper-drops-young",
+                "effects-cross-tenant",
+                "ledger-leaks-args",
+                "distinct-effects-collide",
+                "cross-region-unknown",
             ]
         );
     }

@@ -37,6 +37,27 @@ pub struct Principal {
     /// How the scopes are resolved.
     #[serde(default)]
     pub resolver: ScopeResolver,
+    /// The tenant the principal belongs to. Runs, effect records and
+    /// Layer-1 idempotency records are scoped by it: another tenant's run is
+    /// indistinguishable from an unknown one (404), and an Idempotency-Key
+    /// is scoped by `(authenticated tenant, endpoint, key)` (v2 idempotency
+    /// §Layer 1). Defaults to [`DEFAULT_TENANT`] so older principals files
+    /// keep working.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+}
+
+/// The tenant of every principal that does not name one (and of every
+/// built-in principal except `erin`).
+pub const DEFAULT_TENANT: &str = "tenant-a";
+
+/// The tenant of the built-in principal `erin`, the only one outside
+/// [`DEFAULT_TENANT`] (it exists to show tenant isolation).
+pub const SECOND_TENANT: &str = "tenant-b";
+
+/// Serde default of [`Principal::tenant`].
+fn default_tenant() -> String {
+    DEFAULT_TENANT.to_owned()
 }
 
 /// The scope resolver failed; the principal's scopes are unknown.
@@ -48,14 +69,21 @@ pub struct ScopeResolutionError {
 }
 
 impl Principal {
-    /// Builds a principal with a static resolver.
+    /// Builds a principal with a static resolver in [`DEFAULT_TENANT`].
     pub fn new(id: &str, token: Option<&str>, scopes: &[&str]) -> Self {
         Self {
             id: id.to_owned(),
             token: token.map(str::to_owned),
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             resolver: ScopeResolver::Static,
+            tenant: default_tenant(),
         }
+    }
+
+    /// The same principal in `tenant`.
+    pub fn in_tenant(mut self, tenant: &str) -> Self {
+        tenant.clone_into(&mut self.tenant);
+        self
     }
 
     /// Resolves this principal's scopes through its resolver.
@@ -80,22 +108,30 @@ pub fn builtin() -> Vec<Principal> {
         Principal::new(
             "alice",
             Some("refhost-alice-token"),
-            &["tools:read", "tools:write", "runs:read"],
+            &["tools:read", "tools:write", "runs:read", "runs:write"],
         ),
         Principal::new(
             "bob",
             Some("refhost-bob-token"),
-            &["tools:read", "tools:write", "runs:read"],
+            &["tools:read", "tools:write", "runs:read", "runs:write"],
         ),
         Principal::new(
             "carol",
             Some("refhost-carol-token"),
-            &["tools:read", "runs:read"],
+            &["tools:read", "runs:read", "runs:write"],
         ),
         Principal {
             resolver: ScopeResolver::Unavailable,
             ..Principal::new("dave", Some("refhost-dave-token"), &[])
         },
+        // The one principal of a second tenant: alice's scopes, none of
+        // alice's runs (tenant isolation is observable through it).
+        Principal::new(
+            "erin",
+            Some("refhost-erin-token"),
+            &["tools:read", "tools:write", "runs:read", "runs:write"],
+        )
+        .in_tenant(SECOND_TENANT),
     ]
 }
 
@@ -167,6 +203,10 @@ fn validate(principals: &[Principal], origin: &str) -> Result<(), PrincipalsErro
         if principal.id.trim().is_empty() {
             return Err(invalid(index, "`id` must be a non-empty string".into()));
         }
+        if principal.tenant.trim().is_empty() {
+            // An empty tenant would merge with nothing and scope nothing.
+            return Err(invalid(index, "`tenant` must be a non-empty string".into()));
+        }
         if let Some(first) = ids.insert(principal.id.as_str(), index) {
             return Err(invalid(
                 index,
@@ -220,6 +260,13 @@ impl PrincipalDirectory {
         self.by_id.get(id)
     }
 
+    /// The tenant of the principal with this id, if it is known.
+    pub fn tenant_of(&self, id: &str) -> Option<&str> {
+        self.by_id
+            .get(id)
+            .map(|principal| principal.tenant.as_str())
+    }
+
     /// The principal a bearer token authenticates, if any.
     pub fn by_token(&self, token: &str) -> Option<&Principal> {
         self.id_by_token
@@ -245,6 +292,26 @@ mod tests {
         assert_eq!(dave.resolver, ScopeResolver::Unavailable);
         assert!(dave.resolve_scopes().is_err());
         assert!(dir.get("alice").expect("alice").resolve_scopes().is_ok());
+        let erin = dir.by_token("refhost-erin-token").expect("erin");
+        assert_eq!(erin.tenant, SECOND_TENANT);
+        assert_eq!(erin.scopes, dir.get("alice").expect("alice").scopes);
+        for id in ["toolcert-operator", "alice", "bob", "carol", "dave"] {
+            assert_eq!(dir.tenant_of(id), Some(DEFAULT_TENANT), "{id}");
+        }
+        for id in ["alice", "bob", "carol", "erin"] {
+            let scopes = &dir.get(id).expect("builtin").scopes;
+            assert!(scopes.iter().any(|s| s == "runs:write"), "{id}");
+        }
+        assert!(dir.get("dave").expect("dave").scopes.is_empty());
+        assert_eq!(dir.tenant_of("mallory"), None);
+    }
+
+    #[test]
+    fn tenant_defaults_and_can_be_given() {
+        let json = r#"[{"id": "a"}, {"id": "b", "tenant": "tenant-z"}]"#;
+        let principals = parse_principals(json, "p.json").expect("valid");
+        assert_eq!(principals[0].tenant, DEFAULT_TENANT);
+        assert_eq!(principals[1].tenant, "tenant-z");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::app::AppState;
 use crate::auth::{authenticate, require_scope};
 use crate::error::ApiError;
 use crate::events::{RunEventDoc, visible_in_updates};
+use crate::principals::Principal;
 use crate::storage::RunRecord;
 
 /// Scope needed to read runs and their events.
@@ -85,17 +86,48 @@ impl PollQuery {
 
 /// Authenticates the caller and checks `runs:read`.
 pub fn authorize_read(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let caller = authenticate(headers, state.principals())?;
-    require_scope(caller, RUNS_READ_SCOPE)
+    authorize_reader(state, headers).map(|_| ())
 }
 
-/// The run, or 404.
+/// Authenticates the caller, checks `runs:read`, and returns the caller
+/// (whose tenant decides which runs it can see).
+pub fn authorize_reader<'s>(
+    state: &'s AppState,
+    headers: &HeaderMap,
+) -> Result<&'s Principal, ApiError> {
+    let caller = authenticate(headers, state.principals())?;
+    require_scope(caller, RUNS_READ_SCOPE)?;
+    Ok(caller)
+}
+
+/// The 404 of a run that does not exist (or that the caller may not see).
+fn unknown_run(run_id: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "run `{run_id}` does not exist; use a runId returned by this host"
+    ))
+}
+
+/// The run, or 404 (no tenant check: for host-internal lookups).
 pub fn find_run(state: &AppState, run_id: &str) -> Result<RunRecord, ApiError> {
-    state.storage().run(run_id)?.ok_or_else(|| {
-        ApiError::not_found(format!(
-            "run `{run_id}` does not exist; use a runId returned by this host"
-        ))
-    })
+    state
+        .storage()
+        .run(run_id)?
+        .ok_or_else(|| unknown_run(run_id))
+}
+
+/// The run when it belongs to `tenant`. Another tenant's run gets exactly
+/// the 404 of an unknown run, message included, so a caller cannot probe
+/// for run ids that exist elsewhere.
+pub fn find_visible_run(
+    state: &AppState,
+    tenant: &str,
+    run_id: &str,
+) -> Result<RunRecord, ApiError> {
+    state
+        .storage()
+        .run(run_id)?
+        .filter(|run| run.tenant == tenant)
+        .ok_or_else(|| unknown_run(run_id))
 }
 
 /// Handler for `GET /runs/{runId}`.
@@ -104,8 +136,8 @@ pub async fn get_run(
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    authorize_read(&state, &headers)?;
-    let run = find_run(&state, &run_id)?;
+    let caller = authorize_reader(&state, &headers)?;
+    let run = find_visible_run(&state, &caller.tenant, &run_id)?;
     let mut body = json!({
         "runId": run.run_id,
         "status": run.status.as_str(),
@@ -125,7 +157,7 @@ pub async fn poll_events(
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    authorize_read(&state, &headers)?;
+    let tenant = authorize_reader(&state, &headers)?.tenant.clone();
     let Query(params) = query.map_err(|rejection| {
         ApiError::validation(format!(
             "query string could not be parsed ({}); use afterSequence, timeout and streamMode",
@@ -134,7 +166,7 @@ pub async fn poll_events(
     })?;
     let query = PollQuery::parse(&params)?;
     let after = query.after_sequence.unwrap_or(-1);
-    find_run(&state, &run_id)?;
+    find_visible_run(&state, &tenant, &run_id)?;
     // Subscribe to this run's signal before the first read, so an append
     // between the read and the wait still wakes us, and other runs' writes
     // do not.
@@ -147,7 +179,7 @@ pub async fn poll_events(
         // Mark the signal seen BEFORE reading: a write after this point
         // (even one racing the read below) wakes the wait.
         changes.borrow_and_update();
-        let run = find_run(&state, &run_id)?;
+        let run = find_visible_run(&state, &tenant, &run_id)?;
         let events: Vec<RunEventDoc> = state
             .storage()
             .events_after(&run_id, after)?

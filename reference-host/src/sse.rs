@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::events::{RunEventDoc, visible_in_updates};
-use crate::runs::{PollQuery, StreamMode, authorize_read, find_run};
+use crate::runs::{PollQuery, StreamMode, authorize_reader, find_visible_run};
 
 /// Silence after which a keep-alive comment is sent.
 pub const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(5);
@@ -69,7 +69,7 @@ pub async fn stream_events(
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    authorize_read(&state, &headers)?;
+    let tenant = authorize_reader(&state, &headers)?.tenant.clone();
     let Query(params) = query.map_err(|rejection| {
         ApiError::validation(format!(
             "query string could not be parsed ({}); use afterSequence and streamMode",
@@ -78,7 +78,7 @@ pub async fn stream_events(
     })?;
     let query = PollQuery::parse(&params)?;
     let after = resume_after(&headers, &query)?;
-    find_run(&state, &run_id)?;
+    find_visible_run(&state, &tenant, &run_id)?;
     // Subscribed before the first read, so no write can slip between.
     let changes = state
         .storage()

@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::events::{NewEvent, RunEventDoc, SCHEMA_VERSION, new_event_id, now_rfc3339};
+use crate::principals::DEFAULT_TENANT;
 
 /// A store failure (always answered as `internal_error`).
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +78,9 @@ pub struct RunRecord {
     pub status: RunStatus,
     /// The principal the run is attributed to.
     pub principal: String,
+    /// The tenant the run belongs to: only callers of this tenant can see
+    /// the run, its events and its effects.
+    pub tenant: String,
     /// RFC 3339 creation time.
     pub created_at: String,
     /// Why the run failed (`{code, message}`), for failed runs only.
@@ -99,6 +103,7 @@ CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,
     status TEXT NOT NULL,
     principal TEXT NOT NULL,
+    tenant TEXT NOT NULL,
     created_at TEXT NOT NULL,
     error TEXT NULL
 );
@@ -120,11 +125,28 @@ impl Storage {
     pub fn open_in_memory() -> Result<Self, StorageError> {
         let conn = Connection::open_in_memory()?;
         conn.execute_batch(SCHEMA)?;
+        // Each concept owns its tables; they share this one connection so
+        // a claim and the run it belongs to live in one store.
+        conn.execute_batch(crate::effects::claim::SCHEMA)?;
+        conn.execute_batch(crate::effects::ledger::SCHEMA)?;
+        conn.execute_batch(crate::layer1::SCHEMA)?;
+        conn.execute_batch(crate::workflows::SCHEMA)?;
         Ok(Self {
             conn: Mutex::new(conn),
             changes: watch::Sender::new(0),
             run_changes: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Runs `work` with the connection locked for exactly this call, which
+    /// must be ONE statement or ONE transaction. `work` is synchronous, so
+    /// the lock can never be held across an `.await`: concurrent executors
+    /// stay concurrent and every atomicity guarantee has to come from SQL.
+    pub(crate) fn with_conn<T>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, rusqlite::Error>,
+    ) -> Result<T, StorageError> {
+        Ok(work(&mut self.conn())?)
     }
 
     /// Locks the connection for one statement or transaction.
@@ -166,21 +188,34 @@ impl Storage {
         self.run_signals().get(run_id).map(watch::Sender::subscribe)
     }
 
-    /// Creates a run in status `running`.
+    /// Creates a run in status `running` in [`DEFAULT_TENANT`].
     pub fn create_run(&self, run_id: &str, principal: &str) -> Result<RunRecord, StorageError> {
+        self.create_run_in(run_id, principal, DEFAULT_TENANT)
+    }
+
+    /// Creates a run in status `running` belonging to `tenant`.
+    pub fn create_run_in(
+        &self,
+        run_id: &str,
+        principal: &str,
+        tenant: &str,
+    ) -> Result<RunRecord, StorageError> {
         let record = RunRecord {
             run_id: run_id.to_owned(),
             status: RunStatus::Running,
             principal: principal.to_owned(),
+            tenant: tenant.to_owned(),
             created_at: now_rfc3339(),
             error: None,
         };
         self.conn().execute(
-            "INSERT INTO runs (run_id, status, principal, created_at) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO runs (run_id, status, principal, tenant, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
             params![
                 record.run_id,
                 record.status.as_str(),
                 record.principal,
+                record.tenant,
                 record.created_at
             ],
         )?;
@@ -243,7 +278,8 @@ impl Storage {
         let row = self
             .conn()
             .query_row(
-                "SELECT run_id, status, principal, created_at, error FROM runs WHERE run_id = ?1",
+                "SELECT run_id, status, principal, tenant, created_at, error
+                 FROM runs WHERE run_id = ?1",
                 params![run_id],
                 |row| {
                     Ok((
@@ -251,12 +287,13 @@ impl Storage {
                         row.get::<_, String>(1)?,
                         row.get::<_, String>(2)?,
                         row.get::<_, String>(3)?,
-                        row.get::<_, Option<String>>(4)?,
+                        row.get::<_, String>(4)?,
+                        row.get::<_, Option<String>>(5)?,
                     ))
                 },
             )
             .optional()?;
-        row.map(|(run_id, status, principal, created_at, error)| {
+        row.map(|(run_id, status, principal, tenant, created_at, error)| {
             let status = RunStatus::parse(&status).ok_or_else(|| StorageError::Corrupt {
                 column: "runs.status",
                 problem: format!("unknown status `{status}`"),
@@ -266,6 +303,7 @@ impl Storage {
                 run_id,
                 status,
                 principal,
+                tenant,
                 created_at,
                 error,
             })
@@ -402,6 +440,12 @@ mod tests {
         let run = store.run("run_x").expect("query").expect("exists");
         assert_eq!(run.status, RunStatus::Running);
         assert_eq!(run.principal, "alice");
+        assert_eq!(run.tenant, DEFAULT_TENANT);
+        store
+            .create_run_in("run_y", "erin", "tenant-b")
+            .expect("create");
+        let other = store.run("run_y").expect("query").expect("exists");
+        assert_eq!(other.tenant, "tenant-b");
         store
             .set_run_status("run_x", RunStatus::Failed)
             .expect("update");

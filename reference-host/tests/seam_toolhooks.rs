@@ -666,10 +666,11 @@ async fn every_mutant_is_observable() {
     bounded(async {
         let receiver = Receiver::start().await;
         let client = client();
-        // The tool-loop mutants are probed by tests/turn.rs.
+        // The tool-loop mutants are probed by tests/turn.rs, the
+        // idempotency ones by tests/idempotency.rs.
         for info in reference_host::mutants::ALL
             .iter()
-            .filter(|info| !is_turn_mutant(info.mutant))
+            .filter(|info| !is_turn_mutant(info.mutant) && !is_idempotency_mutant(info.mutant))
         {
             let mutated = host(Some(info.mutant), true).await;
             let observed = observe(&client, &mutated, &receiver, info.mutant).await;
@@ -706,6 +707,32 @@ fn is_turn_mutant(mutant: Mutant) -> bool {
             | Mutant::RepeatNotSuppressed
             | Mutant::StructuredNotEnforced
             | Mutant::DescriptorWithoutReplayPolicy
+    )
+}
+
+/// Mutants of effects and Layer-1 idempotency, probed in tests/idempotency.rs.
+fn is_idempotency_mutant(mutant: Mutant) -> bool {
+    matches!(
+        mutant,
+        Mutant::ClaimReadThenWrite
+            | Mutant::AttemptInIdentity
+            | Mutant::RunIdInKeying
+            | Mutant::NoProviderKey
+            | Mutant::RetryKeyDiffers
+            | Mutant::L1KeyIgnored
+            | Mutant::L1ReplayHeaderMissing
+            | Mutant::L1MismatchWrongCode
+            | Mutant::L1InFlightProcessed
+            | Mutant::L1Caches5xx
+            | Mutant::L1CachesValidationError
+            | Mutant::L1InvalidKeyAccepted
+            | Mutant::L1KeyNotTenantScoped
+            | Mutant::L1RetentionShort
+            | Mutant::SweeperDropsYoung
+            | Mutant::EffectsCrossTenant
+            | Mutant::LedgerLeaksArgs
+            | Mutant::DistinctEffectsCollide
+            | Mutant::CrossRegionUnknown
     )
 }
 
@@ -907,5 +934,25 @@ async fn observe(
         | Mutant::RepeatNotSuppressed
         | Mutant::StructuredNotEnforced
         | Mutant::DescriptorWithoutReplayPolicy => false,
+        // Skipped by the caller: tests/idempotency.rs observes these.
+        Mutant::ClaimReadThenWrite
+        | Mutant::AttemptInIdentity
+        | Mutant::RunIdInKeying
+        | Mutant::NoProviderKey
+        | Mutant::RetryKeyDiffers
+        | Mutant::L1KeyIgnored
+        | Mutant::L1ReplayHeaderMissing
+        | Mutant::L1MismatchWrongCode
+        | Mutant::L1InFlightProcessed
+        | Mutant::L1Caches5xx
+        | Mutant::L1CachesValidationError
+        | Mutant::L1InvalidKeyAccepted
+        | Mutant::L1KeyNotTenantScoped
+        | Mutant::L1RetentionShort
+        | Mutant::SweeperDropsYoung
+        | Mutant::EffectsCrossTenant
+        | Mutant::LedgerLeaksArgs
+        | Mutant::DistinctEffectsCollide
+        | Mutant::CrossRegionUnknown => false,
     }
 }

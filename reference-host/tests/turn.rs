@@ -1417,7 +1417,8 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
 // ---------------------------------------------------------------------------
 // Every tool-loop mutant is observable.
 
-/// The tool-loop mutants, in `mutants::ALL` order (after the tool-hooks ones).
+/// The tool-loop mutants, in `mutants::ALL` order (after the tool-hooks
+/// ones, before the idempotency ones).
 const TURN_MUTANTS: [Mutant; 13] = [
     Mutant::TruncatedArgsExecuted,
     Mutant::PromptedOutputDispatched,
@@ -1437,13 +1438,17 @@ const TURN_MUTANTS: [Mutant; 13] = [
 #[tokio::test]
 async fn every_turn_mutant_is_observable() {
     bounded(MUTANTS_TIMEOUT, async {
-        let tail: Vec<Mutant> = ALL[ALL.len() - TURN_MUTANTS.len()..]
+        // The turn mutants follow the 24 tool-hooks ones, in order (the
+        // idempotency mutants are appended after them).
+        let turn: Vec<Mutant> = ALL
             .iter()
+            .skip(24)
+            .take(TURN_MUTANTS.len())
             .map(|info| info.mutant)
             .collect();
         assert_eq!(
-            tail, TURN_MUTANTS,
-            "the turn mutants close mutants::ALL, in order"
+            turn, TURN_MUTANTS,
+            "the turn mutants follow the tool-hooks ones in mutants::ALL, in order"
         );
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;

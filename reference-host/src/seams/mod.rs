@@ -4,6 +4,7 @@
 //! unknown routes (404 `not_found`). Every seam requires the caller to hold
 //! [`SEAMS_SCOPE`].
 
+pub mod idempotency;
 pub mod request;
 pub mod toolhooks;
 
@@ -24,9 +25,30 @@ pub const TOOLHOOKS_INVOKE_PATH: &str = "/conformance/seams/sample/toolhooks/inv
 /// Path of the turn seam (the host's own tool loop, TTC).
 pub const TURN_RUN_PATH: &str = "/conformance/seams/sample/turn/run";
 
+/// Path of the concurrent-claim seam (EFF-4 race).
+pub const CONCURRENT_CLAIM_PATH: &str =
+    "/conformance/seams/sample/test/idempotency/concurrent-claim";
+
+/// Path of the redispatch seam (orphan sweeper on one machine).
+pub const REDISPATCH_PATH: &str = "/conformance/seams/sample/test/idempotency/redispatch";
+
+/// Path of the effect-retry seam (EFF-2, EFF-5).
+pub const EFFECT_RETRY_PATH: &str = "/conformance/seams/sample/test/idempotency/effect-retry";
+
+/// Path of the Layer-1 hold seam (IDEM-L1-5).
+pub const HOLD_PATH: &str = "/conformance/seams/sample/test/idempotency/hold";
+
+/// Path of the retention sweep seam.
+pub const SWEEP_PATH: &str = "/conformance/seams/sample/test/idempotency/sweep";
+
 /// The seam routes.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
         .route(TURN_RUN_PATH, post(crate::turn::seam::run))
+        .route(CONCURRENT_CLAIM_PATH, post(idempotency::concurrent_claim))
+        .route(REDISPATCH_PATH, post(idempotency::redispatch))
+        .route(EFFECT_RETRY_PATH, post(idempotency::effect_retry))
+        .route(HOLD_PATH, post(idempotency::hold))
+        .route(SWEEP_PATH, post(idempotency::sweep))
 }

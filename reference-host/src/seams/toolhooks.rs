@@ -104,7 +104,8 @@ async fn handle(
     require_scope(caller, SEAMS_SCOPE)?;
     let body = body.map_err(|rejection| body_rejection(&rejection))?;
     let prepared = prepare(InvokeRequest::parse(&body)?)?;
-    let call = ToolCall::begin(state, &prepared)?;
+    let tenant = state.run_tenant(&prepared.request.principal, caller);
+    let call = ToolCall::begin(state, &prepared, &tenant)?;
     let mut arm = call.run_gates_and_invoke(&prepared).await?;
     let returned = call.finish(&mut arm)?;
     Ok(call.respond(&prepared.request, arm, &returned))
@@ -144,10 +145,12 @@ struct ToolCall<'s> {
 impl<'s> ToolCall<'s> {
     /// Steps 1–3: create the run, mint the call id, hash the args and append
     /// `agent.tool-called`.
-    fn begin(state: &'s AppState, prepared: &Prepared) -> Result<Self, ApiError> {
+    fn begin(state: &'s AppState, prepared: &Prepared, tenant: &str) -> Result<Self, ApiError> {
         let request = &prepared.request;
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
-        state.storage().create_run(&run_id, &request.principal)?;
+        state
+            .storage()
+            .create_run_in(&run_id, &request.principal, tenant)?;
         let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
 
         // RFC 0064 §B/§E, SR-1: hash the redacted args in RFC 8785 form.

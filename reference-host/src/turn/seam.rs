@@ -36,7 +36,10 @@ pub async fn run(
     let request = TurnRunRequest::parse(&body)?;
 
     let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
-    state.storage().create_run(&run_id, &request.principal)?;
+    let tenant = state.run_tenant(&request.principal, caller);
+    state
+        .storage()
+        .create_run_in(&run_id, &request.principal, &tenant)?;
     state.catalog().register(&request.tools);
     let output = plan_output(
         request.output.as_ref(),
