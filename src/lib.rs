@@ -30,6 +30,7 @@ pub mod canonical;
 pub mod cli;
 pub mod expect;
 pub mod host;
+pub mod load;
 pub mod matrix;
 pub mod report;
 pub mod runner;

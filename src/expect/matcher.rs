@@ -191,6 +191,27 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
                 )),
             }
         }
+        Matcher::AllEqual(_) => match need(actual)? {
+            Value::Array(items) if !items.is_empty() => {
+                match items.iter().position(|x| x != &items[0]) {
+                    None => Ok(()),
+                    Some(i) => Err(format!(
+                        "item {i} ({}) differs from item 0 ({})",
+                        show(&items[i]),
+                        show(&items[0])
+                    )),
+                }
+            }
+            other => Err(format!(
+                "expected a non-empty array, found {}",
+                show(&other)
+            )),
+        },
+        Matcher::Length(inner) => match need(actual)? {
+            Value::Array(items) => matches(inner, Some(&Value::from(items.len())), doc)
+                .map_err(|e| format!("array length {}: {e}", items.len())),
+            other => Err(format!("expected an array, found {}", show(&other))),
+        },
         Matcher::ErrorEnvelope(code) => error_envelope(&need(actual)?, code),
         Matcher::Each(cond) => match need(actual)? {
             Value::Array(items) if !items.is_empty() => {
@@ -412,6 +433,11 @@ mod tests {
                 Some(json!([{"r": "tool"}])),
                 false,
             ),
+            (json!({"allEqual": true}), Some(json!(["a", "a"])), true),
+            (json!({"allEqual": true}), Some(json!(["a", "b"])), false),
+            (json!({"allEqual": true}), Some(json!([])), false),
+            (json!({"length": {"equals": 2}}), Some(json!([1, 2])), true),
+            (json!({"length": {"equals": 2}}), Some(json!([1])), false),
         ];
         for (matcher, actual, ok) in cases {
             let r = matches(&m(matcher.clone()), actual.as_ref(), &doc);

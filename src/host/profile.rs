@@ -3,8 +3,8 @@
 //! Roles are toolcert's names for the principals a scenario needs:
 //! `operator` (calls seams; authenticated, non-anonymous), `actor` (holds the granted scope),
 //! `peer` (a second principal holding it too), `lacking` (lacks it), `unevaluable` (a principal
-//! whose scopes the host cannot resolve). `scopes.granted` names the scope `actor` and `peer`
-//! hold and `lacking` does not. A scenario that needs a role the profile lacks is `blocked`.
+//! whose scopes the host cannot resolve), `foreign` (a principal of another tenant).
+//! `scopes.granted` names the scope `actor` and `peer` hold and `lacking` does not. A scenario that needs a role the profile lacks is `blocked`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -102,6 +102,7 @@ impl HostProfile {
                 ("peer".into(), role("refhost-bob-token", "bob")),
                 ("lacking".into(), role("refhost-carol-token", "carol")),
                 ("unevaluable".into(), role("refhost-dave-token", "dave")),
+                ("foreign".into(), role("refhost-erin-token", "erin")),
             ]),
             scopes: BTreeMap::from([("granted".into(), "tools:write".into())]),
             provider_wires: all_provider_wires(),

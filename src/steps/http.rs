@@ -7,14 +7,26 @@ use crate::host::HostRequest;
 use crate::suite::HttpCall;
 
 pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &HttpCall) -> (Value, Flow) {
+    let req = match build(ctx, call) {
+        Ok(r) => r,
+        Err(obs) => return (obs, Flow::Continue),
+    };
+    match ctx.send(&call.name, &req).await {
+        Ok(resp) => (resp.observation(), Flow::Continue),
+        Err(e) => transport_failure(&e),
+    }
+}
+
+/// Render a request, or the observation saying why it cannot be made.
+pub(super) fn build(ctx: &ScenarioCtx<'_>, call: &HttpCall) -> Result<HostRequest, Value> {
     if let Some(role) = &call.role
         && let Some(obs) = require_role(ctx, role)
     {
-        return (obs, Flow::Continue);
+        return Err(obs);
     }
     let path = match crate::template::render_text(&call.path, &ctx.doc) {
         Ok(p) => p,
-        Err(e) => return (template_failure(&e, &ctx.doc), Flow::Continue),
+        Err(e) => return Err(template_failure(&e, &ctx.doc)),
     };
     let path = if call.raw {
         path
@@ -23,12 +35,7 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &HttpCall) -> (Value, F
     };
     let method = match call.method.parse::<reqwest::Method>() {
         Ok(m) => m,
-        Err(_) => {
-            return (
-                super::error(format!("bad method {}", call.method)),
-                Flow::Continue,
-            );
-        }
+        Err(_) => return Err(super::error(format!("bad method {}", call.method))),
     };
     let mut req = HostRequest::get(path);
     req.method = method;
@@ -37,17 +44,14 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &HttpCall) -> (Value, F
         match ctx.render(value) {
             Ok(Value::String(v)) => req.headers.push((name.clone(), v)),
             Ok(other) => req.headers.push((name.clone(), other.to_string())),
-            Err(e) => return (template_failure(&e, &ctx.doc), Flow::Continue),
+            Err(e) => return Err(template_failure(&e, &ctx.doc)),
         }
     }
     if let Some(body) = &call.body {
         match ctx.render(body) {
             Ok(b) => req.body = Some(b),
-            Err(e) => return (template_failure(&e, &ctx.doc), Flow::Continue),
+            Err(e) => return Err(template_failure(&e, &ctx.doc)),
         }
     }
-    match ctx.send(&call.name, &req).await {
-        Ok(resp) => (resp.observation(), Flow::Continue),
-        Err(e) => transport_failure(&e),
-    }
+    Ok(req)
 }

@@ -5,8 +5,10 @@
 //! the host's setup: seam not wired, role not configured) or `{"$error": reason}` (transport
 //! or toolcert broke). Checks that read through such an observation inherit its status.
 
+mod burst;
 mod discovery;
 mod events;
+mod foreach;
 mod http;
 mod provider;
 mod receiver;
@@ -76,6 +78,8 @@ impl ScenarioCtx<'_> {
             Step::Discovery(_) => discovery::run(self, step.name()).await,
             Step::Repeat(spec) => repeat::run(self, spec).await,
             Step::Provider(spec) => (provider::run(self, spec), Flow::Continue),
+            Step::Foreach(spec) => foreach::run(self, spec).await,
+            Step::Burst(spec) => burst::run(self, spec).await,
         };
         if let Step::Provider(spec) = step {
             self.doc["providers"][&spec.name] = obs;
@@ -163,9 +167,25 @@ impl ScenarioCtx<'_> {
             }
             let arrivals = self.receiver.arrivals(id);
             let url = self.doc["receivers"][name]["url"].clone();
+            // The provider key per arrival (EFF-5), and how many distinct ones there were.
+            let keys: Vec<Value> = arrivals
+                .iter()
+                .map(|a| {
+                    a.headers
+                        .get("idempotency-key")
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                })
+                .collect();
+            let mut distinct: Vec<&Value> = keys.iter().filter(|k| !k.is_null()).collect();
+            distinct.sort_by_key(|k| k.to_string());
+            distinct.dedup();
+            let distinct_count = distinct.len();
             self.doc["receivers"][name] = json!({
                 "url": url,
                 "count": arrivals.len(),
+                "idempotencyKeys": keys,
+                "distinctIdempotencyKeys": distinct_count,
                 "arrivals": arrivals,
             });
         }

@@ -18,9 +18,13 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
         }
     };
     let id = format!("{}-{}", ctx.receiver_prefix, spec.name);
-    let url = ctx
-        .receiver
-        .register(&id, spec.status, body, Duration::from_millis(spec.delay_ms));
+    let url = ctx.receiver.register(
+        &id,
+        spec.status,
+        body,
+        Duration::from_millis(spec.delay_ms),
+        spec.fail_first.map(|f| (f.count, f.status)),
+    );
     ctx.receivers.push((spec.name.clone(), id));
     let obs = json!({"url": url, "count": 0, "arrivals": []});
     ctx.doc["receivers"][&spec.name] = obs.clone();

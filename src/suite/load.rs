@@ -210,6 +210,24 @@ fn check_scenario(
                 ));
             }
         }
+        if let Step::Foreach(f) = step
+            && !(1..=200).contains(&f.count)
+        {
+            return Err(reference(
+                file,
+                format!("/steps/{i}/count"),
+                "foreach count must be 1..=200".into(),
+            ));
+        }
+        if let Step::Burst(b) = step
+            && !(2..=64).contains(&b.count)
+        {
+            return Err(reference(
+                file,
+                format!("/steps/{i}/count"),
+                "burst count must be 2..=64".into(),
+            ));
+        }
         if let Step::Repeat(r) = step
             && !(1..=200).contains(&r.max)
         {

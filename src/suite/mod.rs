@@ -14,8 +14,8 @@ mod schema;
 pub use error::SuiteError;
 pub use registry::{Family, Level, Registry, Row};
 pub use scenario::{
-    Check, EventsRead, HttpCall, Matcher, ProviderScript, ReceiverSpec, RepeatSpec, Scenario,
-    SeamCall, Step,
+    BurstSpec, Check, EventsRead, FailFirst, ForeachSpec, HttpCall, Matcher, ProviderScript,
+    ReceiverSpec, RepeatSpec, Scenario, SeamCall, Step,
 };
 pub use schema::SchemaSet;
 

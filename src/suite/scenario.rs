@@ -66,6 +66,10 @@ pub enum Step {
     Repeat(RepeatSpec),
     /// Load a script into toolcert's mock model provider.
     Provider(ProviderScript),
+    /// Make the same seam call `count` times in a row, `{{loop.index}}` counting from 0.
+    Foreach(ForeachSpec),
+    /// Send `count` identical requests to the host at the same instant.
+    Burst(BurstSpec),
 }
 
 impl Step {
@@ -79,6 +83,8 @@ impl Step {
             Step::Discovery(s) => &s.name,
             Step::Repeat(s) => &s.name,
             Step::Provider(s) => &s.name,
+            Step::Foreach(s) => &s.name,
+            Step::Burst(s) => &s.name,
         }
     }
 }
@@ -98,6 +104,19 @@ pub struct ReceiverSpec {
     /// Delay before answering, in milliseconds (bounded to 30 000; a "hang" is a long delay).
     #[serde(default)]
     pub delay_ms: u64,
+    /// Answer the first `count` calls with `status` instead (a transient provider failure).
+    #[serde(default)]
+    pub fail_first: Option<FailFirst>,
+}
+
+/// `failFirst` of a receiver.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FailFirst {
+    /// How many calls fail.
+    pub count: u32,
+    /// The status they get.
+    pub status: u16,
 }
 
 fn default_status() -> u16 {
@@ -171,6 +190,31 @@ pub struct ProviderScript {
     pub name: String,
     /// The rounds (mock-provider script format; templated).
     pub rounds: Vec<Value>,
+}
+
+/// `{"step": "foreach"}`: a seam call made `count` times (observation `items`, in order).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ForeachSpec {
+    /// Name of the observation.
+    pub name: String,
+    /// How many calls (1..=200).
+    pub count: u32,
+    /// The call; `{{loop.index}}` is its 0-based index (its `name` is ignored).
+    pub call: SeamCall,
+}
+
+/// `{"step": "burst"}`: `count` identical requests sent concurrently (observation `items`,
+/// `statuses`), for races on the host's side such as concurrent Idempotency-Key duplicates.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BurstSpec {
+    /// Name of the observation.
+    pub name: String,
+    /// How many requests (2..=64).
+    pub count: u32,
+    /// The request (its `name` is ignored).
+    pub request: HttpCall,
 }
 
 /// `{"step": "repeat"}`: call a seam up to `max` times until `until` holds for one answer.
@@ -266,4 +310,8 @@ pub enum Matcher {
     Some(Vec<Condition>),
     /// An array with no item satisfying every inner check (an empty array satisfies it).
     None(Vec<Condition>),
+    /// A non-empty array whose items are all equal (the value must be `true`).
+    AllEqual(bool),
+    /// An array whose length satisfies the inner matcher.
+    Length(Box<Matcher>),
 }

@@ -44,6 +44,8 @@ pub struct Endpoint {
     pub body: Value,
     /// Delay before answering.
     pub delay: Duration,
+    /// The first `n` calls get this status instead (a transient failure).
+    pub fail_first: Option<(u32, u16)>,
     /// Calls seen.
     pub arrivals: Vec<Arrival>,
 }
@@ -90,11 +92,19 @@ impl Receiver {
     }
 
     /// Register an endpoint under a unique id and return its URL.
-    pub fn register(&self, id: &str, status: u16, body: Value, delay: Duration) -> String {
+    pub fn register(
+        &self,
+        id: &str,
+        status: u16,
+        body: Value,
+        delay: Duration,
+        fail_first: Option<(u32, u16)>,
+    ) -> String {
         let endpoint = Endpoint {
             status,
             body,
             delay: delay.min(MAX_DELAY),
+            fail_first,
             arrivals: Vec::new(),
         };
         self.lock().endpoints.insert(id.to_string(), endpoint);
@@ -160,7 +170,11 @@ async fn arrive(
         match inner.endpoints.get_mut(&id) {
             Some(endpoint) => {
                 endpoint.arrivals.push(arrival);
-                Some((endpoint.status, endpoint.body.clone(), endpoint.delay))
+                let status = match endpoint.fail_first {
+                    Some((n, failing)) if endpoint.arrivals.len() <= n as usize => failing,
+                    _ => endpoint.status,
+                };
+                Some((status, endpoint.body.clone(), endpoint.delay))
             }
             None => {
                 inner.strays.push((id, arrival));
@@ -189,7 +203,7 @@ mod tests {
     #[tokio::test]
     async fn records_arrivals_per_endpoint_and_answers_as_told() {
         let receiver = Receiver::start().await.unwrap();
-        let url = receiver.register("s1-tool", 500, json!({"boom": true}), Duration::ZERO);
+        let url = receiver.register("s1-tool", 500, json!({"boom": true}), Duration::ZERO, None);
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
         let resp = client
             .post(&url)
