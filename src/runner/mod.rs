@@ -263,7 +263,7 @@ impl Session {
             discovery,
             doc,
             transcript: Transcript::default(),
-            receiver_prefix: nonce.clone(),
+            nonce: nonce.clone(),
             receivers: Vec::new(),
             tainted: Vec::new(),
         };

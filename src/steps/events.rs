@@ -385,7 +385,7 @@ mod tests {
             discovery: &discovery,
             doc: json!({"steps": {}}),
             transcript: Transcript::default(),
-            receiver_prefix: "p".into(),
+            nonce: "p".into(),
             receivers: Vec::new(),
             tainted: Vec::new(),
         };

@@ -39,8 +39,9 @@ pub struct ScenarioCtx<'a> {
     pub doc: Value,
     /// Every exchange with the host.
     pub transcript: Transcript,
-    /// Prefix of this scenario's receiver ids (its nonce), so scenarios never share doubles.
-    pub receiver_prefix: String,
+    /// This scenario's nonce: it prefixes its receiver ids and provider model keys, so
+    /// scenarios never share doubles.
+    pub nonce: String,
     /// Registered receivers: name ⇒ id.
     pub receivers: Vec<(String, String)>,
     /// Doubles (`receivers.NAME`, `providers.NAME`) whose driving step could not be made: what

@@ -10,7 +10,7 @@ use super::{ScenarioCtx, error, template_failure};
 use crate::suite::ProviderScript;
 
 pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ProviderScript) -> Value {
-    let model = format!("tc-{}-{}", ctx.receiver_prefix, spec.name);
+    let model = format!("tc-{}-{}", ctx.nonce, spec.name);
     let rounds = match ctx.render(&Value::Array(spec.rounds.clone())) {
         Ok(r) => r,
         Err(e) => return template_failure(&e, &ctx.doc),

@@ -17,7 +17,7 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
             return obs;
         }
     };
-    let id = format!("{}-{}", ctx.receiver_prefix, spec.name);
+    let id = format!("{}-{}", ctx.nonce, spec.name);
     let url = ctx.receiver.register(
         &id,
         spec.status,
