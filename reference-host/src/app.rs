@@ -16,6 +16,7 @@ use crate::config::HostConfig;
 use crate::discovery::{self, DiscoveryDoc};
 use crate::effects;
 use crate::error::{ApiError, HostError};
+use crate::interrupts::{self, Interrupts};
 use crate::invoker::ToolInvoker;
 use crate::mutants::Mutant;
 use crate::principals::{Principal, PrincipalDirectory};
@@ -48,6 +49,10 @@ struct Inner {
     default_tool_timeout: Duration,
     catalog: Catalog,
     provider: ProviderClient,
+    /// Open approval interrupts (TTC §C).
+    interrupts: Interrupts,
+    /// How long a held call waits for approval.
+    approval_timeout: Duration,
     /// Set once the host is shutting down; background tool loops watch it.
     shutdown: watch::Sender<bool>,
 }
@@ -66,6 +71,8 @@ impl AppState {
             default_tool_timeout: config.default_tool_timeout,
             catalog: Catalog::new(),
             provider: ProviderClient::new().map_err(HostError::HttpClient)?,
+            interrupts: Interrupts::new(),
+            approval_timeout: config.approval_timeout,
             shutdown: watch::Sender::new(false),
         };
         Ok(Self {
@@ -139,6 +146,17 @@ impl AppState {
         &self.inner.provider
     }
 
+    /// The open approval interrupts.
+    pub fn interrupts(&self) -> &Interrupts {
+        &self.inner.interrupts
+    }
+
+    /// How long a call held for approval waits before its run fails with
+    /// `approval_expired`.
+    pub fn approval_timeout(&self) -> Duration {
+        self.inner.approval_timeout
+    }
+
     /// Tells background work (tool loops) that the host is stopping.
     pub fn request_shutdown(&self) {
         self.inner.shutdown.send_replace(true);
@@ -163,6 +181,14 @@ pub fn router(state: AppState) -> Router {
         .route("/runs/{runId}/effects", get(effects::list_run_effects))
         .route("/runs/{runId}/events", get(sse::stream_events))
         .route("/runs/{runId}/events/poll", get(runs::poll_events))
+        .route(
+            "/runs/{runId}/interrupts/{nodeId}",
+            post(interrupts::routes::resolve_at_node),
+        )
+        .route(
+            "/interrupts/{token}",
+            post(interrupts::routes::resolve_by_link),
+        )
         .route("/tools", get(catalog::list_tools))
         .route("/tools/{toolId}", get(catalog::get_tool));
     if state.seams_enabled() {

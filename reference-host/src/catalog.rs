@@ -84,15 +84,16 @@ impl SafetyTier {
     }
 }
 
-/// When a call needs human approval (advertised only; holding a call for
-/// approval comes with a later issue, so the loop ignores it for now).
+/// When a call needs human approval (TTC §C; see
+/// [`crate::turn::approval::needs_approval`]): a call that needs it is held
+/// until the run's acting principal resolves its interrupt.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Approval {
     /// Never.
     #[default]
     Never,
-    /// Depending on the call.
+    /// When the turn is untrusted and the tool's tier is `write` or `exec`.
     Conditional,
     /// Every call.
     Always,
@@ -132,7 +133,7 @@ pub struct FixtureTool {
     pub safety_tier: SafetyTier,
     /// Scopes the attributed principal must hold (RFC 0064 §C).
     pub required_scopes: Vec<String>,
-    /// Approval policy (advertised only for now).
+    /// Approval policy (enforced by the tool loop, TTC §C).
     pub approval: Approval,
     /// Where the tool is played (loopback `http` only).
     pub receiver_url: Url,

@@ -39,7 +39,14 @@ pub struct HostConfig {
     pub rate_limit: RateLimitConfig,
     /// Tool call timeout when the request gives no `timeoutMs`.
     pub default_tool_timeout: Duration,
+    /// How long a tool call held for approval waits for its interrupt to be
+    /// resolved before the run fails with `approval_expired` (default
+    /// 120 s; tests shorten it). Every wait of the loop is bounded.
+    pub approval_timeout: Duration,
 }
+
+/// Default of [`HostConfig::approval_timeout`].
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Default for HostConfig {
     fn default() -> Self {
@@ -50,6 +57,7 @@ impl Default for HostConfig {
             principals: principals::builtin(),
             rate_limit: RateLimitConfig::default(),
             default_tool_timeout: Duration::from_secs(2),
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
         }
     }
 }
@@ -68,5 +76,6 @@ mod tests {
         assert_eq!(config.rate_limit.capacity, 5);
         assert_eq!(config.rate_limit.refill_every, Duration::from_secs(30));
         assert_eq!(config.default_tool_timeout, Duration::from_secs(2));
+        assert_eq!(config.approval_timeout, Duration::from_secs(120));
     }
 }

@@ -12,6 +12,14 @@ pub const TOOL_RETURNED: &str = "agent.tool-returned";
 /// `authorization.decided`: an authorization decision (written on deny).
 pub const AUTHORIZATION_DECIDED: &str = "authorization.decided";
 
+/// `prompt.composed`: the loop composed the next model request; carries
+/// the turn's `contentTrust` (the TRUST-1 witness, TTC §C).
+pub const PROMPT_COMPOSED: &str = "prompt.composed";
+/// `interrupt.requested`: a tool call is held for approval (TTC §C).
+pub const INTERRUPT_REQUESTED: &str = "interrupt.requested";
+/// `interrupt.resolved`: a held call was accepted or rejected.
+pub const INTERRUPT_RESOLVED: &str = "interrupt.resolved";
+
 /// `run.started`: the tool loop of a turn run began (first event).
 pub const RUN_STARTED: &str = "run.started";
 /// `run.completed`: the run finished with a result (terminal).
@@ -76,6 +84,12 @@ impl NewEvent {
     /// Sets the causing event id.
     pub fn caused_by(mut self, event_id: Option<String>) -> Self {
         self.causation_id = event_id;
+        self
+    }
+
+    /// Sets the node the event concerns.
+    pub fn at_node(mut self, node_id: &str) -> Self {
+        self.node_id = Some(node_id.to_owned());
         self
     }
 }

@@ -17,6 +17,7 @@ pub mod discovery;
 pub mod effects;
 pub mod error;
 pub mod events;
+pub mod interrupts;
 pub mod invoker;
 pub mod json_body;
 pub mod layer1;

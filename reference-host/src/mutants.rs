@@ -124,6 +124,20 @@ pub enum Mutant {
     DistinctEffectsCollide,
     /// Discovery advertises `crossRegion: "multi-master"`.
     CrossRegionUnknown,
+    /// Model output claiming `"contentTrust": "trusted"` resets the turn to trusted.
+    TrustFromModelOutput,
+    /// Any authenticated principal may resolve an approval interrupt.
+    ApprovalByAnyPrincipal,
+    /// The signed link token resolves interrupts of untrusted turns too.
+    ApprovalViaLinkUntrusted,
+    /// A tool result whose JSON has `"approved": true` resolves the open interrupt.
+    ApprovalFromContent,
+    /// An untrusted conditional write is refused outright instead of held.
+    UntrustedWriteRefused,
+    /// An accepted call is dispatched twice.
+    ApprovedCallRunsTwice,
+    /// Tool results do not taint the turn (contentTrust stays trusted).
+    TrustNeverTainted,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -419,6 +433,41 @@ pub const ALL: &[MutantInfo] = &[
         name: "cross-region-unknown",
         breaks: "discovery advertises idempotency.crossRegion \"multi-master\"",
     },
+    MutantInfo {
+        mutant: Mutant::TrustFromModelOutput,
+        name: "trust-from-model-output",
+        breaks: "a model text or tool-call argument containing \"contentTrust\": \"trusted\" resets the turn to trusted",
+    },
+    MutantInfo {
+        mutant: Mutant::ApprovalByAnyPrincipal,
+        name: "approval-by-any-principal",
+        breaks: "any authenticated principal may resolve an approval interrupt, not only the bound one",
+    },
+    MutantInfo {
+        mutant: Mutant::ApprovalViaLinkUntrusted,
+        name: "approval-via-link-untrusted",
+        breaks: "the signed link token resolves interrupts of untrusted turns too",
+    },
+    MutantInfo {
+        mutant: Mutant::ApprovalFromContent,
+        name: "approval-from-content",
+        breaks: "a tool result whose JSON has \"approved\": true resolves the open interrupt as accept",
+    },
+    MutantInfo {
+        mutant: Mutant::UntrustedWriteRefused,
+        name: "untrusted-write-refused",
+        breaks: "an untrusted conditional write is refused outright with forbidden instead of held (the pre-TTC blanket refusal)",
+    },
+    MutantInfo {
+        mutant: Mutant::ApprovedCallRunsTwice,
+        name: "approved-call-runs-twice",
+        breaks: "an accepted call is dispatched twice",
+    },
+    MutantInfo {
+        mutant: Mutant::TrustNeverTainted,
+        name: "trust-never-tainted",
+        breaks: "tool results do not taint the turn: contentTrust stays trusted",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -497,8 +546,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_56_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 56);
+    fn list_has_63_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 63);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -528,7 +577,7 @@ mod tests {
         );
         // The idempotency mutants (effects, Layer 1, retention, discovery)
         // are appended after the turn ones, in the brief's order.
-        let idempotency: Vec<&str> = ALL[37..].iter().map(|i| i.name).collect();
+        let idempotency: Vec<&str> = ALL[37..56].iter().map(|i| i.name).collect();
         assert_eq!(
             idempotency,
             [
@@ -551,6 +600,21 @@ mod tests {
                 "ledger-leaks-args",
                 "distinct-effects-collide",
                 "cross-region-unknown",
+            ]
+        );
+        // The trust and approval mutants (TTC §C) close the list, in the
+        // brief's order.
+        let trust: Vec<&str> = ALL[56..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            trust,
+            [
+                "trust-from-model-output",
+                "approval-by-any-principal",
+                "approval-via-link-untrusted",
+                "approval-from-content",
+                "untrusted-write-refused",
+                "approved-call-runs-twice",
+                "trust-never-tainted",
             ]
         );
     }

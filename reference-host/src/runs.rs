@@ -143,9 +143,15 @@ pub async fn get_run(
         "status": run.status.as_str(),
         "createdAt": run.created_at,
     });
-    // A failed run says why (`{code, message}`).
-    if let (Some(error), Some(object)) = (run.error, body.as_object_mut()) {
-        object.insert("error".to_owned(), error);
+    if let Some(object) = body.as_object_mut() {
+        // A failed run says why (`{code, message}`).
+        if let Some(error) = run.error {
+            object.insert("error".to_owned(), error);
+        }
+        // A run waiting for approval says where it is paused (TTC §C).
+        if let Some(node) = run.current_node_id {
+            object.insert("currentNodeId".to_owned(), node.into());
+        }
     }
     Ok(Json(body).into_response())
 }

@@ -37,6 +37,10 @@ pub enum StorageError {
 pub enum RunStatus {
     /// Work is in progress.
     Running,
+    /// A tool call is held for approval at [`RunRecord::current_node_id`]
+    /// (TTC §C); the loop is paused until the interrupt is resolved or
+    /// expires.
+    WaitingApproval,
     /// Finished successfully.
     Completed,
     /// Finished unsuccessfully.
@@ -48,6 +52,7 @@ impl RunStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Running => "running",
+            Self::WaitingApproval => "waiting-approval",
             Self::Completed => "completed",
             Self::Failed => "failed",
         }
@@ -57,6 +62,7 @@ impl RunStatus {
     pub fn parse(value: &str) -> Option<Self> {
         match value {
             "running" => Some(Self::Running),
+            "waiting-approval" => Some(Self::WaitingApproval),
             "completed" => Some(Self::Completed),
             "failed" => Some(Self::Failed),
             _ => None,
@@ -65,7 +71,7 @@ impl RunStatus {
 
     /// Whether no further events will be appended.
     pub fn is_terminal(self) -> bool {
-        !matches!(self, Self::Running)
+        matches!(self, Self::Completed | Self::Failed)
     }
 }
 
@@ -85,6 +91,8 @@ pub struct RunRecord {
     pub created_at: String,
     /// Why the run failed (`{code, message}`), for failed runs only.
     pub error: Option<Value>,
+    /// The node the run is paused at, while it is `waiting-approval`.
+    pub current_node_id: Option<String>,
 }
 
 /// The SQLite-backed store plus change signals for long polls and streams.
@@ -105,7 +113,8 @@ CREATE TABLE runs (
     principal TEXT NOT NULL,
     tenant TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    error TEXT NULL
+    error TEXT NULL,
+    current_node_id TEXT NULL
 );
 CREATE TABLE events (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -207,6 +216,7 @@ impl Storage {
             tenant: tenant.to_owned(),
             created_at: now_rfc3339(),
             error: None,
+            current_node_id: None,
         };
         self.conn().execute(
             "INSERT INTO runs (run_id, status, principal, tenant, created_at)
@@ -239,7 +249,7 @@ impl Storage {
     ) -> Result<(), StorageError> {
         let error_text = error.map(encode).transpose()?;
         self.conn().execute(
-            "UPDATE runs SET status = ?2, error = ?3 WHERE run_id = ?1",
+            "UPDATE runs SET status = ?2, error = ?3, current_node_id = NULL WHERE run_id = ?1",
             params![run_id, status.as_str(), error_text],
         )?;
         self.notify(run_id);
@@ -263,8 +273,37 @@ impl Storage {
             let tx = conn.transaction()?;
             let doc = insert_event(&tx, run_id, event)?;
             tx.execute(
-                "UPDATE runs SET status = ?2, error = ?3 WHERE run_id = ?1",
+                "UPDATE runs SET status = ?2, error = ?3, current_node_id = NULL WHERE run_id = ?1",
                 params![run_id, status.as_str(), error_text],
+            )?;
+            tx.commit()?;
+            doc
+        };
+        self.notify(run_id);
+        Ok(doc)
+    }
+
+    /// Appends `event` and moves a non-terminal run to `status` (at
+    /// `current_node_id`, or none) in ONE transaction, so a reader that sees
+    /// `waiting-approval` also sees the `interrupt.requested` that caused
+    /// it, and one that sees the run `running` again also sees
+    /// `interrupt.resolved`. A terminal run is left as it is (its event is
+    /// still appended): nothing revives a finished run.
+    pub fn append_event_with_status(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        current_node_id: Option<&str>,
+        event: NewEvent,
+    ) -> Result<RunEventDoc, StorageError> {
+        let doc = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let doc = insert_event(&tx, run_id, event)?;
+            tx.execute(
+                "UPDATE runs SET status = ?2, current_node_id = ?3
+                 WHERE run_id = ?1 AND status IN ('running', 'waiting-approval')",
+                params![run_id, status.as_str(), current_node_id],
             )?;
             tx.commit()?;
             doc
@@ -278,7 +317,7 @@ impl Storage {
         let row = self
             .conn()
             .query_row(
-                "SELECT run_id, status, principal, tenant, created_at, error
+                "SELECT run_id, status, principal, tenant, created_at, error, current_node_id
                  FROM runs WHERE run_id = ?1",
                 params![run_id],
                 |row| {
@@ -289,25 +328,29 @@ impl Storage {
                         row.get::<_, String>(3)?,
                         row.get::<_, String>(4)?,
                         row.get::<_, Option<String>>(5)?,
+                        row.get::<_, Option<String>>(6)?,
                     ))
                 },
             )
             .optional()?;
-        row.map(|(run_id, status, principal, tenant, created_at, error)| {
-            let status = RunStatus::parse(&status).ok_or_else(|| StorageError::Corrupt {
-                column: "runs.status",
-                problem: format!("unknown status `{status}`"),
-            })?;
-            let error = error.map(|text| decode("runs.error", &text)).transpose()?;
-            Ok(RunRecord {
-                run_id,
-                status,
-                principal,
-                tenant,
-                created_at,
-                error,
-            })
-        })
+        row.map(
+            |(run_id, status, principal, tenant, created_at, error, current_node_id)| {
+                let status = RunStatus::parse(&status).ok_or_else(|| StorageError::Corrupt {
+                    column: "runs.status",
+                    problem: format!("unknown status `{status}`"),
+                })?;
+                let error = error.map(|text| decode("runs.error", &text)).transpose()?;
+                Ok(RunRecord {
+                    run_id,
+                    status,
+                    principal,
+                    tenant,
+                    created_at,
+                    error,
+                    current_node_id,
+                })
+            },
+        )
         .transpose()
     }
 
@@ -502,6 +545,45 @@ mod tests {
         assert_eq!(run.status, RunStatus::Failed);
         assert_eq!(run.error, Some(error));
         assert!(store.subscribe_run("nope").is_none());
+    }
+
+    #[test]
+    fn status_events_pause_and_resume_but_never_revive_a_finished_run() {
+        let store = Storage::open_in_memory().expect("open");
+        store.create_run("a", "p").expect("create");
+        store
+            .append_event_with_status(
+                "a",
+                RunStatus::WaitingApproval,
+                Some("agent"),
+                NewEvent::new("interrupt.requested", json!({})),
+            )
+            .expect("pause");
+        let run = store.run("a").expect("query").expect("exists");
+        assert_eq!(run.status, RunStatus::WaitingApproval);
+        assert_eq!(run.status.as_str(), "waiting-approval");
+        assert_eq!(RunStatus::parse("waiting-approval"), Some(run.status));
+        assert!(!run.status.is_terminal());
+        assert_eq!(run.current_node_id.as_deref(), Some("agent"));
+        store
+            .finish_run(
+                "a",
+                RunStatus::Failed,
+                None,
+                NewEvent::new("run.failed", json!({})),
+            )
+            .expect("finish");
+        store
+            .append_event_with_status(
+                "a",
+                RunStatus::Running,
+                None,
+                NewEvent::new("interrupt.resolved", json!({})),
+            )
+            .expect("late event");
+        let run = store.run("a").expect("query").expect("exists");
+        assert_eq!(run.status, RunStatus::Failed);
+        assert_eq!(run.current_node_id, None);
     }
 
     #[test]

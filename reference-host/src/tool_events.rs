@@ -87,6 +87,12 @@ pub enum ToolErrorCode {
     /// The call came in a completion the model refused (TURN-B2): it is
     /// never executed.
     RefusedEmission,
+    /// The call was held for approval and the approver rejected it (TTC
+    /// §C): it is never executed.
+    ApprovalRejected,
+    /// The call was held for approval and nobody resolved the interrupt in
+    /// time: it is never executed and the run fails.
+    ApprovalExpired,
 }
 
 /// The `error` member of a failed return.
@@ -290,6 +296,10 @@ mod tests {
         assert_eq!(
             serde_json::to_value(ToolErrorCode::UnknownTool).expect("ser"),
             json!("unknown_tool")
+        );
+        assert_eq!(
+            serde_json::to_value(ToolErrorCode::ApprovalRejected).expect("ser"),
+            json!("approval_rejected")
         );
         assert_eq!(Transport::parse("http"), Some(Transport::Http));
         assert_eq!(Transport::parse("grpc"), None);

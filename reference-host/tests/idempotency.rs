@@ -1199,7 +1199,8 @@ async fn seams_check_the_caller_and_name_the_bad_member() {
 // ---------------------------------------------------------------------------
 // Every idempotency mutant is observable.
 
-/// The idempotency mutants, in `mutants::ALL` order (they close it).
+/// The idempotency mutants, in `mutants::ALL` order (after the turn ones,
+/// before the trust and approval ones).
 const IDEMPOTENCY_MUTANTS: [Mutant; 19] = [
     Mutant::ClaimReadThenWrite,
     Mutant::AttemptInIdentity,
@@ -1400,13 +1401,17 @@ impl Probe<'_> {
 #[tokio::test]
 async fn every_idempotency_mutant_is_observable() {
     bounded(LONG_TIMEOUT, async {
-        let tail: Vec<Mutant> = ALL[ALL.len() - IDEMPOTENCY_MUTANTS.len()..]
+        // The idempotency mutants follow the 24 tool-hooks and 13 turn ones
+        // (the trust and approval mutants, tests/trust.rs, come after).
+        let range: Vec<Mutant> = ALL
             .iter()
+            .skip(37)
+            .take(IDEMPOTENCY_MUTANTS.len())
             .map(|info| info.mutant)
             .collect();
         assert_eq!(
-            tail, IDEMPOTENCY_MUTANTS,
-            "the idempotency mutants close mutants::ALL, in order"
+            range, IDEMPOTENCY_MUTANTS,
+            "the idempotency mutants follow the turn ones in mutants::ALL, in order"
         );
         let provider = Provider::start().await;
         let client = client();

@@ -667,11 +667,13 @@ async fn every_mutant_is_observable() {
         let receiver = Receiver::start().await;
         let client = client();
         // The tool-loop mutants are probed by tests/turn.rs, the
-        // idempotency ones by tests/idempotency.rs.
-        for info in reference_host::mutants::ALL
-            .iter()
-            .filter(|info| !is_turn_mutant(info.mutant) && !is_idempotency_mutant(info.mutant))
-        {
+        // idempotency ones by tests/idempotency.rs, the trust and approval
+        // ones by tests/trust.rs.
+        for info in reference_host::mutants::ALL.iter().filter(|info| {
+            !is_turn_mutant(info.mutant)
+                && !is_idempotency_mutant(info.mutant)
+                && !is_trust_mutant(info.mutant)
+        }) {
             let mutated = host(Some(info.mutant), true).await;
             let observed = observe(&client, &mutated, &receiver, info.mutant).await;
             assert!(observed, "mutant {} was not observable", info.name);
@@ -733,6 +735,20 @@ fn is_idempotency_mutant(mutant: Mutant) -> bool {
             | Mutant::LedgerLeaksArgs
             | Mutant::DistinctEffectsCollide
             | Mutant::CrossRegionUnknown
+    )
+}
+
+/// Mutants of content trust and approval (TTC §C), probed in tests/trust.rs.
+fn is_trust_mutant(mutant: Mutant) -> bool {
+    matches!(
+        mutant,
+        Mutant::TrustFromModelOutput
+            | Mutant::ApprovalByAnyPrincipal
+            | Mutant::ApprovalViaLinkUntrusted
+            | Mutant::ApprovalFromContent
+            | Mutant::UntrustedWriteRefused
+            | Mutant::ApprovedCallRunsTwice
+            | Mutant::TrustNeverTainted
     )
 }
 
@@ -954,5 +970,13 @@ async fn observe(
         | Mutant::LedgerLeaksArgs
         | Mutant::DistinctEffectsCollide
         | Mutant::CrossRegionUnknown => false,
+        // Skipped by the caller: tests/trust.rs observes these.
+        Mutant::TrustFromModelOutput
+        | Mutant::ApprovalByAnyPrincipal
+        | Mutant::ApprovalViaLinkUntrusted
+        | Mutant::ApprovalFromContent
+        | Mutant::UntrustedWriteRefused
+        | Mutant::ApprovedCallRunsTwice
+        | Mutant::TrustNeverTainted => false,
     }
 }

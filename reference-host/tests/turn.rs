@@ -411,9 +411,24 @@ async fn get_json(client: &reqwest::Client, url: &str, token: &str) -> (u16, Val
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// The run's events once it is terminal, without the `prompt.composed`
+/// trust witnesses (one per model request; tests/trust.rs checks them), so
+/// the scenarios here read as the tool-loop events they are about.
+async fn finished_events(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
+    all_finished_events(client, host, run_id)
+        .await
+        .into_iter()
+        .filter(|e| e["type"] != "prompt.composed")
+        .collect()
+}
+
 /// Every event of the run (debug mode), once it is terminal. Long-polls,
 /// so each wait is bounded by the poll timeout.
-async fn finished_events(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
+async fn all_finished_events(
+    client: &reqwest::Client,
+    host: &RunningHost,
+    run_id: &str,
+) -> Vec<Value> {
     let mut events = Vec::new();
     let mut after = -1i64;
     for _ in 0..20 {
@@ -482,6 +497,16 @@ async fn executed_call_reaches_the_receiver_once_and_its_result_is_fed_back() {
         ]);
         let tools = json!([write_tool(&receiver, "fixture_write", "/ok/exec")]);
         let run_id = create_run(&client, &host, &body(&provider, "openai-chat", &model, false, tools.clone())).await;
+        let all = all_finished_events(&client, &host, &run_id).await;
+        let sequences: Vec<i64> = all.iter().filter_map(|e| e["sequence"].as_i64()).collect();
+        assert_eq!(sequences, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(
+            types(&all),
+            [
+                "run.started", "prompt.composed", "agent.tool-called", "agent.tool-returned",
+                "prompt.composed", "run.completed"
+            ]
+        );
         let events = finished_events(&client, &host, &run_id).await;
 
         assert_eq!(receiver.calls("exec"), [json!({"path": "a.txt"})]);
@@ -489,8 +514,6 @@ async fn executed_call_reaches_the_receiver_once_and_its_result_is_fed_back() {
             types(&events),
             ["run.started", "agent.tool-called", "agent.tool-returned", "run.completed"]
         );
-        let sequences: Vec<i64> = events.iter().filter_map(|e| e["sequence"].as_i64()).collect();
-        assert_eq!(sequences, [0, 1, 2, 3]);
         let called = &events[1]["payload"];
         assert_eq!(
             called,
@@ -1170,18 +1193,19 @@ async fn events_stream_as_sse_resumes_and_ends_after_the_terminal_event() {
         assert_eq!(live.status(), 200);
         assert_eq!(live.headers()["content-type"], "text/event-stream");
 
-        // The long poll really waits for the next event.
+        // The long poll really waits for the next event (sequence 1 is the
+        // first prompt.composed, written before the late answer).
         let started = std::time::Instant::now();
         let (_, page) = get_json(
             &client,
             &format!(
-                "{}/runs/{run_id}/events/poll?streamMode=debug&afterSequence=0&timeout=10",
+                "{}/runs/{run_id}/events/poll?streamMode=debug&afterSequence=1&timeout=10",
                 host.base_url
             ),
             OPERATOR,
         )
         .await;
-        assert_eq!(page["events"][0]["sequence"], 1, "{page}");
+        assert_eq!(page["events"][0]["sequence"], 2, "{page}");
         assert!(
             started.elapsed() >= Duration::from_millis(300),
             "the poll waited for the event"
@@ -1189,14 +1213,16 @@ async fn events_stream_as_sse_resumes_and_ends_after_the_terminal_event() {
 
         let frames = read_sse(live).await;
         let ids: Vec<i64> = frames.iter().map(|f| f.0).collect();
-        assert_eq!(ids, [0, 1, 2, 3]);
+        assert_eq!(ids, [0, 1, 2, 3, 4, 5]);
         let names: Vec<&str> = frames.iter().map(|f| f.1.as_str()).collect();
         assert_eq!(
             names,
             [
                 "run.started",
+                "prompt.composed",
                 "agent.tool-called",
                 "agent.tool-returned",
+                "prompt.composed",
                 "run.completed"
             ]
         );
@@ -1206,26 +1232,26 @@ async fn events_stream_as_sse_resumes_and_ends_after_the_terminal_event() {
             assert_eq!(data["runId"], run_id.as_str());
         }
 
-        // Resume after sequence 1: only 2 and 3.
+        // Resume after sequence 3: only 4 and 5.
         let resumed = client
             .get(format!("{events_url}?streamMode=debug&afterSequence=0"))
-            .header("Last-Event-ID", "1")
+            .header("Last-Event-ID", "3")
             .bearer_auth(OPERATOR)
             .send()
             .await
             .expect("stream opens");
         let ids: Vec<i64> = read_sse(resumed).await.iter().map(|f| f.0).collect();
-        assert_eq!(ids, [2, 3]);
+        assert_eq!(ids, [4, 5]);
 
         // updates mode leaves out agent.* events; afterSequence resumes too.
         let updates = client
-            .get(format!("{events_url}?afterSequence=0"))
+            .get(format!("{events_url}?afterSequence=1"))
             .bearer_auth(OPERATOR)
             .send()
             .await
             .expect("stream opens");
         let names: Vec<String> = read_sse(updates).await.into_iter().map(|f| f.1).collect();
-        assert_eq!(names, ["run.completed"]);
+        assert_eq!(names, ["prompt.composed", "run.completed"]);
 
         // Auth and validation.
         let anonymous = client.get(&events_url).send().await.expect("answers");

@@ -9,15 +9,22 @@
 //! 3. arguments: parsed and validated against `inputSchema` BEFORE any gate
 //!    that consults policy, so a malformed call never consumes a token or
 //!    triggers an authorization record;
-//! 4. trust: a later issue (no gate yet);
+//! 4. trust: the round's `contentTrust` is computed by the loop (TTC §C,
+//!    [`crate::turn::trust`]); it stops nothing by itself, it decides
+//!    whether the approval step below holds the call;
 //! 5. authorization: fail-closed on the attributed principal (RFC 0064 §C);
 //! 6. limits: the per-(principal, tool) token bucket (RFC 0064 §D), then
-//!    the repeated-call check;
+//!    the repeated-call check; then ("6½") approval, after authorization
+//!    and limits so a call policy would refuse never reaches a human, and
+//!    before dispatch: a call that needs approval is HELD
+//!    ([`crate::turn::approval`]) until the bound principal accepts (it
+//!    runs once) or rejects (it never runs);
 //! 7. redaction: nothing to redact yet (fixture tools take no credentials);
 //! 8. dispatch and record: the receiver is called and the result kept.
 //!
 //! Every emission writes `agent.tool-called` first and exactly one
-//! `agent.tool-returned` (caused by it) last, both content-free.
+//! `agent.tool-returned` (caused by it) last, both content-free. A held
+//! call's return is written once its interrupt is resolved or expires.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,6 +39,7 @@ use crate::args_schema::Violation;
 use crate::authz::{self, Decision, DenyReason};
 use crate::catalog::FixtureTool;
 use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
+use crate::interrupts::{Action, HoldRequest, WaitEnd};
 use crate::invoker::{InvokeResult, MAX_RECEIVER_BODY};
 use crate::mutants::Mutant;
 use crate::rate_limit::Acquire;
@@ -41,6 +49,7 @@ use crate::tool_events::{
     ToolReturn, ToolStatus, Transport,
 };
 use crate::turn::Outcome;
+use crate::turn::approval::{self, AGENT_NODE_ID, RoundContext, Verdict};
 use crate::turn::channels::minted_call_id;
 use crate::turn::feedback::{self, CallToolResult, ToolResult};
 use crate::turn::provider::{Completion, ToolEmission};
@@ -178,6 +187,10 @@ pub enum AdmissionError {
     /// An event payload could not be serialized.
     #[error("an event payload could not be serialized: {0}")]
     Payload(#[from] serde_json::Error),
+    /// A held call's resolution could not be recorded, so the host does not
+    /// know whether it may run the call.
+    #[error("the resolution of a held call was lost")]
+    ApprovalLost,
 }
 
 /// Runs the gates in order; the first stop wins. On success, the tool and
@@ -273,13 +286,33 @@ fn find_tool<'t>(tools: &'t [Arc<FixtureTool>], name: &str) -> Option<&'t Fixtur
         .map(Arc::as_ref)
 }
 
-/// Admits one emission: records the call, runs the gates, dispatches if
-/// cleared, records the return, and says what to feed back.
+/// Admits one emission of a turn that consumed only the user's input
+/// (see [`admit_in_round`]).
 pub async fn admit(
     scope: &TurnScope<'_>,
     memory: &mut RepeatMemory,
     emission: &ToolEmission,
     completion: Completion,
+) -> Result<Admitted, AdmissionError> {
+    admit_in_round(
+        scope,
+        memory,
+        emission,
+        completion,
+        &RoundContext::trusted(),
+    )
+    .await
+}
+
+/// Admits one emission: records the call, runs the gates, holds it for
+/// approval when it needs approval in this round (TTC §C), dispatches if
+/// cleared, records the return, and says what to feed back.
+pub async fn admit_in_round(
+    scope: &TurnScope<'_>,
+    memory: &mut RepeatMemory,
+    emission: &ToolEmission,
+    completion: Completion,
+    round: &RoundContext<'_>,
 ) -> Result<Admitted, AdmissionError> {
     let state = scope.state;
     let mutant = state.mutant();
@@ -306,11 +339,50 @@ pub async fn admit(
 
     let (outcome, ret, result) = match check_gates(scope, memory, emission, completion) {
         Err(stop) => settle_stop(scope, emission, stop)?,
-        Ok((tool, args)) => {
-            let (ret, result) = dispatch(state, tool, &args).await;
-            memory.remember(&tool.tool_id, &args, &result);
-            (Outcome::Executed, ret, result)
-        }
+        Ok((tool, args)) => match approval::verdict(tool, round.content_trust, mutant) {
+            Verdict::Dispatch => {
+                let (ret, result) = dispatch(state, tool, &args).await;
+                memory.remember(&tool.tool_id, &args, &result);
+                (Outcome::Executed, ret, result)
+            }
+            Verdict::Refuse => {
+                let (ret, result) = approval::refused_outright(&tool.tool_id, mutant);
+                (Outcome::Refused, ret, result)
+            }
+            Verdict::Hold => {
+                let request = HoldRequest {
+                    run_id: scope.run_id,
+                    node_id: AGENT_NODE_ID,
+                    call_id: &call_id,
+                    tool_name: &tool.tool_id,
+                    bound_principal: scope.principal,
+                    content_trust: round.content_trust,
+                    causation: &call_event.event_id,
+                };
+                match approval::hold(state, request, round).await? {
+                    WaitEnd::Resolved(resolution) if resolution.action == Action::Accept => {
+                        // The approved call runs ONCE, through the normal path.
+                        let (ret, result) = dispatch(state, tool, &args).await;
+                        if mutant == Some(Mutant::ApprovedCallRunsTwice) {
+                            // Bug: the approval is spent twice.
+                            let _ = dispatch(state, tool, &args).await;
+                        }
+                        memory.remember(&tool.tool_id, &args, &result);
+                        (Outcome::Executed, ret, result)
+                    }
+                    WaitEnd::Resolved(_) => {
+                        let (ret, result) = approval::rejected(&tool.tool_id, mutant);
+                        (Outcome::Refused, ret, result)
+                    }
+                    // Its one outcome stays `held`; the loop fails the run.
+                    WaitEnd::Expired => {
+                        let (ret, result) = approval::expired(&tool.tool_id, mutant);
+                        (Outcome::Held, ret, result)
+                    }
+                    WaitEnd::Lost => return Err(AdmissionError::ApprovalLost),
+                }
+            }
+        },
     };
 
     let ret = ret.with_admission(outcome.as_str());
@@ -743,6 +815,63 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[tokio::test]
+    async fn a_call_needing_approval_is_held_and_expires_without_dispatch() {
+        let state = AppState::new(&HostConfig {
+            approval_timeout: Duration::from_millis(20),
+            ..HostConfig::default()
+        })
+        .expect("state");
+        state.storage().create_run("run_t", "alice").expect("run");
+        let input_schema = json!({"type": "object"});
+        let tools = [Arc::new(FixtureTool {
+            tool_id: "w".into(),
+            description: "t".into(),
+            input_validator: ArgsSchema::compile(&input_schema).expect("compiles"),
+            input_schema,
+            output_schema: None,
+            replay_policy: ReplayPolicy::Idempotent,
+            safety_tier: SafetyTier::Read,
+            required_scopes: vec!["tools:write".into()],
+            approval: Approval::Always,
+            // Never dispatched: the hold expires.
+            receiver_url: Url::parse("http://127.0.0.1:9/t").expect("url"),
+        })];
+        let scope = TurnScope {
+            state: &state,
+            run_id: "run_t",
+            principal: "alice",
+            tools: &tools,
+            repeated_call: RepeatedCall::Suppress,
+        };
+        // `admit` is a trusted round: `always` still holds.
+        let admitted = admit(
+            &scope,
+            &mut RepeatMemory::default(),
+            &emission("w", r#"{"n": 1}"#),
+            Completion::Clean,
+        )
+        .await
+        .expect("admitted");
+        assert_eq!(admitted.outcome, Outcome::Held);
+        assert!(admitted.result.result.is_error);
+        let events = state.storage().events_after("run_t", -1).expect("events");
+        let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+        assert_eq!(
+            types,
+            [
+                TOOL_CALLED,
+                crate::events::INTERRUPT_REQUESTED,
+                TOOL_RETURNED
+            ]
+        );
+        assert_eq!(events[1].payload["contentTrust"], "trusted");
+        assert_eq!(events[1].payload["boundPrincipal"], "alice");
+        assert_eq!(events[2].payload["error"]["code"], "approval_expired");
+        assert_eq!(events[2].payload["error"]["details"]["admission"], "held");
+        assert!(state.interrupts().ticket("run_t").is_none());
     }
 
     #[tokio::test]

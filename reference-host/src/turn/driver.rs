@@ -8,9 +8,16 @@
 //! next round, or is the final answer, validated when an output was
 //! requested and never mined for tool calls (TURN-A2, TURN-A3).
 //!
+//! Content trust (TTC §C): the run starts trusted (the user's input), and
+//! once a round's tool results are fed back every later round is untrusted
+//! (the meet). Before each model request the loop writes
+//! `prompt.composed {contentTrust, round}` (the TRUST-1 witness). Nothing
+//! the model writes changes the trust.
+//!
 //! Every wait is bounded: at most `modelRounds` provider requests of at
-//! most 10 s each, tool calls of at most 2 s each, and host shutdown ends
-//! the loop at its next await.
+//! most 10 s each, tool calls of at most 2 s each, a held call waits at
+//! most the approval timeout (120 s by default) for its interrupt, and host
+//! shutdown ends the loop at its next await.
 
 use std::sync::Arc;
 
@@ -18,11 +25,13 @@ use serde_json::{Value, json};
 
 use crate::app::AppState;
 use crate::catalog::FixtureTool;
-use crate::events::{NewEvent, RUN_COMPLETED, RUN_FAILED, RUN_STARTED};
+use crate::events::{NewEvent, PROMPT_COMPOSED, RUN_COMPLETED, RUN_FAILED, RUN_STARTED};
 use crate::mutants::Mutant;
 use crate::storage::{RunStatus, StorageError};
 use crate::tool_events::HOST_AGENT_ID;
+use crate::turn::Outcome;
 use crate::turn::admission::{self, AdmissionError, RepeatMemory, TurnScope};
+use crate::turn::approval::{AGENT_NODE_ID, APPROVAL_EXPIRED, RoundContext};
 use crate::turn::channels::{self, Channel, Classified, OutputPlan};
 use crate::turn::feedback::ToolResult;
 use crate::turn::provider::{
@@ -30,6 +39,7 @@ use crate::turn::provider::{
     Transcript,
 };
 use crate::turn::request::TurnLimits;
+use crate::turn::trust::{self, ContentTrust};
 
 /// The host-authored system message of every run.
 pub const SYSTEM_PROMPT: &str = "You are the reference host's test agent.";
@@ -181,6 +191,30 @@ fn settle(
     Ok(())
 }
 
+/// Writes the TRUST-1 witness of the request about to be sent.
+fn record_prompt(
+    state: &AppState,
+    run_id: &str,
+    trust: ContentTrust,
+    round: u32,
+) -> Result<(), RunFailure> {
+    let event = NewEvent::new(
+        PROMPT_COMPOSED,
+        json!({"contentTrust": trust.as_str(), "round": round}),
+    )
+    .at_node(AGENT_NODE_ID);
+    state
+        .storage()
+        .append_event(run_id, event)
+        .map(|_| ())
+        .map_err(|_| {
+            RunFailure::new(
+                INTERNAL_ERROR,
+                "the host could not record the next prompt, so the run stopped",
+            )
+        })
+}
+
 /// The rounds.
 async fn run_loop(state: &AppState, plan: &TurnPlan) -> Result<RunAnswer, RunFailure> {
     let scope = TurnScope {
@@ -196,8 +230,18 @@ async fn run_loop(state: &AppState, plan: &TurnPlan) -> Result<RunAnswer, RunFai
         user: channels::user_message(&plan.input, plan.output.as_ref()),
         rounds: Vec::new(),
     };
-    for _ in 0..plan.limits.model_rounds {
+    // TTC §C: the user's input is trusted; tool results taint later rounds.
+    let mut content_trust = ContentTrust::USER_INPUT;
+    for round in 1..=plan.limits.model_rounds {
+        record_prompt(state, &plan.run_id, content_trust, round)?;
         let response = ask_model(state, plan, &transcript).await?;
+        // Model output never changes the trust (TTC §C).
+        let round_trust = trust::after_model_output(content_trust, &response, state.mutant());
+        let context = RoundContext {
+            content_trust: round_trust,
+            earlier_rounds: &transcript.rounds,
+            this_round: &[],
+        };
         match response.completion {
             Completion::Refused => {
                 // TURN-B2: each call of the message is recorded as refused;
@@ -207,6 +251,7 @@ async fn run_loop(state: &AppState, plan: &TurnPlan) -> Result<RunAnswer, RunFai
                     &mut memory,
                     &response.tool_calls,
                     Completion::Refused,
+                    context,
                 )
                 .await?;
                 return Err(RunFailure::new(
@@ -221,6 +266,7 @@ async fn run_loop(state: &AppState, plan: &TurnPlan) -> Result<RunAnswer, RunFai
                     &mut memory,
                     &response.tool_calls,
                     Completion::Truncated,
+                    context,
                 )
                 .await?;
                 return Err(RunFailure::new(
@@ -232,7 +278,11 @@ async fn run_loop(state: &AppState, plan: &TurnPlan) -> Result<RunAnswer, RunFai
         }
         match channels::classify(&response, plan.output.as_ref()) {
             Classified::ToolCalls(calls) => {
-                let results = admit_all(&scope, &mut memory, calls, Completion::Clean).await?;
+                let results =
+                    admit_all(&scope, &mut memory, calls, Completion::Clean, context).await?;
+                // The meet: once tool results are fed back, every later
+                // round consumed untrusted content.
+                content_trust = trust::after_tool_results(round_trust, &results, state.mutant());
                 transcript.rounds.push(Round { response, results });
             }
             Classified::Answer { channel, text } => {
@@ -244,7 +294,7 @@ async fn run_loop(state: &AppState, plan: &TurnPlan) -> Result<RunAnswer, RunFai
                     &plan.tools,
                     state.mutant(),
                 );
-                admit_all(&scope, &mut memory, &derived, Completion::Clean).await?;
+                admit_all(&scope, &mut memory, &derived, Completion::Clean, context).await?;
                 return channels::final_answer(text, plan.output.as_ref())
                     .map(|result| RunAnswer { result, channel })
                     .map_err(|message| RunFailure::new(OUTPUT_INVALID, message));
@@ -280,16 +330,33 @@ async fn ask_model(
     Ok(response)
 }
 
-/// Admits `emissions` in order; one result per emission.
+/// Admits `emissions` in order; one result per emission. A call still
+/// `held` when admission returns had its interrupt expire: the run fails.
 async fn admit_all(
     scope: &TurnScope<'_>,
     memory: &mut RepeatMemory,
     emissions: &[ToolEmission],
     completion: Completion,
+    context: RoundContext<'_>,
 ) -> Result<Vec<ToolResult>, RunFailure> {
     let mut results = Vec::with_capacity(emissions.len());
     for emission in emissions {
-        let admitted = admission::admit(scope, memory, emission, completion).await?;
+        let round = RoundContext {
+            this_round: &results,
+            ..context
+        };
+        let admitted =
+            admission::admit_in_round(scope, memory, emission, completion, &round).await?;
+        if admitted.outcome == Outcome::Held {
+            return Err(RunFailure::new(
+                APPROVAL_EXPIRED,
+                format!(
+                    "tool call `{}` was held for approval and its interrupt was not resolved within {} s",
+                    admitted.result.call_id,
+                    scope.state.approval_timeout().as_secs_f64()
+                ),
+            ));
+        }
         results.push(admitted.result);
     }
     Ok(results)

@@ -133,6 +133,19 @@ pub fn failed_text(tool: &str, message: &str) -> String {
     format!("Tool {tool} failed: {message}.")
 }
 
+/// Text for a held call its approver rejected (TTC §C).
+pub fn rejected_text(tool: &str) -> String {
+    format!(
+        "Tool {tool} was not run: the call needed approval and the approver rejected it. Do not call it again."
+    )
+}
+
+/// Text for a held call whose approval did not arrive in time (recorded;
+/// the run ends before it would be sent).
+pub fn approval_expired_text(tool: &str) -> String {
+    format!("Tool {tool} was not run: the call needed approval and none arrived in time.")
+}
+
 /// Text for a call that was never executed because its completion was cut
 /// or refused (it is recorded, though the run ends before it is sent).
 pub fn not_executed_text(tool: &str) -> String {

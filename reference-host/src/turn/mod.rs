@@ -6,16 +6,21 @@
 //! ([`channels`]), admits each tool emission through the gates in the order
 //! the contract fixes ([`admission`]), feeds one MCP-shaped result back per
 //! emission ([`feedback`]), and ends the run with `run.completed` or
-//! `run.failed` ([`driver`]). The seam itself ([`seam`], [`request`]) only
-//! sets a run up; it never calls admission directly.
+//! `run.failed` ([`driver`]). Each round's prompt has a content trust
+//! ([`trust`], TTC §C), and a call that needs approval in that round is held
+//! until the run's principal resolves its interrupt ([`approval`]). The
+//! seam itself ([`seam`], [`request`]) only sets a run up; it never calls
+//! admission directly.
 
 pub mod admission;
+pub mod approval;
 pub mod channels;
 pub mod driver;
 pub mod feedback;
 pub mod provider;
 pub mod request;
 pub mod seam;
+pub mod trust;
 
 /// The one outcome each tool emission ends in (TTC §C).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,7 +29,9 @@ pub enum Outcome {
     Executed,
     /// A gate (authorization, limits) or the completion refused it.
     Refused,
-    /// Waiting for approval (not produced yet: approval is a later issue).
+    /// Held for approval (TTC §C). A held call that is then accepted ends
+    /// `executed` and a rejected one `refused`; one whose interrupt expired
+    /// stays `held` (and its run fails).
     Held,
     /// An identical earlier call's result was reused; not dispatched.
     SuppressedRepeat,
