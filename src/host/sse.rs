@@ -108,12 +108,13 @@ impl SseParser {
 
 impl HostClient {
     /// Open `path` as an event stream (as `role`, resuming after `last_event_id`) and read
-    /// until the server ends it, the idle gap exceeds the read budget, or `total` elapses.
+    /// until the server ends it, no byte arrives for `idle`, or `total` elapses.
     pub async fn read_sse(
         &self,
         path: &str,
         role: Option<&str>,
         last_event_id: Option<&str>,
+        idle: Duration,
         total: Duration,
     ) -> Result<SseRead, TransportError> {
         let url = format!("{}{}", self.base_url(), path);
@@ -125,7 +126,7 @@ impl HostClient {
             req = req.header("last-event-id", id);
         }
         let deadline = Instant::now() + total;
-        let idle = self.budgets().read;
+        let idle = idle.min(self.budgets().read);
         let response = tokio::time::timeout(self.budgets().request, req.send())
             .await
             .map_err(|_| TransportError::Timeout {

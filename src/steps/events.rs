@@ -1,8 +1,9 @@
 //! `events`: read a run's events from the host's durable log, in debug stream mode.
 //!
 //! First over SSE (`GET /runs/{runId}/events?streamMode=debug`), resuming with
-//! `Last-Event-ID` when a stream ends before the run has settled (at most 3 reconnects; toolcert
-//! reconnects itself so that the host's resumption is what gets exercised); when the host
+//! `Last-Event-ID` when a stream ends or goes quiet before the run has settled (toolcert
+//! reconnects itself, so the host's resumption is what gets exercised; a run waiting for
+//! approval keeps its stream open, so a quiet stream is a cue to look at the run); when the host
 //! serves no stream, by polling `…/events/poll?afterSequence=N&timeout=1` (C-20: never
 //! concluding "no events" from one poll). Events are de-duplicated by `sequence`. Bounded
 //! throughout by the request budget.
@@ -18,7 +19,6 @@ use crate::suite::EventsRead;
 use crate::transcript::Exchange;
 
 const MAX_POLLS: usize = 40;
-const MAX_RECONNECTS: usize = 3;
 
 /// The concept behind a wire event name, for both majors (v2 names per the event codemap).
 fn concept_of(wire_name: &str) -> Option<&'static str> {
@@ -31,6 +31,9 @@ fn concept_of(wire_name: &str) -> Option<&'static str> {
         "run.started" => "runStarted",
         "run.completed" => "runCompleted",
         "run.failed" => "runFailed",
+        "prompt.composed" => "promptComposed",
+        "interrupt.requested" => "interruptRequested",
+        "interrupt.resolved" => "interruptResolved",
         _ => return None,
     })
 }
@@ -176,12 +179,25 @@ async fn via_sse(
         via: "sse",
         reconnects: 0,
     };
-    let total = ctx.client.budgets().request * 3;
+    let budgets = ctx.client.budgets();
+    let deadline = std::time::Instant::now() + budgets.request * 3;
+    // A quiet gap this long ends one read; the run's status then says whether to go on.
+    let quiet = (budgets.read / 25).max(Duration::from_millis(50));
     let mut last_id: Option<String> = None;
-    for attempt in 0..=MAX_RECONNECTS {
+    for attempt in 0.. {
+        let remaining = deadline.saturating_duration_since(std::time::Instant::now());
+        if remaining.is_zero() {
+            break;
+        }
         let result = ctx
             .client
-            .read_sse(&path, Some(&read.role), last_id.as_deref(), total)
+            .read_sse(
+                &path,
+                Some(&read.role),
+                last_id.as_deref(),
+                quiet,
+                remaining,
+            )
             .await;
         let url = format!("{}{}", ctx.client.base_url(), path);
         let sse = match result {
@@ -218,9 +234,7 @@ async fn via_sse(
             break;
         }
         collected.reconnects = attempt + 1;
-        if attempt < MAX_RECONNECTS {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(Some(collected))
 }
