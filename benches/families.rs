@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use toolcert::runner::{RunOptions, Target, run_selected};
+use toolcert::runner::{RunOptions, run_embedded};
 use toolcert::suite::{Scenario, Suite};
 
 fn main() {
@@ -28,14 +28,9 @@ fn main() {
         let mut times: Vec<Duration> = Vec::with_capacity(iters);
         for _ in 0..iters {
             let started = Instant::now();
-            let run = rt.block_on(async {
-                let target = Target::embedded(None).await.expect("embedded host starts");
-                let run = run_selected(&suite, &target, &opts, Some(&select))
-                    .await
-                    .expect("run");
-                target.shutdown().await;
-                run
-            });
+            let run = rt
+                .block_on(run_embedded(&suite, None, &opts, Some(&select)))
+                .expect("the embedded host runs the family");
             times.push(started.elapsed());
             assert!(
                 !run.denied(),

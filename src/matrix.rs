@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use reference_host::mutants::{ALL, Mutant};
 
-use crate::runner::{RunOptions, RunOutcome, Target, TargetError, run_all};
+use crate::runner::{RunOptions, RunOutcome, TargetError, run_embedded};
 use crate::suite::Suite;
 use crate::verdict::Disposition;
 
@@ -64,12 +64,7 @@ pub struct Matrix {
 
 /// Run the clean host and every mutant through the whole suite.
 pub async fn run_matrix(suite: &Suite, opts: &RunOptions) -> Result<Matrix, TargetError> {
-    let run_one = |mutant: Option<Mutant>| async move {
-        let target = Target::embedded(mutant).await?;
-        let run = run_all(suite, &target, opts).await;
-        target.shutdown().await;
-        run
-    };
+    let run_one = |mutant: Option<Mutant>| run_embedded(suite, mutant, opts, None);
     let clean_run = run_one(None).await?;
     let clean = Column::from_run("clean", "", &clean_run);
     let mut mutants = Vec::new();

@@ -468,6 +468,20 @@ pub async fn run_selected(
     ))
 }
 
+/// Start the embedded reference host (optionally with a mutant), run the selected scenarios
+/// against it, and stop it: the unit of the mutation matrix and the benchmarks.
+pub async fn run_embedded(
+    suite: &Suite,
+    mutant: Option<reference_host::mutants::Mutant>,
+    opts: &RunOptions,
+    select: Option<&dyn Fn(&Scenario) -> bool>,
+) -> Result<RunOutcome, TargetError> {
+    let target = Target::embedded(mutant).await?;
+    let run = run_selected(suite, &target, opts, select).await;
+    target.shutdown().await;
+    run
+}
+
 /// Run every scenario of the suite.
 pub async fn run_all(
     suite: &Suite,
