@@ -98,6 +98,9 @@ fn list_mutants() -> anyhow::Result<()> {
 
 async fn serve(config: HostConfig) -> anyhow::Result<()> {
     let host = start(config).await.context("cannot start the host")?;
+    // Signal handlers go in before the start-up line: a parent may send SIGTERM as soon as it
+    // has read the URL, and an unhandled SIGTERM would kill the process instead of stopping it.
+    let stop = ShutdownSignal::install();
     {
         // Exactly one line on stdout, flushed, so a parent process can read
         // the URL as soon as the port is bound.
@@ -105,31 +108,59 @@ async fn serve(config: HostConfig) -> anyhow::Result<()> {
         writeln!(out, "reference-host listening on {}", host.base_url)?;
         out.flush()?;
     }
-    shutdown_signal().await;
+    stop.wait().await;
     host.shutdown().await;
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// SIGINT and SIGTERM listeners, registered when installed.
+struct ShutdownSignal {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
+    listeners: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl ShutdownSignal {
+    fn install() -> ShutdownSignal {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listeners = match (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) {
+                (Ok(int), Ok(term)) => Some((int, term)),
+                (Err(err), _) | (_, Err(err)) => {
+                    eprintln!(
+                        "reference-host: signal handlers unavailable ({err}); stop with SIGINT"
+                    );
+                    None
+                }
+            };
+            ShutdownSignal { listeners }
+        }
+        #[cfg(not(unix))]
+        {
+            ShutdownSignal {}
+        }
+    }
+
+    /// Resolves on SIGINT or SIGTERM.
+    async fn wait(self) {
+        #[cfg(unix)]
+        match self.listeners {
+            Some((mut int, mut term)) => {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = terminate.recv() => {}
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
                 }
             }
-            Err(err) => {
-                eprintln!("reference-host: SIGTERM handler unavailable ({err}); stop with SIGINT");
+            None => {
                 let _ = tokio::signal::ctrl_c().await;
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

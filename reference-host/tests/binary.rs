@@ -1,9 +1,12 @@
 //! The `reference-host` binary: startup line, mutant listing, CLI errors and
 //! SIGTERM shutdown. Every wait is bounded.
 
+mod common;
+
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::{client, discovery};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -84,19 +87,7 @@ async fn serves_after_one_startup_line_and_stops_on_sigterm() {
         "{url}"
     );
 
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(WAIT)
-        .build()
-        .expect("client");
-    let doc: serde_json::Value = client
-        .get(format!("{url}/.well-known/openwop"))
-        .send()
-        .await
-        .expect("answers")
-        .json()
-        .await
-        .expect("json");
+    let doc = discovery(&client(WAIT), url).await;
     assert_eq!(
         doc["metadata"]["conformance.seamsProfile"],
         "openwop-conformance-seams-v2"

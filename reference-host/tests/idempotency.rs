@@ -5,24 +5,27 @@
 //! a tiny axum receiver that plays the provider, counting arrivals per
 //! business key and recording each `Idempotency-Key`. Every wait is bounded.
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
+use common::{
+    ALICE, DAVE, ERIN, IDEMPOTENCY_MUTANTS, Loopback, OPERATOR, assert_observable, assert_valid,
+    bounded, client, discovery, seam_host,
+};
 use reference_host::mutants::{ALL, Mutant};
-use reference_host::{HostConfig, RunningHost, start};
+use reference_host::{HostConfig, RunningHost};
 use serde_json::{Value, json};
 
-const OPERATOR: &str = "refhost-operator-token";
-const ALICE: &str = "refhost-alice-token";
-const ERIN: &str = "refhost-erin-token";
-const DAVE: &str = "refhost-dave-token";
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
 const LONG_TIMEOUT: Duration = Duration::from_secs(240);
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 const FOURTEEN_DAYS: u64 = 1_209_600;
 
 // ---------------------------------------------------------------------------
@@ -34,11 +37,7 @@ type Arrivals = Arc<Mutex<HashMap<String, Vec<Option<String>>>>>;
 /// A loopback provider. `/ok` answers 200; `/flaky` answers 503 to the
 /// first arrival of each business key and 200 afterwards; `/down` always
 /// answers 503. Every arrival is recorded under its body's `businessKey`.
-struct Provider {
-    base: String,
-    arrivals: Arrivals,
-    task: tokio::task::JoinHandle<()>,
-}
+type Provider = Loopback<Arrivals>;
 
 impl Provider {
     async fn start() -> Self {
@@ -81,33 +80,16 @@ impl Provider {
             record(&arrivals, &headers, &body);
             StatusCode::SERVICE_UNAVAILABLE
         }
-        let arrivals: Arrivals = Arc::default();
-        let app = Router::new()
+        let routes = Router::new()
             .route("/ok", post(ok))
             .route("/flaky", post(flaky))
-            .route("/down", post(down))
-            .with_state(arrivals.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind provider");
-        let addr = listener.local_addr().expect("addr");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self {
-            base: format!("http://{addr}"),
-            arrivals,
-            task,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+            .route("/down", post(down));
+        Self::serve(routes).await
     }
 
     /// The `Idempotency-Key` of every arrival for `business_key`, in order.
     fn keys(&self, business_key: &str) -> Vec<Option<String>> {
-        self.arrivals
+        self.state
             .lock()
             .expect("lock")
             .get(business_key)
@@ -120,37 +102,12 @@ impl Provider {
     }
 }
 
-impl Drop for Provider {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Helpers.
 
-async fn bounded<F: std::future::Future<Output = ()>>(limit: Duration, test: F) {
-    tokio::time::timeout(limit, test)
-        .await
-        .expect("test finished in time");
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .expect("client")
-}
-
+/// A seams-on host, otherwise as configured by default.
 async fn host(mutant: Option<Mutant>) -> RunningHost {
-    start(HostConfig {
-        mutant,
-        seams_enabled: true,
-        ..HostConfig::default()
-    })
-    .await
-    .expect("host starts")
+    seam_host(mutant, HostConfig::default()).await
 }
 
 /// A fresh business key / nonce.
@@ -192,29 +149,6 @@ async fn answer(response: reqwest::Response) -> Answer {
         headers,
         body,
     }
-}
-
-fn schema(name: &str) -> &'static jsonschema::Validator {
-    static CACHE: OnceLock<Mutex<HashMap<String, &'static jsonschema::Validator>>> =
-        OnceLock::new();
-    let cache = CACHE.get_or_init(Mutex::default);
-    let mut cache = cache.lock().expect("lock");
-    cache.entry(name.to_owned()).or_insert_with(|| {
-        let path = format!("{}/../schemas/seams/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).expect("schema file");
-        let value: Value = serde_json::from_str(&text).expect("schema json");
-        Box::leak(Box::new(
-            jsonschema::validator_for(&value).expect("schema compiles"),
-        ))
-    })
-}
-
-fn assert_valid(name: &str, instance: &Value) {
-    let errors: Vec<String> = schema(name)
-        .iter_errors(instance)
-        .map(|e| format!("{}: {e}", e.instance_path().as_str()))
-        .collect();
-    assert!(errors.is_empty(), "{name}: {instance}\n{errors:#?}");
 }
 
 /// Calls `test/idempotency/<seam>` as the operator, checking the request
@@ -332,17 +266,6 @@ fn run_id(answer: &Answer) -> String {
         .unwrap_or_else(|| panic!("no runId in {:?}", answer.body))
 }
 
-async fn discovery(client: &reqwest::Client, host: &RunningHost) -> Value {
-    client
-        .get(format!("{}/.well-known/openwop", host.base_url))
-        .send()
-        .await
-        .expect("answers")
-        .json()
-        .await
-        .expect("json")
-}
-
 /// Every ledger row has exactly the documented members and no content.
 fn assert_row_shape(row: &Value) {
     let keys: BTreeSet<&str> = row
@@ -407,7 +330,7 @@ async fn race_seam_delivers_exactly_once_100_times() {
     bounded(LONG_TIMEOUT, async {
         let provider = Provider::start().await;
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         for repetition in 0..100 {
             let (answer, arrivals, _) = race_once(&client, &host, &provider, 16).await;
             assert_eq!(arrivals, 1, "repetition {repetition}");
@@ -434,7 +357,7 @@ async fn race_seam_delivers_exactly_once_100_times() {
 async fn double_delivery_rate(mutant: Option<Mutant>, repetitions: u32, executors: u64) -> f64 {
     let provider = Provider::start().await;
     let host = host(mutant).await;
-    let client = client();
+    let client = client(CLIENT_TIMEOUT);
     let mut doubled = 0u32;
     for _ in 0..repetitions {
         let (answer, arrivals, _) = race_once(&client, &host, &provider, executors).await;
@@ -479,7 +402,7 @@ async fn read_then_write_claim_double_delivers_in_nearly_every_race() {
 async fn redispatch_delivers_once_and_the_seed_bug_twice() {
     bounded(TEST_TIMEOUT, async {
         let provider = Provider::start().await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         for (mutant, expected) in [(None, 1), (Some(Mutant::ClaimReadThenWrite), 2)] {
             let host = host(mutant).await;
             for _ in 0..5 {
@@ -515,7 +438,7 @@ async fn effect_retry_rows_share_one_identity_and_one_key() {
     bounded(TEST_TIMEOUT, async {
         let provider = Provider::start().await;
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let business_key = fresh("retry");
         let answer = seam(
             &client,
@@ -589,7 +512,7 @@ async fn keying_is_stable_across_the_workflow_and_the_seams() {
     bounded(TEST_TIMEOUT, async {
         let provider = Provider::start().await;
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let business_key = fresh("order");
 
         // First entry point: the workflow fires the effect.
@@ -708,7 +631,7 @@ async fn keying_is_stable_across_the_workflow_and_the_seams() {
 async fn layer1_replays_the_first_final_response_with_the_replay_header() {
     bounded(TEST_TIMEOUT, async {
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let noop = json!({"workflowId": "conformance-noop"});
 
         // Without a key every request executes.
@@ -775,7 +698,7 @@ async fn concurrent_duplicates_run_the_work_once() {
     bounded(TEST_TIMEOUT, async {
         let provider = Provider::start().await;
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         for _ in 0..10 {
             let key = fresh_key();
             let business_key = fresh("burst");
@@ -815,7 +738,7 @@ async fn concurrent_duplicates_run_the_work_once() {
 async fn layer1_rejects_keys_outside_the_grammar() {
     bounded(TEST_TIMEOUT, async {
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let noop = json!({"workflowId": "conformance-noop"});
         for bad in [
             "short".to_owned(),
@@ -845,7 +768,7 @@ async fn layer1_rejects_keys_outside_the_grammar() {
 async fn layer1_in_flight_is_409_with_retry_after_then_executes() {
     bounded(TEST_TIMEOUT, async {
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let key = fresh_key();
         let held = seam(&client, &host, "hold", json!({"key": key, "holdMs": 1200})).await;
         assert_eq!(held.status, 201, "{:?}", held.body);
@@ -888,7 +811,7 @@ async fn layer1_in_flight_is_409_with_retry_after_then_executes() {
 async fn layer1_never_caches_503_validation_errors_401_or_403() {
     bounded(TEST_TIMEOUT, async {
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
 
         // 503 is transient: every retry executes again until one succeeds.
         let key = fresh_key();
@@ -948,7 +871,7 @@ async fn layer1_never_caches_503_validation_errors_401_or_403() {
 async fn layer1_keys_are_scoped_by_tenant() {
     bounded(TEST_TIMEOUT, async {
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let key = fresh_key();
         let noop = json!({"workflowId": "conformance-noop"});
         let alice = post_run(&client, &host, ALICE, Some(&key), &noop).await;
@@ -973,7 +896,7 @@ async fn another_tenants_run_is_indistinguishable_from_an_unknown_one() {
     bounded(TEST_TIMEOUT, async {
         let provider = Provider::start().await;
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let run = post_run(
             &client,
             &host,
@@ -1049,7 +972,7 @@ async fn the_sweeper_keeps_effect_records_for_14_days() {
     bounded(TEST_TIMEOUT, async {
         let provider = Provider::start().await;
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let run = post_run(
             &client,
             &host,
@@ -1100,9 +1023,9 @@ async fn the_sweeper_keeps_effect_records_for_14_days() {
 async fn discovery_advertises_the_idempotency_record() {
     bounded(TEST_TIMEOUT, async {
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         assert_eq!(
-            discovery(&client, &host).await["idempotency"],
+            discovery(&client, &host.base_url).await["idempotency"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
                    "crossRegion": "single-region", "layer1RetentionSeconds": 86400,
                    "layer2RetentionSeconds": 1209600})
@@ -1116,7 +1039,7 @@ async fn discovery_advertises_the_idempotency_record() {
 async fn seams_check_the_caller_and_name_the_bad_member() {
     bounded(TEST_TIMEOUT, async {
         let host = host(None).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let body = json!({"executors": 2, "businessKey": "k"});
         let anonymous = client
             .post(format!(
@@ -1198,30 +1121,8 @@ async fn seams_check_the_caller_and_name_the_bad_member() {
 
 // ---------------------------------------------------------------------------
 // Every idempotency mutant is observable.
-
-/// The idempotency mutants, in `mutants::ALL` order (after the turn ones,
-/// before the trust and approval ones).
-const IDEMPOTENCY_MUTANTS: [Mutant; 19] = [
-    Mutant::ClaimReadThenWrite,
-    Mutant::AttemptInIdentity,
-    Mutant::RunIdInKeying,
-    Mutant::NoProviderKey,
-    Mutant::RetryKeyDiffers,
-    Mutant::L1KeyIgnored,
-    Mutant::L1ReplayHeaderMissing,
-    Mutant::L1MismatchWrongCode,
-    Mutant::L1InFlightProcessed,
-    Mutant::L1Caches5xx,
-    Mutant::L1CachesValidationError,
-    Mutant::L1InvalidKeyAccepted,
-    Mutant::L1KeyNotTenantScoped,
-    Mutant::L1RetentionShort,
-    Mutant::SweeperDropsYoung,
-    Mutant::EffectsCrossTenant,
-    Mutant::LedgerLeaksArgs,
-    Mutant::DistinctEffectsCollide,
-    Mutant::CrossRegionUnknown,
-];
+// (The list, `common::IDEMPOTENCY_MUTANTS`, also tells tests/seam_toolhooks.rs
+// which mutants are probed here.)
 
 struct Probe<'a> {
     client: &'a reqwest::Client,
@@ -1355,7 +1256,7 @@ impl Probe<'_> {
                 erin.replayed() || run_id(&erin) == run_id(&alice)
             }
             Mutant::L1RetentionShort => {
-                discovery(self.client, self.host).await["idempotency"]["layer1RetentionSeconds"]
+                discovery(self.client, &self.host.base_url).await["idempotency"]["layer1RetentionSeconds"]
                     .as_u64()
                     .is_none_or(|secs| secs < 86_400)
             }
@@ -1390,7 +1291,7 @@ impl Probe<'_> {
                 ids.len() < 2 || self.provider.count(&format!("{key}#2")) == 0
             }
             Mutant::CrossRegionUnknown => {
-                discovery(self.client, self.host).await["idempotency"]["crossRegion"]
+                discovery(self.client, &self.host.base_url).await["idempotency"]["crossRegion"]
                     != "single-region"
             }
             other => panic!("{other} is not an idempotency mutant"),
@@ -1414,31 +1315,17 @@ async fn every_idempotency_mutant_is_observable() {
             "the idempotency mutants follow the turn ones in mutants::ALL, in order"
         );
         let provider = Provider::start().await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         for mutant in IDEMPOTENCY_MUTANTS {
-            let mutated = host(Some(mutant)).await;
-            let probe = Probe {
-                client: &client,
-                host: &mutated,
-                provider: &provider,
+            let probe = async |host: &RunningHost, _: &str| {
+                let probe = Probe {
+                    client: &client,
+                    host,
+                    provider: &provider,
+                };
+                probe.observe(mutant).await
             };
-            assert!(
-                probe.observe(mutant).await,
-                "mutant {mutant} was not observable"
-            );
-            mutated.shutdown().await;
-
-            let correct = host(None).await;
-            let probe = Probe {
-                client: &client,
-                host: &correct,
-                provider: &provider,
-            };
-            assert!(
-                !probe.observe(mutant).await,
-                "probe for {mutant} fires on the correct host"
-            );
-            correct.shutdown().await;
+            assert_observable(mutant, host, probe).await;
         }
     })
     .await;

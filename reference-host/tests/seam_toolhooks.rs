@@ -2,21 +2,26 @@
 //! events poll and discovery, over real HTTP on 127.0.0.1, with a tiny axum
 //! receiver playing the tool. Every wait is bounded.
 
-use std::sync::{Arc, Mutex, OnceLock};
+mod common;
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
+use common::{
+    IDEMPOTENCY_MUTANTS, Loopback, OPERATOR, TRUST_MUTANTS, TURN_MUTANTS, assert_observable,
+    assert_valid, bounded, client, discovery, poll, schema, seam_host, sha256_jcs,
+};
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost, start};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-const OPERATOR: &str = "refhost-operator-token";
 const SECRET: &str = "sk-test-very-secret-value";
 const TEST_TIMEOUT: Duration = Duration::from_secs(20);
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Calls the tool receiver saw, in order.
 type Seen = Arc<Mutex<Vec<Value>>>;
@@ -24,11 +29,7 @@ type Seen = Arc<Mutex<Vec<Value>>>;
 /// A loopback tool receiver: `/ok` answers 200, `/fail` 500 with a body that
 /// echoes the secret (which must never reach the host's answer), `/slow`
 /// sleeps past any short timeout.
-struct Receiver {
-    base: String,
-    seen: Seen,
-    task: tokio::task::JoinHandle<()>,
-}
+type Receiver = Loopback<Seen>;
 
 impl Receiver {
     async fn start() -> Self {
@@ -47,36 +48,19 @@ impl Receiver {
             tokio::time::sleep(Duration::from_secs(5)).await;
             "late"
         }
-        let seen: Seen = Arc::default();
-        let app = Router::new()
+        let routes = Router::new()
             .route("/ok", post(record))
             .route("/fail", post(fail))
-            .route("/slow", post(slow))
-            .with_state(seen.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind receiver");
-        let addr = listener.local_addr().expect("addr");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self {
-            base: format!("http://{addr}"),
-            seen,
-            task,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+            .route("/slow", post(slow));
+        Self::serve(routes).await
     }
 
     fn calls(&self) -> usize {
-        self.seen.lock().expect("lock").len()
+        self.state.lock().expect("lock").len()
     }
 
     fn last(&self) -> Value {
-        self.seen
+        self.state
             .lock()
             .expect("lock")
             .last()
@@ -85,32 +69,24 @@ impl Receiver {
     }
 }
 
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .expect("client")
-}
-
-async fn host(mutant: Option<Mutant>, seams: bool) -> RunningHost {
-    start(HostConfig {
-        mutant,
-        seams_enabled: seams,
+/// The tool-hooks hosts' configuration: two calls per (principal, tool),
+/// refilled every 30 s.
+fn config() -> HostConfig {
+    HostConfig {
         rate_limit: RateLimitConfig {
             capacity: 2,
             refill_every: Duration::from_secs(30),
         },
         ..HostConfig::default()
-    })
-    .await
-    .expect("host starts")
+    }
+}
+
+async fn host(mutant: Option<Mutant>) -> RunningHost {
+    seam_host(mutant, config()).await
+}
+
+async fn host_without_seams() -> RunningHost {
+    start(config()).await.expect("host starts")
 }
 
 struct Answer {
@@ -120,42 +96,12 @@ struct Answer {
     text: String,
 }
 
-/// A published seam schema, compiled once.
-fn schema(
-    name: &str,
-    cell: &'static OnceLock<jsonschema::Validator>,
-) -> &'static jsonschema::Validator {
-    cell.get_or_init(|| {
-        let path = format!("{}/../schemas/seams/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).expect("schema file");
-        let value: Value = serde_json::from_str(&text).expect("schema json");
-        jsonschema::validator_for(&value).expect("schema compiles")
-    })
-}
-
-fn assert_valid(validator: &jsonschema::Validator, instance: &Value) {
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{}: {e}", e.instance_path().as_str()))
-        .collect();
-    assert!(errors.is_empty(), "{instance}\n{errors:#?}");
-}
-
-static REQUEST_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
-static RESPONSE_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
-
 /// Calls the seam with a body the request schema accepts and checks the
 /// answer against the response schema.
 async fn invoke(client: &reqwest::Client, host: &RunningHost, body: Value) -> Answer {
-    assert_valid(
-        schema("toolhooks-invoke.request.schema.json", &REQUEST_SCHEMA),
-        &body,
-    );
+    assert_valid("toolhooks-invoke.request.schema.json", &body);
     let answer = invoke_raw(client, host, body).await;
-    assert_valid(
-        schema("toolhooks-invoke.response.schema.json", &RESPONSE_SCHEMA),
-        &answer.body,
-    );
+    assert_valid("toolhooks-invoke.response.schema.json", &answer.body);
     answer
 }
 
@@ -186,25 +132,6 @@ async fn invoke_raw(client: &reqwest::Client, host: &RunningHost, body: Value) -
     }
 }
 
-async fn poll(client: &reqwest::Client, host: &RunningHost, run_id: &str, query: &str) -> Value {
-    let response = client
-        .get(format!(
-            "{}/runs/{run_id}/events/poll?{query}",
-            host.base_url
-        ))
-        .bearer_auth(OPERATOR)
-        .send()
-        .await
-        .expect("poll answers");
-    assert_eq!(response.status(), 200);
-    response.json().await.expect("json")
-}
-
-fn sha256_jcs(value: &Value) -> String {
-    let bytes = serde_json_canonicalizer::to_vec(value).expect("jcs");
-    hex::encode(Sha256::digest(&bytes))
-}
-
 fn assert_envelope(body: &Value, code: &str) {
     let object = body.as_object().expect("object");
     assert_eq!(body["error"], code, "{body}");
@@ -222,7 +149,7 @@ fn assert_envelope(body: &Value, code: &str) {
 
 #[test]
 fn response_schema_rejects_shapes_outside_the_closed_contract() {
-    let validator = schema("toolhooks-invoke.response.schema.json", &RESPONSE_SCHEMA);
+    let validator = schema("toolhooks-invoke.response.schema.json");
     let called = json!({
         "agentId": "core.system", "toolName": "t", "callId": format!("call_{}", "0".repeat(32)),
         "argsHash": "0".repeat(64), "principal": "alice", "transport": "native"
@@ -243,18 +170,12 @@ fn response_schema_rejects_shapes_outside_the_closed_contract() {
     ));
 }
 
-async fn bounded<F: std::future::Future<Output = ()>>(test: F) {
-    tokio::time::timeout(TEST_TIMEOUT, test)
-        .await
-        .expect("test finished in time");
-}
-
 #[tokio::test]
 async fn ok_arm_sends_resolved_args_and_records_redacted_hash() {
-    bounded(async {
+    bounded(TEST_TIMEOUT, async {
         let receiver = Receiver::start().await;
-        let host = host(None, true).await;
-        let client = client();
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
         let answer = invoke(
             &client,
             &host,
@@ -306,10 +227,10 @@ async fn ok_arm_sends_resolved_args_and_records_redacted_hash() {
 
 #[tokio::test]
 async fn forbidden_arm_denies_before_invoking_and_logs_the_decision() {
-    bounded(async {
+    bounded(TEST_TIMEOUT, async {
         let receiver = Receiver::start().await;
-        let host = host(None, true).await;
-        let client = client();
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
         let answer = invoke(
             &client,
             &host,
@@ -388,9 +309,9 @@ async fn forbidden_arm_denies_before_invoking_and_logs_the_decision() {
 
 #[tokio::test]
 async fn rate_limit_is_per_principal_and_tool_with_retry_after() {
-    bounded(async {
-        let host = host(None, true).await;
-        let client = client();
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
         let call = json!({"principal": "alice", "toolName": "search"});
         for _ in 0..2 {
             assert_eq!(invoke(&client, &host, call.clone()).await.status, 200);
@@ -442,10 +363,10 @@ async fn rate_limit_is_per_principal_and_tool_with_retry_after() {
 
 #[tokio::test]
 async fn invalid_args_are_reported_before_any_gate() {
-    bounded(async {
+    bounded(TEST_TIMEOUT, async {
         let receiver = Receiver::start().await;
-        let host = host(None, true).await;
-        let client = client();
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
         // carol would be denied, but argument validation comes first.
         let answer = invoke(
             &client,
@@ -491,10 +412,10 @@ async fn invalid_args_are_reported_before_any_gate() {
 
 #[tokio::test]
 async fn receiver_failures_map_to_error_codes_without_echoing_the_body() {
-    bounded(async {
+    bounded(TEST_TIMEOUT, async {
         let receiver = Receiver::start().await;
-        let host = host(None, true).await;
-        let client = client();
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
         let answer = invoke(
             &client,
             &host,
@@ -560,9 +481,9 @@ async fn receiver_failures_map_to_error_codes_without_echoing_the_body() {
 
 #[tokio::test]
 async fn seam_requires_auth_scope_and_valid_body_and_is_absent_when_disabled() {
-    bounded(async {
-        let host = host(None, true).await;
-        let client = client();
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
         let url = format!(
             "{}/conformance/seams/sample/toolhooks/invoke",
             host.base_url
@@ -625,15 +546,11 @@ async fn seam_requires_auth_scope_and_valid_body_and_is_absent_when_disabled() {
     .await;
 }
 
-async fn host_without_seams() -> RunningHost {
-    host(None, false).await
-}
-
 #[tokio::test]
 async fn discovery_serves_etag_and_304() {
-    bounded(async {
-        let host = host(None, true).await;
-        let client = client();
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
         let url = format!("{}/.well-known/openwop", host.base_url);
         let first = client.get(&url).send().await.expect("answer");
         assert_eq!(first.status(), 200);
@@ -663,93 +580,24 @@ async fn discovery_serves_etag_and_304() {
 /// same probe does not fire against the correct host.
 #[tokio::test]
 async fn every_mutant_is_observable() {
-    bounded(async {
+    bounded(TEST_TIMEOUT, async {
         let receiver = Receiver::start().await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         // The tool-loop mutants are probed by tests/turn.rs, the
         // idempotency ones by tests/idempotency.rs, the trust and approval
         // ones by tests/trust.rs.
         for info in reference_host::mutants::ALL.iter().filter(|info| {
-            !is_turn_mutant(info.mutant)
-                && !is_idempotency_mutant(info.mutant)
-                && !is_trust_mutant(info.mutant)
+            !TURN_MUTANTS.contains(&info.mutant)
+                && !IDEMPOTENCY_MUTANTS.contains(&info.mutant)
+                && !TRUST_MUTANTS.contains(&info.mutant)
         }) {
-            let mutated = host(Some(info.mutant), true).await;
-            let observed = observe(&client, &mutated, &receiver, info.mutant).await;
-            assert!(observed, "mutant {} was not observable", info.name);
-            mutated.shutdown().await;
-
-            let correct = host(None, true).await;
-            let false_alarm = observe(&client, &correct, &receiver, info.mutant).await;
-            assert!(
-                !false_alarm,
-                "probe for {} fires on the correct host",
-                info.name
-            );
-            correct.shutdown().await;
+            assert_observable(info.mutant, host, async |host, _| {
+                observe(&client, host, &receiver, info.mutant).await
+            })
+            .await;
         }
     })
     .await;
-}
-
-/// Mutants of the host's tool loop (the turn seam), probed in tests/turn.rs.
-fn is_turn_mutant(mutant: Mutant) -> bool {
-    matches!(
-        mutant,
-        Mutant::TruncatedArgsExecuted
-            | Mutant::PromptedOutputDispatched
-            | Mutant::InlineToolParser
-            | Mutant::AuthzBeforeArgs
-            | Mutant::LimitsBeforeAuthz
-            | Mutant::RefusalRetried
-            | Mutant::RepairEchoesModelText
-            | Mutant::ToolErrorWithoutIserror
-            | Mutant::UnknownToolBareSuccess
-            | Mutant::DoubleReturn
-            | Mutant::RepeatNotSuppressed
-            | Mutant::StructuredNotEnforced
-            | Mutant::DescriptorWithoutReplayPolicy
-    )
-}
-
-/// Mutants of effects and Layer-1 idempotency, probed in tests/idempotency.rs.
-fn is_idempotency_mutant(mutant: Mutant) -> bool {
-    matches!(
-        mutant,
-        Mutant::ClaimReadThenWrite
-            | Mutant::AttemptInIdentity
-            | Mutant::RunIdInKeying
-            | Mutant::NoProviderKey
-            | Mutant::RetryKeyDiffers
-            | Mutant::L1KeyIgnored
-            | Mutant::L1ReplayHeaderMissing
-            | Mutant::L1MismatchWrongCode
-            | Mutant::L1InFlightProcessed
-            | Mutant::L1Caches5xx
-            | Mutant::L1CachesValidationError
-            | Mutant::L1InvalidKeyAccepted
-            | Mutant::L1KeyNotTenantScoped
-            | Mutant::L1RetentionShort
-            | Mutant::SweeperDropsYoung
-            | Mutant::EffectsCrossTenant
-            | Mutant::LedgerLeaksArgs
-            | Mutant::DistinctEffectsCollide
-            | Mutant::CrossRegionUnknown
-    )
-}
-
-/// Mutants of content trust and approval (TTC §C), probed in tests/trust.rs.
-fn is_trust_mutant(mutant: Mutant) -> bool {
-    matches!(
-        mutant,
-        Mutant::TrustFromModelOutput
-            | Mutant::ApprovalByAnyPrincipal
-            | Mutant::ApprovalViaLinkUntrusted
-            | Mutant::ApprovalFromContent
-            | Mutant::UntrustedWriteRefused
-            | Mutant::ApprovedCallRunsTwice
-            | Mutant::TrustNeverTainted
-    )
 }
 
 async fn debug_events(client: &reqwest::Client, host: &RunningHost, answer: &Answer) -> Vec<Value> {
@@ -770,16 +618,7 @@ async fn observe(
     mutant: Mutant,
 ) -> bool {
     let alice = json!({"principal": "alice", "toolName": "t", "requiredScopes": ["tools:write"]});
-    let discovery = || async {
-        client
-            .get(format!("{}/.well-known/openwop", host.base_url))
-            .send()
-            .await
-            .expect("answer")
-            .json::<Value>()
-            .await
-            .expect("json")
-    };
+    let doc = || discovery(client, &host.base_url);
     match mutant {
         Mutant::AuthzFailOpenOnResolverError => {
             invoke_raw(client, host, json!({"principal": "dave", "toolName": "t"}))
@@ -925,16 +764,10 @@ async fn observe(
                 .expect("answer");
             again.status() == 200
         }
-        Mutant::ToolhooksFacetNotBoolean => {
-            discovery().await["toolHooks"]["perToolRateLimit"] == "yes"
-        }
-        Mutant::DiscoveryPreferredUnlisted => discovery().await["preferredVersion"] == "2.1",
-        Mutant::DiscoveryRecordMissingWitness => {
-            discovery().await["toolHooks"].get("witness").is_none()
-        }
-        Mutant::AuthorizationFailclosedFalse => {
-            discovery().await["authorization"]["failClosed"] == false
-        }
+        Mutant::ToolhooksFacetNotBoolean => doc().await["toolHooks"]["perToolRateLimit"] == "yes",
+        Mutant::DiscoveryPreferredUnlisted => doc().await["preferredVersion"] == "2.1",
+        Mutant::DiscoveryRecordMissingWitness => doc().await["toolHooks"].get("witness").is_none(),
+        Mutant::AuthorizationFailclosedFalse => doc().await["authorization"]["failClosed"] == false,
         // Skipped by the caller: tests/turn.rs observes these. Listed one
         // by one so a new mutant still has to be placed somewhere.
         Mutant::TruncatedArgsExecuted

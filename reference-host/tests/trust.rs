@@ -1,26 +1,28 @@
 //! Content trust and approval holds of the host's tool loop (tool-turn
 //! contract §C, RFC 0143), end to end through the turn seam: a tiny in-test
-//! fake provider (OpenAI Chat Completions, a per-model queue of canned
-//! answers, every request recorded) and a tiny tool receiver that counts
-//! arrivals per label, over real HTTP on 127.0.0.1. Every wait is bounded.
+//! fake provider (`common::FakeProvider`, spoken to in OpenAI Chat
+//! Completions: a per-model queue of canned answers, every request
+//! recorded) and a tiny tool receiver that counts arrivals per label, over
+//! real HTTP on 127.0.0.1. Every wait is bounded.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock};
+mod common;
+
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use common::{
+    ALICE, BOB, ERIN, FakeProvider, Loopback, OPERATOR, Reply, TRUST_MUTANTS, assert_observable,
+    assert_valid, bounded, client, events_until, fed_back, get_json, of_type, openai_answer,
+    openai_calls, openai_text, seam_host, send,
+};
 use reference_host::mutants::{ALL, Mutant};
-use reference_host::{HostConfig, RateLimitConfig, RunningHost, start};
+use reference_host::{HostConfig, RateLimitConfig, RunningHost};
 use serde_json::{Value, json};
 
-const OPERATOR: &str = "refhost-operator-token";
-const ALICE: &str = "refhost-alice-token";
-const BOB: &str = "refhost-bob-token";
-const ERIN: &str = "refhost-erin-token";
 const TEST_TIMEOUT: Duration = Duration::from_secs(30);
 const MUTANTS_TIMEOUT: Duration = Duration::from_secs(180);
 /// The approval timeout of hosts whose interrupts are resolved by the test.
@@ -28,128 +30,14 @@ const LONG_APPROVAL: Duration = Duration::from_secs(120);
 /// The approval timeout of the mutant probes' hosts: a probe that leaves an
 /// interrupt open is done once it expires.
 const PROBE_APPROVAL: Duration = Duration::from_secs(2);
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
+/// The most long polls (each at most 5 s) spent waiting on one run.
+const EVENT_POLLS: usize = 12;
 
 // ---------------------------------------------------------------------------
-// The fake provider (OpenAI Chat Completions, non-streaming).
+// What the fake provider was sent.
 
-#[derive(Default)]
-struct ProviderState {
-    queues: HashMap<String, VecDeque<Value>>,
-    requests: HashMap<String, Vec<Value>>,
-}
-
-type Shared = Arc<Mutex<ProviderState>>;
-
-struct FakeProvider {
-    base: String,
-    state: Shared,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl FakeProvider {
-    async fn start() -> Self {
-        async fn answer(State(state): State<Shared>, body: Bytes) -> Response {
-            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let model = body["model"].as_str().unwrap_or_default().to_owned();
-            let canned = {
-                let mut state = state.lock().expect("lock");
-                state.requests.entry(model.clone()).or_default().push(body);
-                state.queues.get_mut(&model).and_then(VecDeque::pop_front)
-            };
-            match canned {
-                Some(value) => axum::Json(value).into_response(),
-                None => (axum::http::StatusCode::SERVICE_UNAVAILABLE, "no answer").into_response(),
-            }
-        }
-        let state: Shared = Arc::default();
-        let app = Router::new()
-            .route("/v1/chat/completions", post(answer))
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind provider");
-        let addr = listener.local_addr().expect("addr");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self {
-            base: format!("http://{addr}"),
-            state,
-            task,
-        }
-    }
-
-    /// Queues answers for a fresh model and returns its name.
-    fn script(&self, answers: Vec<Value>) -> String {
-        let model = format!("tc-{}", uuid::Uuid::new_v4().simple());
-        self.state
-            .lock()
-            .expect("lock")
-            .queues
-            .insert(model.clone(), answers.into());
-        model
-    }
-
-    fn requests(&self, model: &str) -> Vec<Value> {
-        self.state
-            .lock()
-            .expect("lock")
-            .requests
-            .get(model)
-            .cloned()
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for FakeProvider {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// An assistant message with optional text and tool calls `(id, name, args)`.
-fn answer(text: Option<&str>, calls: &[(&str, &str, &str)]) -> Value {
-    let calls: Vec<Value> = calls
-        .iter()
-        .map(|(id, name, args)| {
-            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
-        })
-        .collect();
-    let mut message = json!({"role": "assistant", "content": text});
-    let finish = if calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
-    if !calls.is_empty() {
-        message["tool_calls"] = json!(calls);
-    }
-    json!({"id": "chatcmpl-1", "object": "chat.completion",
-           "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
-}
-
-fn text(text: &str) -> Value {
-    answer(Some(text), &[])
-}
-
-/// The tool results a recorded request fed back, as `(call id, parsed)`.
-fn fed_back(request: &Value) -> Vec<(String, Value)> {
-    request["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let text = m["content"].as_str().unwrap_or_default();
-            (
-                m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
-                serde_json::from_str(text).unwrap_or(Value::Null),
-            )
-        })
-        .collect()
-}
-
-/// The one result fed back for the held write `call_w`.
+/// The one result the request `body` fed back for the held write `call_w`.
 fn written_back(request: &Value) -> Value {
     let fed: Vec<Value> = fed_back(request)
         .into_iter()
@@ -166,11 +54,7 @@ fn written_back(request: &Value) -> Value {
 
 type Seen = Arc<Mutex<Vec<String>>>;
 
-struct Receiver {
-    base: String,
-    seen: Seen,
-    task: tokio::task::JoinHandle<()>,
-}
+type Receiver = Loopback<Seen>;
 
 impl Receiver {
     async fn start() -> Self {
@@ -189,31 +73,14 @@ impl Receiver {
             }))
             .into_response()
         }
-        let seen: Seen = Arc::default();
-        let app = Router::new()
+        let routes = Router::new()
             .route("/ok/{label}", post(ok))
-            .route("/approved/{label}", post(approved))
-            .with_state(seen.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind receiver");
-        let addr = listener.local_addr().expect("addr");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self {
-            base: format!("http://{addr}"),
-            seen,
-            task,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+            .route("/approved/{label}", post(approved));
+        Self::serve(routes).await
     }
 
     fn count(&self, label: &str) -> usize {
-        self.seen
+        self.state
             .lock()
             .expect("lock")
             .iter()
@@ -222,67 +89,25 @@ impl Receiver {
     }
 }
 
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Host helpers.
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client")
-}
-
+/// A seams-on host with roomy tool buckets and the given approval timeout.
 async fn host(mutant: Option<Mutant>, approval_timeout: Duration) -> RunningHost {
-    start(HostConfig {
+    let rate_limit = RateLimitConfig {
+        capacity: 50,
+        refill_every: Duration::from_secs(600),
+    };
+    seam_host(
         mutant,
-        seams_enabled: true,
-        rate_limit: RateLimitConfig {
-            capacity: 50,
-            refill_every: Duration::from_secs(600),
+        HostConfig {
+            rate_limit,
+            approval_timeout,
+            ..HostConfig::default()
         },
-        approval_timeout,
-        ..HostConfig::default()
-    })
+    )
     .await
-    .expect("host starts")
 }
-
-async fn bounded<F: std::future::Future<Output = ()>>(limit: Duration, test: F) {
-    tokio::time::timeout(limit, test)
-        .await
-        .expect("test finished in time");
-}
-
-fn schema(
-    name: &str,
-    cell: &'static OnceLock<jsonschema::Validator>,
-) -> &'static jsonschema::Validator {
-    cell.get_or_init(|| {
-        let path = format!("{}/../schemas/seams/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).expect("schema file");
-        let value: Value = serde_json::from_str(&text).expect("schema json");
-        jsonschema::validator_for(&value).expect("schema compiles")
-    })
-}
-
-fn assert_valid(validator: &jsonschema::Validator, instance: &Value) {
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{}: {e}", e.instance_path().as_str()))
-        .collect();
-    assert!(errors.is_empty(), "{instance}\n{errors:#?}");
-}
-
-static TURN_REQUEST: OnceLock<jsonschema::Validator> = OnceLock::new();
-static RESOLVE_REQUEST: OnceLock<jsonschema::Validator> = OnceLock::new();
-static RESOLVE_RESPONSE: OnceLock<jsonschema::Validator> = OnceLock::new();
 
 /// A fixture tool.
 fn tool(receiver: &Receiver, id: &str, path: &str, tier: &str, approval: &str) -> Value {
@@ -308,31 +133,16 @@ fn body(provider: &FakeProvider, model: &str, tools: Value) -> Value {
 }
 
 async fn create_run(client: &reqwest::Client, host: &RunningHost, body: &Value) -> String {
-    assert_valid(schema("turn-run.request.schema.json", &TURN_REQUEST), body);
-    let response = client
+    assert_valid("turn-run.request.schema.json", body);
+    let request = client
         .post(format!(
             "{}/conformance/seams/sample/turn/run",
             host.base_url
         ))
-        .bearer_auth(OPERATOR)
-        .json(body)
-        .send()
-        .await
-        .expect("seam answers");
-    assert_eq!(response.status(), 201);
-    let answer: Value = response.json().await.expect("json");
-    answer["runId"].as_str().expect("runId").to_owned()
-}
-
-async fn get_json(client: &reqwest::Client, url: &str, token: &str) -> (u16, Value) {
-    let response = client
-        .get(url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("answers");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+        .json(body);
+    let answer = send(request, Some(OPERATOR)).await;
+    assert_eq!(answer.status, 201);
+    answer.body["runId"].as_str().expect("runId").to_owned()
 }
 
 async fn run_doc(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Value {
@@ -341,44 +151,13 @@ async fn run_doc(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> 
     run
 }
 
-/// Long-polls the run's events (debug mode) until `done(events)` holds or
-/// the run is terminal; returns every event read. Each poll waits at most
-/// 5 s and there are at most 12 of them.
-async fn events_until(
-    client: &reqwest::Client,
-    host: &RunningHost,
-    run_id: &str,
-    done: impl Fn(&[Value]) -> bool,
-) -> Vec<Value> {
-    let mut events = Vec::new();
-    let mut after = -1i64;
-    for _ in 0..12 {
-        let (status, page) = get_json(
-            client,
-            &format!(
-                "{}/runs/{run_id}/events/poll?streamMode=debug&timeout=5&afterSequence={after}",
-                host.base_url
-            ),
-            OPERATOR,
-        )
-        .await;
-        assert_eq!(status, 200, "{page}");
-        events.extend(page["events"].as_array().cloned().unwrap_or_default());
-        after = page["lastSequence"].as_i64().unwrap_or(after);
-        if done(&events) || page["isTerminal"] == true {
-            return events;
-        }
-    }
-    panic!("run {run_id} neither reached the expected point nor finished: {events:#?}");
-}
-
 async fn finished(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
-    events_until(client, host, run_id, |_| false).await
+    events_until(client, host, run_id, EVENT_POLLS, |_| false).await
 }
 
 /// The run's events up to its (first) `interrupt.requested`.
 async fn until_held(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
-    let events = events_until(client, host, run_id, |events| {
+    let events = events_until(client, host, run_id, EVENT_POLLS, |events| {
         !of_type(events, "interrupt.requested").is_empty()
     })
     .await;
@@ -387,10 +166,6 @@ async fn until_held(client: &reqwest::Client, host: &RunningHost, run_id: &str) 
         "no interrupt was requested: {events:#?}"
     );
     events
-}
-
-fn of_type<'e>(events: &'e [Value], kind: &str) -> Vec<&'e Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
 }
 
 fn position(events: &[Value], pred: impl Fn(&Value) -> bool) -> Option<usize> {
@@ -422,11 +197,6 @@ fn prompts(events: &[Value]) -> Vec<(String, u64)> {
         .collect()
 }
 
-struct Answer {
-    status: u16,
-    body: Value,
-}
-
 /// `POST /runs/{runId}/interrupts/{nodeId}` as `token` (or anonymous).
 async fn resolve(
     client: &reqwest::Client,
@@ -435,30 +205,21 @@ async fn resolve(
     node_id: &str,
     token: Option<&str>,
     body: &Value,
-) -> Answer {
-    let mut request = client.post(format!(
-        "{}/runs/{run_id}/interrupts/{node_id}",
-        host.base_url
-    ));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.json(body).send().await.expect("answers");
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.expect("json body");
-    assert_valid(
-        schema("interrupt-resolve.response.schema.json", &RESOLVE_RESPONSE),
-        &body,
-    );
-    Answer { status, body }
+) -> Reply {
+    let request = client
+        .post(format!(
+            "{}/runs/{run_id}/interrupts/{node_id}",
+            host.base_url
+        ))
+        .json(body);
+    let answer = send(request, token).await;
+    assert_valid("interrupt-resolve.response.schema.json", &answer.body);
+    answer
 }
 
 fn action(action: &str) -> Value {
     let body = json!({"resumeValue": {"action": action}});
-    assert_valid(
-        schema("interrupt-resolve.request.schema.json", &RESOLVE_REQUEST),
-        &body,
-    );
+    assert_valid("interrupt-resolve.request.schema.json", &body);
     body
 }
 
@@ -468,19 +229,11 @@ async fn follow_link(
     host: &RunningHost,
     link: &str,
     auth: Option<&str>,
-) -> Answer {
-    let mut request = client.post(format!("{}/interrupts/{link}", host.base_url));
-    if let Some(auth) = auth {
-        request = request.bearer_auth(auth);
-    }
-    let response = request.send().await.expect("answers");
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.expect("json body");
-    assert_valid(
-        schema("interrupt-resolve.response.schema.json", &RESOLVE_RESPONSE),
-        &body,
-    );
-    Answer { status, body }
+) -> Reply {
+    let request = client.post(format!("{}/interrupts/{link}", host.base_url));
+    let answer = send(request, auth).await;
+    assert_valid("interrupt-resolve.response.schema.json", &answer.body);
+    answer
 }
 
 /// The standard read-then-write turn: round 1 reads (`read_path`), round 2
@@ -495,12 +248,16 @@ fn read_then_write(
     write_text: Option<&str>,
 ) -> (String, Value) {
     let model = provider.script(vec![
-        answer(
-            None,
+        openai_calls(
             &[("call_r", "fixture_read", r#"{"path": "page.html"}"#)],
+            "tool_calls",
         ),
-        answer(write_text, &[("call_w", "fixture_write", write_args)]),
-        text("Done."),
+        openai_answer(
+            write_text,
+            &[("call_w", "fixture_write", write_args)],
+            "tool_calls",
+        ),
+        openai_text("Done."),
     ]);
     let tools = json!([
         tool(receiver, "fixture_read", read_path, "read", "never"),
@@ -525,7 +282,7 @@ async fn read_then_write_is_held_until_the_bound_principal_accepts() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, LONG_APPROVAL).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let (model, request) = read_then_write(
             &provider,
             &receiver,
@@ -637,7 +394,7 @@ async fn read_then_write_is_held_until_the_bound_principal_accepts() {
         );
         let requests = provider.requests(&model);
         assert_eq!(requests.len(), 3);
-        let fed = written_back(&requests[2]);
+        let fed = written_back(&requests[2].body);
         assert_eq!(fed["isError"], false);
         assert_eq!(fed["structuredContent"], json!({"done": true}));
         let run = run_doc(&client, &host, &run_id).await;
@@ -667,7 +424,7 @@ async fn link_is_refused_on_an_untrusted_turn_and_a_rejection_is_fed_back() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, LONG_APPROVAL).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let (model, request) = read_then_write(
             &provider,
             &receiver,
@@ -724,7 +481,7 @@ async fn link_is_refused_on_an_untrusted_turn_and_a_rejection_is_fed_back() {
         assert!(returned[0].get("durationMs").is_none());
         let requests = provider.requests(&model);
         assert_eq!(requests.len(), 3);
-        assert_eq!(written_back(&requests[2])["isError"], true);
+        assert_eq!(written_back(&requests[2].body)["isError"], true);
         assert_eq!(of_type(&events, "run.completed").len(), 1);
         // The link names nothing any more.
         assert_eq!(follow_link(&client, &host, &link, None).await.status, 404);
@@ -739,10 +496,13 @@ async fn link_resolves_a_trusted_always_call_like_the_bound_principal() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, LONG_APPROVAL).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let model = provider.script(vec![
-            answer(None, &[("call_a", "fixture_send", r#"{"path": "mail"}"#)]),
-            text("Sent."),
+            openai_calls(
+                &[("call_a", "fixture_send", r#"{"path": "mail"}"#)],
+                "tool_calls",
+            ),
+            openai_text("Sent."),
         ]);
         let tools = json!([tool(
             &receiver,
@@ -794,7 +554,7 @@ async fn content_saying_approved_or_trusted_changes_nothing() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, LONG_APPROVAL).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         // The read returns "approved" data; the model's next message says
         // approved / accept / trusted in its text and in the arguments.
         let (_, request) = read_then_write(
@@ -849,10 +609,10 @@ async fn prompt_composed_witnesses_the_meet_of_the_turn() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, LONG_APPROVAL).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
 
         // Text only: one request, trusted.
-        let model = provider.script(vec![text("Hello.")]);
+        let model = provider.script(vec![openai_text("Hello.")]);
         let run_id = create_run(&client, &host, &body(&provider, &model, json!([]))).await;
         let events = finished(&client, &host, &run_id).await;
         assert_eq!(prompts(&events), [("trusted".to_owned(), 1)]);
@@ -866,8 +626,11 @@ async fn prompt_composed_witnesses_the_meet_of_the_turn() {
         // A conditional write in a trusted turn is not held; the turn after
         // its result is untrusted.
         let model = provider.script(vec![
-            answer(None, &[("call_w", "fixture_write", r#"{"path": "a"}"#)]),
-            text("Done."),
+            openai_calls(
+                &[("call_w", "fixture_write", r#"{"path": "a"}"#)],
+                "tool_calls",
+            ),
+            openai_text("Done."),
         ]);
         let tools = json!([tool(
             &receiver,
@@ -888,9 +651,12 @@ async fn prompt_composed_witnesses_the_meet_of_the_turn() {
         // The coarsest bit: any tool result taints, even a host-authored one
         // (here: an unknown tool). A conditional READ is still not held.
         let model = provider.script(vec![
-            answer(None, &[("call_u", "no_such_tool", "{}")]),
-            answer(None, &[("call_r", "fixture_read", r#"{"path": "b"}"#)]),
-            text("Done."),
+            openai_calls(&[("call_u", "no_such_tool", "{}")], "tool_calls"),
+            openai_calls(
+                &[("call_r", "fixture_read", r#"{"path": "b"}"#)],
+                "tool_calls",
+            ),
+            openai_text("Done."),
         ]);
         let tools = json!([tool(
             &receiver,
@@ -922,7 +688,7 @@ async fn an_unresolved_interrupt_expires_and_fails_the_run() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, Duration::from_millis(500)).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let (model, request) = read_then_write(
             &provider,
             &receiver,
@@ -981,7 +747,7 @@ async fn resolve_requests_are_checked() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, LONG_APPROVAL).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let (_, request) = read_then_write(
             &provider,
             &receiver,
@@ -1077,17 +843,8 @@ async fn resolve_requests_are_checked() {
 
 // ---------------------------------------------------------------------------
 // Every trust and approval mutant is observable.
-
-/// The trust and approval mutants, in `mutants::ALL` order (they close it).
-const TRUST_MUTANTS: [Mutant; 7] = [
-    Mutant::TrustFromModelOutput,
-    Mutant::ApprovalByAnyPrincipal,
-    Mutant::ApprovalViaLinkUntrusted,
-    Mutant::ApprovalFromContent,
-    Mutant::UntrustedWriteRefused,
-    Mutant::ApprovedCallRunsTwice,
-    Mutant::TrustNeverTainted,
-];
+// (The list, `common::TRUST_MUTANTS`, also tells tests/seam_toolhooks.rs
+// which mutants are probed here.)
 
 #[tokio::test]
 async fn every_trust_mutant_is_observable() {
@@ -1102,33 +859,19 @@ async fn every_trust_mutant_is_observable() {
         );
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         for mutant in TRUST_MUTANTS {
-            let mutated = host(Some(mutant), PROBE_APPROVAL).await;
-            let probe = Probe {
-                client: &client,
-                host: &mutated,
-                provider: &provider,
-                receiver: &receiver,
+            let probe = async |host: &RunningHost, side: &str| {
+                let probe = Probe {
+                    client: &client,
+                    host,
+                    provider: &provider,
+                    receiver: &receiver,
+                };
+                probe.observe(mutant, side).await
             };
-            assert!(
-                probe.observe(mutant, "mutated").await,
-                "mutant {mutant} was not observable"
-            );
-            mutated.shutdown().await;
-
-            let correct = host(None, PROBE_APPROVAL).await;
-            let probe = Probe {
-                client: &client,
-                host: &correct,
-                provider: &provider,
-                receiver: &receiver,
-            };
-            assert!(
-                !probe.observe(mutant, "correct").await,
-                "probe for {mutant} fires on the correct host"
-            );
-            correct.shutdown().await;
+            let start = async |mutant| host(mutant, PROBE_APPROVAL).await;
+            assert_observable(mutant, start, probe).await;
         }
     })
     .await;
@@ -1158,7 +901,7 @@ impl Probe<'_> {
 
     /// Waits until the run is held or finished; whether it was held.
     async fn held(&self, run_id: &str) -> bool {
-        let events = events_until(self.client, self.host, run_id, |events| {
+        let events = events_until(self.client, self.host, run_id, EVENT_POLLS, |events| {
             !of_type(events, "interrupt.requested").is_empty()
         })
         .await;

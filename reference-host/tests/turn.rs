@@ -1,177 +1,36 @@
 //! End-to-end checks of the host's tool loop through the turn seam: a tiny
-//! in-test fake provider (both wire formats, non-streaming and streaming,
-//! answering from a per-model queue of canned answers and recording every
-//! request) and a tiny tool receiver, over real HTTP on 127.0.0.1. Every
-//! wait is bounded.
+//! in-test fake provider (`common::FakeProvider`: both wire formats,
+//! non-streaming and streaming, answering from a per-model queue of canned
+//! answers and recording every request) and a tiny tool receiver, over real
+//! HTTP on 127.0.0.1. Every wait is bounded.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock};
+mod common;
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use common::{
+    ALICE, CAROL, Canned, FakeProvider, Loopback, OPERATOR, Reply, TURN_MUTANTS, assert_observable,
+    assert_valid, bounded, client, discovery, events_until, fed_back, get_json, of_type,
+    openai_calls, openai_text, seam_host, send, sha256_jcs,
+};
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, RateLimitConfig, RunningHost, start};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-const OPERATOR: &str = "refhost-operator-token";
-const ALICE: &str = "refhost-alice-token";
-const CAROL: &str = "refhost-carol-token";
 const SYSTEM_PROMPT: &str = "You are the reference host's test agent.";
 const TEST_TIMEOUT: Duration = Duration::from_secs(30);
 const MUTANTS_TIMEOUT: Duration = Duration::from_secs(120);
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
 
 // ---------------------------------------------------------------------------
-// The fake provider.
-
-/// One canned provider answer.
-#[derive(Debug, Clone)]
-enum Canned {
-    /// 200 with a JSON body.
-    Json(Value),
-    /// 200 with a `text/event-stream` body.
-    Sse(String),
-    /// A non-2xx status with a body that must never be copied.
-    Status(u16),
-    /// The inner answer after a pause.
-    Delayed(Duration, Box<Canned>),
-}
-
-/// One request the provider received.
-#[derive(Debug, Clone)]
-struct Recorded {
-    path: String,
-    headers: HeaderMap,
-    body: Value,
-}
-
-#[derive(Default)]
-struct ProviderState {
-    queues: HashMap<String, VecDeque<Canned>>,
-    requests: HashMap<String, Vec<Recorded>>,
-}
-
-type Shared = Arc<Mutex<ProviderState>>;
-
-struct FakeProvider {
-    base: String,
-    state: Shared,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl FakeProvider {
-    async fn start() -> Self {
-        async fn answer(
-            State(state): State<Shared>,
-            uri: axum::http::Uri,
-            headers: HeaderMap,
-            body: Bytes,
-        ) -> Response {
-            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let model = body["model"].as_str().unwrap_or_default().to_owned();
-            let canned = {
-                let mut state = state.lock().expect("lock");
-                state
-                    .requests
-                    .entry(model.clone())
-                    .or_default()
-                    .push(Recorded {
-                        path: uri.path().to_owned(),
-                        headers,
-                        body,
-                    });
-                state.queues.get_mut(&model).and_then(VecDeque::pop_front)
-            };
-            let mut canned = canned.unwrap_or(Canned::Status(599));
-            while let Canned::Delayed(pause, inner) = canned {
-                tokio::time::sleep(pause).await;
-                canned = *inner;
-            }
-            match canned {
-                Canned::Json(value) => axum::Json(value).into_response(),
-                Canned::Sse(text) => {
-                    ([(header::CONTENT_TYPE, "text/event-stream")], text).into_response()
-                }
-                Canned::Status(code) => (
-                    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-                    "PROVIDER-BODY-SECRET",
-                )
-                    .into_response(),
-                Canned::Delayed(..) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-            }
-        }
-        let state: Shared = Arc::default();
-        let app = Router::new()
-            .route("/v1/chat/completions", post(answer))
-            .route("/v1/messages", post(answer))
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind provider");
-        let addr = listener.local_addr().expect("addr");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self {
-            base: format!("http://{addr}"),
-            state,
-            task,
-        }
-    }
-
-    /// Queues answers for `model` and returns it.
-    fn script(&self, answers: Vec<Canned>) -> String {
-        let model = format!("tc-{}", uuid::Uuid::new_v4().simple());
-        self.state
-            .lock()
-            .expect("lock")
-            .queues
-            .insert(model.clone(), answers.into());
-        model
-    }
-
-    fn requests(&self, model: &str) -> Vec<Recorded> {
-        self.state
-            .lock()
-            .expect("lock")
-            .requests
-            .get(model)
-            .cloned()
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for FakeProvider {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-fn openai_calls(calls: &[(&str, &str, &str)], finish: &str) -> Canned {
-    let calls: Vec<Value> = calls
-        .iter()
-        .map(|(id, name, args)| {
-            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
-        })
-        .collect();
-    Canned::Json(json!({
-        "id": "chatcmpl-1", "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls},
-                     "finish_reason": finish}]
-    }))
-}
-
-fn openai_text(text: &str) -> Canned {
-    Canned::Json(json!({
-        "id": "chatcmpl-2", "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]
-    }))
-}
+// Provider answers beyond `common`'s OpenAI ones.
 
 fn openai_refusal() -> Canned {
     Canned::Json(json!({
@@ -216,11 +75,7 @@ fn anthropic_stream(events: &[Value], stop: bool) -> Canned {
 
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
-struct Receiver {
-    base: String,
-    seen: Seen,
-    task: tokio::task::JoinHandle<()>,
-}
+type Receiver = Loopback<Seen>;
 
 impl Receiver {
     async fn start() -> Self {
@@ -238,31 +93,14 @@ impl Receiver {
             seen.lock().expect("lock").push((label, value));
             (StatusCode::INTERNAL_SERVER_ERROR, "RECEIVER-BODY-SECRET").into_response()
         }
-        let seen: Seen = Arc::default();
-        let app = Router::new()
+        let routes = Router::new()
             .route("/ok/{label}", post(ok))
-            .route("/fail/{label}", post(fail))
-            .with_state(seen.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind receiver");
-        let addr = listener.local_addr().expect("addr");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self {
-            base: format!("http://{addr}"),
-            seen,
-            task,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+            .route("/fail/{label}", post(fail));
+        Self::serve(routes).await
     }
 
     fn calls(&self, label: &str) -> Vec<Value> {
-        self.seen
+        self.state
             .lock()
             .expect("lock")
             .iter()
@@ -272,65 +110,25 @@ impl Receiver {
     }
 }
 
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Host helpers.
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client")
-}
-
+/// A seams-on host whose tool buckets hold `capacity` calls per (principal,
+/// tool) and refill every 10 minutes (never, within a test).
 async fn host(mutant: Option<Mutant>, capacity: u32) -> RunningHost {
-    start(HostConfig {
+    let rate_limit = RateLimitConfig {
+        capacity,
+        refill_every: Duration::from_secs(600),
+    };
+    seam_host(
         mutant,
-        seams_enabled: true,
-        rate_limit: RateLimitConfig {
-            capacity,
-            refill_every: Duration::from_secs(600),
+        HostConfig {
+            rate_limit,
+            ..HostConfig::default()
         },
-        ..HostConfig::default()
-    })
+    )
     .await
-    .expect("host starts")
 }
-
-async fn bounded<F: std::future::Future<Output = ()>>(limit: Duration, test: F) {
-    tokio::time::timeout(limit, test)
-        .await
-        .expect("test finished in time");
-}
-
-fn schema(
-    name: &str,
-    cell: &'static OnceLock<jsonschema::Validator>,
-) -> &'static jsonschema::Validator {
-    cell.get_or_init(|| {
-        let path = format!("{}/../schemas/seams/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).expect("schema file");
-        let value: Value = serde_json::from_str(&text).expect("schema json");
-        jsonschema::validator_for(&value).expect("schema compiles")
-    })
-}
-
-fn assert_valid(validator: &jsonschema::Validator, instance: &Value) {
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{}: {e}", e.instance_path().as_str()))
-        .collect();
-    assert!(errors.is_empty(), "{instance}\n{errors:#?}");
-}
-
-static REQUEST_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
-static RESPONSE_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
 
 /// A write tool played by `/ok/{label}` (or `path` if given).
 fn write_tool(receiver: &Receiver, id: &str, path: &str) -> Value {
@@ -358,57 +156,34 @@ fn body(provider: &FakeProvider, wire: &str, model: &str, stream: bool, tools: V
     })
 }
 
-struct SeamAnswer {
-    status: u16,
-    body: Value,
-}
-
+/// Calls the turn seam as `token` (or anonymous); the answer must match the
+/// published response schema.
 async fn seam_raw(
     client: &reqwest::Client,
     host: &RunningHost,
     token: Option<&str>,
     body: &Value,
-) -> SeamAnswer {
-    let mut request = client.post(format!(
-        "{}/conformance/seams/sample/turn/run",
-        host.base_url
-    ));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.json(body).send().await.expect("seam answers");
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.expect("json body");
-    assert_valid(
-        schema("turn-run.response.schema.json", &RESPONSE_SCHEMA),
-        &body,
-    );
-    SeamAnswer { status, body }
+) -> Reply {
+    let request = client
+        .post(format!(
+            "{}/conformance/seams/sample/turn/run",
+            host.base_url
+        ))
+        .json(body);
+    let answer = send(request, token).await;
+    assert_valid("turn-run.response.schema.json", &answer.body);
+    answer
 }
 
 /// Creates a run through the seam (the body must match the published
 /// request schema) and returns its id.
 async fn create_run(client: &reqwest::Client, host: &RunningHost, body: &Value) -> String {
-    assert_valid(
-        schema("turn-run.request.schema.json", &REQUEST_SCHEMA),
-        body,
-    );
+    assert_valid("turn-run.request.schema.json", body);
     let answer = seam_raw(client, host, Some(OPERATOR), body).await;
     assert_eq!(answer.status, 201, "{}", answer.body);
     let run_id = answer.body["runId"].as_str().expect("runId").to_owned();
     assert_eq!(answer.body["eventsUrl"], format!("/runs/{run_id}/events"));
     run_id
-}
-
-async fn get_json(client: &reqwest::Client, url: &str, token: &str) -> (u16, Value) {
-    let response = client
-        .get(url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("answers");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 /// The run's events once it is terminal, without the `prompt.composed`
@@ -422,63 +197,18 @@ async fn finished_events(client: &reqwest::Client, host: &RunningHost, run_id: &
         .collect()
 }
 
-/// Every event of the run (debug mode), once it is terminal. Long-polls,
-/// so each wait is bounded by the poll timeout.
+/// Every event of the run (debug mode), once it is terminal (at most 20
+/// long polls).
 async fn all_finished_events(
     client: &reqwest::Client,
     host: &RunningHost,
     run_id: &str,
 ) -> Vec<Value> {
-    let mut events = Vec::new();
-    let mut after = -1i64;
-    for _ in 0..20 {
-        let (status, page) = get_json(
-            client,
-            &format!(
-                "{}/runs/{run_id}/events/poll?streamMode=debug&timeout=5&afterSequence={after}",
-                host.base_url
-            ),
-            OPERATOR,
-        )
-        .await;
-        assert_eq!(status, 200, "{page}");
-        events.extend(page["events"].as_array().cloned().unwrap_or_default());
-        after = page["lastSequence"].as_i64().unwrap_or(after);
-        if page["isTerminal"] == true {
-            return events;
-        }
-    }
-    panic!("run {run_id} did not finish: {events:#?}");
+    events_until(client, host, run_id, 20, |_| false).await
 }
 
 fn types(events: &[Value]) -> Vec<&str> {
     events.iter().filter_map(|e| e["type"].as_str()).collect()
-}
-
-fn of_type<'e>(events: &'e [Value], kind: &str) -> Vec<&'e Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
-fn sha256_jcs(value: &Value) -> String {
-    let bytes = serde_json_canonicalizer::to_vec(value).expect("jcs");
-    hex::encode(Sha256::digest(&bytes))
-}
-
-/// The tool results the given (OpenAI) request fed back, parsed.
-fn openai_fed_back(request: &Recorded) -> Vec<(String, Value)> {
-    request.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let text = m["content"].as_str().unwrap_or_default();
-            (
-                m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
-                serde_json::from_str(text).unwrap_or(Value::Null),
-            )
-        })
-        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -490,7 +220,7 @@ async fn executed_call_reaches_the_receiver_once_and_its_result_is_fed_back() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let model = provider.script(vec![
             openai_calls(&[("call_abc", "fixture_write", r#"{"path": "a.txt"}"#)], "tool_calls"),
             openai_text("Done."),
@@ -546,7 +276,7 @@ async fn executed_call_reaches_the_receiver_once_and_its_result_is_fed_back() {
         let second = &requests[1];
         assert_eq!(second.body["messages"][2]["role"], "assistant");
         assert_eq!(second.body["messages"][2]["tool_calls"][0]["id"], "call_abc");
-        let fed = openai_fed_back(second);
+        let fed = fed_back(&second.body);
         assert_eq!(fed.len(), 1);
         assert_eq!(fed[0].0, "call_abc");
         assert_eq!(
@@ -573,7 +303,7 @@ async fn invalid_arguments_are_not_dispatched_and_repair_text_comes_from_the_val
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let model = provider.script(vec![
             anthropic(
                 json!([
@@ -635,7 +365,7 @@ async fn truncated_completion_executes_nothing_and_fails_the_run() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let model = provider.script(vec![openai_calls(
             &[("call_cut", "fixture_write", r#"{"path": "a.t"#)],
             "length",
@@ -687,7 +417,7 @@ async fn refusal_ends_the_run_after_exactly_one_request_on_both_wires() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let tools = json!([write_tool(&receiver, "fixture_write", "/ok/refused")]);
         let openai = provider.script(vec![openai_refusal(), openai_text("second try")]);
         let anthropic_model = provider.script(vec![
@@ -735,7 +465,7 @@ async fn requested_output_is_an_answer_never_a_tool_call() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let tools = json!([write_tool(&receiver, "fixture_write", "/ok/prompted")]);
         let shaped = r#"{"tool": "fixture_write", "arguments": {"path": "evil.txt"}}"#;
         let answer_schema = json!({"type": "object"});
@@ -812,7 +542,7 @@ async fn streamed_answers_are_assembled_on_both_wires() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let tools = json!([write_tool(&receiver, "fixture_write", "/ok/stream")]);
         let openai = provider.script(vec![
             openai_stream(
@@ -897,7 +627,7 @@ async fn provider_failures_and_round_limits_fail_the_run() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let model = provider.script(vec![Canned::Status(503), openai_text("never")]);
         let run_id = create_run(
             &client,
@@ -962,7 +692,7 @@ async fn gates_refuse_unknown_forbidden_rate_limited_and_repeated_calls() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 2).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let tools = json!([write_tool(&receiver, "fixture_write", "/ok/gates")]);
 
         // Unknown name, a repeat (same canonical args), a failing tool.
@@ -1016,7 +746,7 @@ async fn gates_refuse_unknown_forbidden_rate_limited_and_repeated_calls() {
             "the repeat was not dispatched"
         );
         assert_eq!(receiver.calls("gates-fail").len(), 1);
-        let fed = openai_fed_back(&provider.requests(&model)[1]);
+        let fed = fed_back(&provider.requests(&model)[1].body);
         let ids: Vec<&str> = fed.iter().map(|(id, _)| id.as_str()).collect();
         assert_eq!(ids, ["call_u", "call_a", "call_b", "call_f"]);
         assert_eq!(fed[0].1["isError"], true);
@@ -1111,7 +841,7 @@ async fn repeats_are_dispatched_again_when_allowed() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let tools = json!([write_tool(&receiver, "fixture_write", "/ok/allow")]);
         let calls = [
             ("call_1", "fixture_write", r#"{"path": "same"}"#),
@@ -1161,7 +891,7 @@ async fn events_stream_as_sse_resumes_and_ends_after_the_terminal_event() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let tools = json!([write_tool(&receiver, "fixture_write", "/ok/sse")]);
         // The first answer is late, so the stream and the long poll below
         // are opened while the run is still going.
@@ -1282,7 +1012,7 @@ async fn seam_checks_caller_and_body_before_creating_a_run() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let good = body(
             &provider,
             "openai-chat",
@@ -1365,7 +1095,7 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let host = host(None, 5).await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         let mut read = write_tool(&receiver, "t_read", "/ok/cat");
         read["requiredScopes"] = json!(["tools:read"]);
         read["safetyTier"] = json!("read");
@@ -1423,16 +1153,9 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
         let (dave, _) = get_json(&client, &format!("{}/tools", host.base_url), "refhost-dave-token").await;
         assert_eq!(dave, 403, "an unresolvable scope set fails closed");
 
-        let discovery: Value = client
-            .get(format!("{}/.well-known/openwop", host.base_url))
-            .send()
-            .await
-            .expect("answers")
-            .json()
-            .await
-            .expect("json");
+        let doc = discovery(&client, &host.base_url).await;
         assert_eq!(
-            discovery["toolCatalog"],
+            doc["toolCatalog"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated", "sources": ["host-extension"]})
         );
         host.shutdown().await;
@@ -1442,24 +1165,8 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
 
 // ---------------------------------------------------------------------------
 // Every tool-loop mutant is observable.
-
-/// The tool-loop mutants, in `mutants::ALL` order (after the tool-hooks
-/// ones, before the idempotency ones).
-const TURN_MUTANTS: [Mutant; 13] = [
-    Mutant::TruncatedArgsExecuted,
-    Mutant::PromptedOutputDispatched,
-    Mutant::InlineToolParser,
-    Mutant::AuthzBeforeArgs,
-    Mutant::LimitsBeforeAuthz,
-    Mutant::RefusalRetried,
-    Mutant::RepairEchoesModelText,
-    Mutant::ToolErrorWithoutIserror,
-    Mutant::UnknownToolBareSuccess,
-    Mutant::DoubleReturn,
-    Mutant::RepeatNotSuppressed,
-    Mutant::StructuredNotEnforced,
-    Mutant::DescriptorWithoutReplayPolicy,
-];
+// (The list, `common::TURN_MUTANTS`, also tells tests/seam_toolhooks.rs
+// which mutants are probed here.)
 
 #[tokio::test]
 async fn every_turn_mutant_is_observable() {
@@ -1478,33 +1185,18 @@ async fn every_turn_mutant_is_observable() {
         );
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
-        let client = client();
+        let client = client(CLIENT_TIMEOUT);
         for mutant in TURN_MUTANTS {
-            let mutated = host(Some(mutant), 2).await;
-            let probe = Probe {
-                client: &client,
-                host: &mutated,
-                provider: &provider,
-                receiver: &receiver,
+            let probe = async |host: &RunningHost, side: &str| {
+                let probe = Probe {
+                    client: &client,
+                    host,
+                    provider: &provider,
+                    receiver: &receiver,
+                };
+                probe.observe(mutant, side).await
             };
-            assert!(
-                probe.observe(mutant, "mutated").await,
-                "mutant {mutant} was not observable"
-            );
-            mutated.shutdown().await;
-
-            let correct = host(None, 2).await;
-            let probe = Probe {
-                client: &client,
-                host: &correct,
-                provider: &provider,
-                receiver: &receiver,
-            };
-            assert!(
-                !probe.observe(mutant, "correct").await,
-                "probe for {mutant} fires on the correct host"
-            );
-            correct.shutdown().await;
+            assert_observable(mutant, async |mutant| host(mutant, 2).await, probe).await;
         }
     })
     .await;
@@ -1650,7 +1342,7 @@ impl Probe<'_> {
                     )
                     .await;
                 self.provider.requests(&model).get(1).is_some_and(|r| {
-                    openai_fed_back(r)
+                    fed_back(&r.body)
                         .iter()
                         .any(|(_, fed)| fed.to_string().contains("MODEL-TEXT-MARKER"))
                 })
@@ -1674,7 +1366,7 @@ impl Probe<'_> {
                     )
                     .await;
                 self.provider.requests(&model).get(1).is_some_and(|r| {
-                    openai_fed_back(r)
+                    fed_back(&r.body)
                         .iter()
                         .any(|(_, fed)| fed["isError"] == false)
                 })
