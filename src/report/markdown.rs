@@ -96,7 +96,7 @@ pub fn render_markdown(report: &Report) -> String {
             v.detail.replace('\n', " ")
         );
     }
-    let _ = writeln!(out, "## Not covered by a scenario yet\n");
+    let _ = writeln!(out, "\n## Not covered by a scenario yet\n");
     if report.uncovered.is_empty() {
         let _ = writeln!(out, "None.");
     } else {
