@@ -45,6 +45,19 @@ pub struct PollQuery {
 }
 
 impl PollQuery {
+    /// Parses the query string of the poll and stream reads; problems name the parameter.
+    pub fn from_request(
+        query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    ) -> Result<Self, ApiError> {
+        let Query(params) = query.map_err(|rejection| {
+            ApiError::validation(format!(
+                "query string could not be parsed ({}); use afterSequence, timeout and streamMode",
+                rejection.body_text()
+            ))
+        })?;
+        Self::parse(&params)
+    }
+
     /// Parses and checks the query parameters; problems name the parameter.
     pub fn parse(params: &HashMap<String, String>) -> Result<Self, ApiError> {
         let after_sequence = params
@@ -164,13 +177,7 @@ pub async fn poll_events(
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let tenant = authorize_reader(&state, &headers)?.tenant.clone();
-    let Query(params) = query.map_err(|rejection| {
-        ApiError::validation(format!(
-            "query string could not be parsed ({}); use afterSequence, timeout and streamMode",
-            rejection.body_text()
-        ))
-    })?;
-    let query = PollQuery::parse(&params)?;
+    let query = PollQuery::from_request(query)?;
     let after = query.after_sequence.unwrap_or(-1);
     find_visible_run(&state, &tenant, &run_id)?;
     // Subscribe to this run's signal before the first read, so an append

@@ -70,13 +70,7 @@ pub async fn stream_events(
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let tenant = authorize_reader(&state, &headers)?.tenant.clone();
-    let Query(params) = query.map_err(|rejection| {
-        ApiError::validation(format!(
-            "query string could not be parsed ({}); use afterSequence and streamMode",
-            rejection.body_text()
-        ))
-    })?;
-    let query = PollQuery::parse(&params)?;
+    let query = PollQuery::from_request(query)?;
     let after = resume_after(&headers, &query)?;
     find_visible_run(&state, &tenant, &run_id)?;
     // Subscribed before the first read, so no write can slip between.

@@ -175,27 +175,7 @@ pub async fn claim(
     // executors before the claim: the connection mutex is held only for
     // this one statement (never across an await), so executors genuinely
     // race up to here and SQL alone picks the winner.
-    let now = now_unix_ms();
-    let inserted = storage.with_conn(|conn| {
-        conn.execute(
-            "INSERT INTO effect_claims (effect_id, tenant, operation, keying, run_id, node_id,
-                 invocation_id, executor, state, claimed_at_ms, updated_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
-             ON CONFLICT(effect_id) DO NOTHING",
-            params![
-                request.effect_id,
-                request.tenant,
-                request.operation,
-                request.keying.as_str(),
-                request.run_id,
-                request.node_id,
-                request.invocation_id,
-                request.executor,
-                ClaimState::Claimed.as_str(),
-                now
-            ],
-        )
-    })?;
+    let inserted = write_claim(storage, request, ClaimWrite::InsertIfAbsent)?;
     if inserted == 1 {
         Ok(ClaimOutcome::Won)
     } else {
@@ -218,12 +198,38 @@ async fn claim_read_then_write(
     }
     // Bug: the read above is stale by the time the write below runs.
     await_point.pass().await;
+    write_claim(storage, request, ClaimWrite::Overwrite)?;
+    Ok(ClaimOutcome::Won)
+}
+
+/// How the claim row is written.
+#[derive(Clone, Copy)]
+enum ClaimWrite {
+    /// The atomic insert-if-absent: exactly one executor writes the row.
+    InsertIfAbsent,
+    /// The mutant's overwrite, which always "wins" and never reports a conflict.
+    Overwrite,
+}
+
+/// Writes the claim row; returns the number of rows written.
+fn write_claim(
+    storage: &Storage,
+    request: &ClaimRequest<'_>,
+    how: ClaimWrite,
+) -> Result<usize, StorageError> {
+    let (verb, on_conflict) = match how {
+        ClaimWrite::InsertIfAbsent => ("INSERT", "ON CONFLICT(effect_id) DO NOTHING"),
+        ClaimWrite::Overwrite => ("INSERT OR REPLACE", ""),
+    };
+    let sql = format!(
+        "{verb} INTO effect_claims (effect_id, tenant, operation, keying, run_id, node_id,
+             invocation_id, executor, state, claimed_at_ms, updated_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) {on_conflict}"
+    );
     let now = now_unix_ms();
     storage.with_conn(|conn| {
         conn.execute(
-            "INSERT OR REPLACE INTO effect_claims (effect_id, tenant, operation, keying, run_id,
-                 node_id, invocation_id, executor, state, claimed_at_ms, updated_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
+            &sql,
             params![
                 request.effect_id,
                 request.tenant,
@@ -237,8 +243,7 @@ async fn claim_read_then_write(
                 now
             ],
         )
-    })?;
-    Ok(ClaimOutcome::Won)
+    })
 }
 
 /// The loser's view of the effect.
