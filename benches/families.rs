@@ -20,7 +20,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let opts = RunOptions::default();
+    let opts = RunOptions {
+        reference_host_exe: Some(env!("CARGO_BIN_EXE_toolcert").into()),
+        ..RunOptions::default()
+    };
     for (family, target_ms) in [("hooks", 2000.0), ("turn", 3000.0)] {
         let prefix = format!("{family}.");
         let select = |s: &Scenario| s.id.starts_with(&prefix);

@@ -28,6 +28,7 @@
 
 pub mod canonical;
 pub mod cli;
+pub mod crash;
 pub mod expect;
 pub mod host;
 pub mod load;

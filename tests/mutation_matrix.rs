@@ -5,6 +5,14 @@
 use toolcert::runner::RunOptions;
 use toolcert::suite::Suite;
 
+/// Kill-and-restart scenarios run the reference host as a child process of toolcert's binary.
+fn options() -> RunOptions {
+    RunOptions {
+        reference_host_exe: Some(env!("CARGO_BIN_EXE_toolcert").into()),
+        ..RunOptions::default()
+    }
+}
+
 #[test]
 fn the_matrix_proves_every_check_can_fail() {
     let suite = Suite::embedded().unwrap();
@@ -13,7 +21,7 @@ fn the_matrix_proves_every_check_can_fail() {
         .build()
         .unwrap();
     let matrix = rt
-        .block_on(toolcert::matrix::run_matrix(&suite, &RunOptions::default()))
+        .block_on(toolcert::matrix::run_matrix(&suite, &options()))
         .unwrap();
     let problems = matrix.problems(&suite);
     assert!(

@@ -508,7 +508,13 @@ pub(crate) fn render(
                 })),
             ];
             blocks.extend(tool.text.iter().map(|t| Block::Text(t.clone())));
-            (blocks, "end_turn")
+            if tool.calls.is_empty() {
+                (blocks, "end_turn")
+            } else {
+                // The model goes on to call host tools in the same answer.
+                blocks.extend(use_blocks(&tool.calls, context.first_id + 1));
+                (blocks, "tool_use")
+            }
         }
     };
 

@@ -131,6 +131,9 @@ pub struct ProviderTool {
     pub result: Value,
     /// Text the model writes after the tool ran.
     pub text: Option<String>,
+    /// Host tools the model calls after the provider's tool ran (`toolCalls`), in the same
+    /// answer (`stop_reason: "tool_use"`): how provider-run output flows into a host call.
+    pub calls: Vec<ToolCall>,
 }
 
 impl RoundKind {
@@ -153,7 +156,7 @@ impl RoundKind {
     pub(crate) fn id_slots(&self) -> usize {
         match self {
             RoundKind::ToolCalls { calls, .. } | RoundKind::Truncated { calls, .. } => calls.len(),
-            RoundKind::ProviderTool(_) => 1,
+            RoundKind::ProviderTool(tool) => 1 + tool.calls.len(),
             _ => 0,
         }
     }
@@ -268,6 +271,9 @@ impl Round {
                 inner.insert("result".into(), tool.result.clone());
                 if let Some(text) = &tool.text {
                     inner.insert("text".into(), json!(text));
+                }
+                if !tool.calls.is_empty() {
+                    inner.insert("toolCalls".into(), calls_json(&tool.calls));
                 }
                 obj.insert("providerTool".into(), Value::Object(inner));
             }
@@ -461,9 +467,9 @@ fn parse_provider_tool(value: &Value, ptr: &str) -> Result<ProviderTool, ScriptE
     let obj = object(
         value,
         ptr,
-        "an object {\"name\", \"input\", \"result\", \"text\"?}",
+        "an object {\"name\", \"input\", \"result\", \"text\"?, \"toolCalls\"?}",
     )?;
-    only_keys(obj, ptr, &["name", "input", "result", "text"])?;
+    only_keys(obj, ptr, &["name", "input", "result", "text", "toolCalls"])?;
     let name = non_empty_string(
         required(
             obj,
@@ -491,6 +497,10 @@ fn parse_provider_tool(value: &Value, ptr: &str) -> Result<ProviderTool, ScriptE
         input: input.clone(),
         result: result.clone(),
         text: optional_string(obj, ptr, "text")?,
+        calls: match obj.get("toolCalls") {
+            None => Vec::new(),
+            Some(v) => parse_calls(v, &child(ptr, "toolCalls"))?,
+        },
     })
 }
 
@@ -733,7 +743,7 @@ pub fn script_schema() -> Value {
                     ),
                     branch(
                         "providerTool",
-                        "A provider-executed tool (Anthropic server_tool_use and its result block), then optional text.",
+                        "A provider-executed tool (Anthropic server_tool_use and its result block), then optional text and optional host tool calls.",
                         json!({
                             "type": "object",
                             "additionalProperties": false,
@@ -743,6 +753,10 @@ pub fn script_schema() -> Value {
                                 "input": {"type": "object"},
                                 "result": {"description": "Any JSON value."},
                                 "text": {"type": "string"},
+                                "toolCalls": {
+                                    "$ref": "#/$defs/calls",
+                                    "description": "Host tools the model calls after the provider's tool ran, in the same answer (stop_reason tool_use).",
+                                },
                             },
                         }),
                         &[],
@@ -1084,6 +1098,7 @@ mod tests {
                         input: Value::Object(input.into_iter().collect()),
                         result,
                         text,
+                        calls: Vec::new(),
                     }
                 )),
         ]

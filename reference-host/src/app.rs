@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 use crate::catalog::{self, Catalog};
 use crate::config::HostConfig;
 use crate::discovery::{self, DiscoveryDoc};
+use crate::effect_seams;
 use crate::effects;
 use crate::error::{ApiError, HostError};
 use crate::interrupts::{self, Interrupts};
@@ -25,6 +26,8 @@ use crate::runs;
 use crate::seams;
 use crate::sse;
 use crate::storage::Storage;
+use crate::turn;
+use crate::turn::control::RunControls;
 use crate::turn::provider::ProviderClient;
 use crate::workflows;
 
@@ -55,16 +58,28 @@ struct Inner {
     approval_timeout: Duration,
     /// Set once the host is shutting down; background tool loops watch it.
     shutdown: watch::Sender<bool>,
+    /// Whether the store is durable (`--data-dir`): then a shutdown leaves
+    /// in-flight turn runs `running`, to be recovered at the next start.
+    durable: bool,
+    /// Largest whole tool record (TURN-D10).
+    record_limit_bytes: usize,
+    /// Cancel signals of the turn loops running here.
+    run_controls: RunControls,
 }
 
 impl AppState {
-    /// Builds the state for `config` (fresh in-memory store, empty buckets).
+    /// Builds the state for `config`: the store in `config.data_dir` (or a
+    /// fresh in-memory one), empty buckets.
     pub fn new(config: &HostConfig) -> Result<Self, HostError> {
+        let storage = match &config.data_dir {
+            Some(dir) => Storage::open_dir(dir)?,
+            None => Storage::open_in_memory()?,
+        };
         let inner = Inner {
             mutant: config.mutant,
             seams_enabled: config.seams_enabled,
             principals: PrincipalDirectory::new(config.principals.clone())?,
-            storage: Storage::open_in_memory()?,
+            storage,
             limiter: RateLimiter::new(config.rate_limit, config.mutant),
             invoker: ToolInvoker::new().map_err(HostError::HttpClient)?,
             discovery: DiscoveryDoc::render(config.seams_enabled, config.mutant),
@@ -74,6 +89,9 @@ impl AppState {
             interrupts: Interrupts::new(),
             approval_timeout: config.approval_timeout,
             shutdown: watch::Sender::new(false),
+            durable: config.data_dir.is_some(),
+            record_limit_bytes: config.record_limit_bytes,
+            run_controls: RunControls::new(),
         };
         Ok(Self {
             inner: Arc::new(inner),
@@ -157,6 +175,21 @@ impl AppState {
         self.inner.approval_timeout
     }
 
+    /// Whether the store survives a restart (`--data-dir`).
+    pub fn durable(&self) -> bool {
+        self.inner.durable
+    }
+
+    /// Largest serialized tool record kept whole (TURN-D10).
+    pub fn record_limit_bytes(&self) -> usize {
+        self.inner.record_limit_bytes
+    }
+
+    /// The cancel signals of the turn loops running in this process.
+    pub fn run_controls(&self) -> &RunControls {
+        &self.inner.run_controls
+    }
+
     /// Tells background work (tool loops) that the host is stopping.
     pub fn request_shutdown(&self) {
         self.inner.shutdown.send_replace(true);
@@ -177,7 +210,12 @@ pub fn router(state: AppState) -> Router {
     let mut router = Router::new()
         .route("/.well-known/openwop", get(discovery::get_discovery))
         .route("/runs", post(workflows::post_runs))
-        .route("/runs/{runId}", get(runs::get_run))
+        // `POST /runs/{runId}:fork` and `:cancel` share the segment (axum
+        // cannot match `{runId}:fork` in one segment).
+        .route(
+            "/runs/{runId}",
+            get(runs::get_run).post(turn::fork::post_run_action),
+        )
         .route("/runs/{runId}/effects", get(effects::list_run_effects))
         .route("/runs/{runId}/events", get(sse::stream_events))
         .route("/runs/{runId}/events/poll", get(runs::poll_events))
@@ -189,6 +227,7 @@ pub fn router(state: AppState) -> Router {
             "/interrupts/{token}",
             post(interrupts::routes::resolve_by_link),
         )
+        .route("/host/effect-seams", get(effect_seams::get_effect_seams))
         .route("/tools", get(catalog::list_tools))
         .route("/tools/{toolId}", get(catalog::get_tool));
     if state.seams_enabled() {
@@ -221,7 +260,8 @@ pub struct RunningHost {
 
 impl RunningHost {
     /// Stops accepting, lets in-flight requests finish for up to 2 s, then
-    /// aborts whatever is left.
+    /// aborts whatever is left. With a durable store, in-flight turn runs
+    /// stay `running` and are recovered at the next start.
     pub async fn shutdown(self) {
         // Tool loops running in the background end at their next await.
         self.state.request_shutdown();
@@ -250,6 +290,11 @@ pub async fn start(config: HostConfig) -> Result<RunningHost, HostError> {
     let addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
     let app = router(state.clone());
+    if state.durable() {
+        // TTC §D: resume the turn runs a previous process left in flight
+        // (and fail any other run it left), before serving requests.
+        turn::recovery::recover(&state)?;
+    }
     // Retention: every 10 minutes, until shutdown (it watches the signal).
     effects::sweeper::spawn_background(state.clone());
     let server = tokio::spawn(async move {

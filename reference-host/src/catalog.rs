@@ -256,7 +256,7 @@ impl Catalog {
 }
 
 /// The caller's resolved scopes; an unresolvable set fails closed (403).
-fn caller_scopes(state: &AppState, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
+pub fn caller_scopes(state: &AppState, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
     let caller = authenticate(headers, state.principals())?;
     caller
         .resolve_scopes()

@@ -1,6 +1,7 @@
 //! Host configuration.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::mutants::Mutant;
@@ -43,7 +44,19 @@ pub struct HostConfig {
     /// resolved before the run fails with `approval_expired` (default
     /// 120 s; tests shorten it). Every wait of the loop is bounded.
     pub approval_timeout: Duration,
+    /// Directory of the durable store (`--data-dir`): the SQLite database
+    /// lives in `DIR/reference-host.sqlite3` (WAL), and in-flight turn runs
+    /// are recovered at start-up (TTC §D). `None` (the default) keeps
+    /// everything in `:memory:`.
+    pub data_dir: Option<PathBuf>,
+    /// Largest serialized tool record kept whole (`--record-limit-bytes`,
+    /// default 65536); a larger one is kept as a digest with a truncation
+    /// marker and is a miss on replay and recovery (TURN-D10).
+    pub record_limit_bytes: usize,
 }
+
+/// Default of [`HostConfig::record_limit_bytes`].
+pub const DEFAULT_RECORD_LIMIT_BYTES: usize = 65_536;
 
 /// Default of [`HostConfig::approval_timeout`].
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -58,6 +71,8 @@ impl Default for HostConfig {
             rate_limit: RateLimitConfig::default(),
             default_tool_timeout: Duration::from_secs(2),
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            data_dir: None,
+            record_limit_bytes: DEFAULT_RECORD_LIMIT_BYTES,
         }
     }
 }
@@ -77,5 +92,7 @@ mod tests {
         assert_eq!(config.rate_limit.refill_every, Duration::from_secs(30));
         assert_eq!(config.default_tool_timeout, Duration::from_secs(2));
         assert_eq!(config.approval_timeout, Duration::from_secs(120));
+        assert_eq!(config.data_dir, None);
+        assert_eq!(config.record_limit_bytes, 65_536);
     }
 }

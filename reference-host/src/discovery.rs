@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::app::AppState;
 use crate::args_hash::sha256_hex;
 use crate::catalog::SOURCE_HOST_EXTENSION;
+use crate::effect_seams::MANIFEST_PATH;
 use crate::effects::sweeper::EFFECT_RETENTION_SECS;
 use crate::layer1::LAYER1_RETENTION_SECS;
 use crate::mutants::Mutant;
@@ -69,6 +70,8 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         "prePostEvents": true,
         "perToolAuthorization": true,
         "perToolRateLimit": true,
+        // TURN-D11: tool-turn recovery and replay (TTC §D) is served.
+        "turnReplay": true,
     });
     if mutant == Some(Mutant::ToolhooksFacetNotBoolean) {
         // Bug: a boolean facet carried as a string.
@@ -102,6 +105,7 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
     });
     if let Some(object) = root.as_object_mut() {
         object.insert("idempotency".to_owned(), idempotency_record(mutant));
+        object.insert("replay".to_owned(), replay_record());
     }
     if seams_enabled && let Some(object) = root.as_object_mut() {
         object.insert(
@@ -139,6 +143,20 @@ fn idempotency_record(mutant: Option<Mutant>) -> Value {
         "crossRegion": cross_region,
         "layer1RetentionSeconds": layer1_retention,
         "layer2RetentionSeconds": EFFECT_RETENTION_SECS,
+    })
+}
+
+/// The `replay` capability record (RPL-1): only `replay` forks are served,
+/// records are kept 14 days, and the effect-seam manifest is at
+/// `/host/effect-seams`.
+fn replay_record() -> Value {
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-gated",
+        "modes": ["replay"],
+        "retention": {"days": 14},
+        "effectSeamsManifest": MANIFEST_PATH,
     })
 }
 

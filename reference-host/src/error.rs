@@ -39,6 +39,14 @@ pub enum ErrorCode {
     /// 503: the host cannot serve the request now; always sent with
     /// `Retry-After`, and a retry may succeed.
     ServiceUnavailable,
+    /// 422: the host does not serve what was asked (a `branch` fork, or a
+    /// replay fork of a run that is not a turn run; RPL-9).
+    CapabilityNotProvided,
+    /// 409 `refhost.run_already_terminal`: a vendor code (ERR-1 allows
+    /// `vendor.code` names outside `openwop.`) for an action on a run that
+    /// already finished, e.g. `:cancel` on a completed run. No registered
+    /// v2 code says this, and borrowing an idempotency code misled callers.
+    RunAlreadyTerminal,
 }
 
 impl ErrorCode {
@@ -56,6 +64,8 @@ impl ErrorCode {
             Self::IdempotencyInFlight => "idempotency_in_flight",
             Self::IdempotencyKeyConflict => "idempotency_key_conflict",
             Self::ServiceUnavailable => "service_unavailable",
+            Self::CapabilityNotProvided => "capability_not_provided",
+            Self::RunAlreadyTerminal => "refhost.run_already_terminal",
         }
     }
 
@@ -71,8 +81,10 @@ impl ErrorCode {
             Self::IdempotencyKeyInvalid => StatusCode::BAD_REQUEST,
             Self::IdempotencyKeyMismatch
             | Self::IdempotencyInFlight
-            | Self::IdempotencyKeyConflict => StatusCode::CONFLICT,
+            | Self::IdempotencyKeyConflict
+            | Self::RunAlreadyTerminal => StatusCode::CONFLICT,
             Self::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::CapabilityNotProvided => StatusCode::UNPROCESSABLE_ENTITY,
         }
     }
 }
@@ -209,8 +221,8 @@ pub enum HostError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The in-memory SQLite store could not be opened.
-    #[error("cannot open the in-memory store: {0}")]
+    /// The SQLite store could not be opened, prepared or recovered.
+    #[error("the run store failed: {0}")]
     Storage(#[from] crate::storage::StorageError),
     /// The outbound HTTP client for tool receivers could not be built.
     #[error("cannot build the tool-receiver HTTP client: {0}")]
@@ -218,6 +230,10 @@ pub enum HostError {
     /// The principals list is invalid.
     #[error("invalid principals: {0}")]
     Principals(#[from] crate::principals::PrincipalsError),
+    /// The durable store (`--data-dir`) could not be opened as it is; the
+    /// message names the file or directory and what would fix it.
+    #[error(transparent)]
+    Store(#[from] crate::storage::StoreOpenError),
     /// Any other I/O failure while starting.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
@@ -285,6 +301,8 @@ mod tests {
             (ErrorCode::IdempotencyInFlight, 409),
             (ErrorCode::IdempotencyKeyConflict, 409),
             (ErrorCode::ServiceUnavailable, 503),
+            (ErrorCode::CapabilityNotProvided, 422),
+            (ErrorCode::RunAlreadyTerminal, 409),
         ];
         for (code, status) in pairs {
             assert_eq!(code.status().as_u16(), status, "{code}");

@@ -27,6 +27,19 @@ pub const RUN_COMPLETED: &str = "run.completed";
 /// `run.failed`: the run finished with an error (terminal).
 pub const RUN_FAILED: &str = "run.failed";
 
+/// `run.cancelled`: the run was stopped by `POST /runs/{runId}:cancel`
+/// (terminal); payload `{reason}`.
+pub const RUN_CANCELLED: &str = "run.cancelled";
+
+/// `node.started`: a node attempt began; payload `{nodeId, attempt}`
+/// (TURN-D9: each attempt starts with one).
+pub const NODE_STARTED: &str = "node.started";
+/// `node.retrying`: a node attempt ended on a transient failure and the
+/// next attempt follows; payload `{nodeId, attempt, error {code, message}}`.
+pub const NODE_RETRYING: &str = "node.retrying";
+/// `node.failed`: the node failed; payload `{nodeId, error {code, message}}`.
+pub const NODE_FAILED: &str = "node.failed";
+
 /// The schema version of every event this host writes.
 pub const SCHEMA_VERSION: u32 = 1;
 

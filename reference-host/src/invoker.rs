@@ -51,6 +51,10 @@ pub struct DataInvocation {
     pub body: Vec<u8>,
     /// False when the body was longer than the cap and was cut.
     pub body_complete: bool,
+    /// Whether the failure (if any) is transient: the receiver answered
+    /// 5xx, timed out, or the connection failed. A node attempt ends on one
+    /// when attempts remain (TURN-D9).
+    pub transient: bool,
 }
 
 /// What one POST to a receiver produced.
@@ -58,6 +62,7 @@ struct Posted {
     result: InvokeResult,
     body: Vec<u8>,
     complete: bool,
+    transient: bool,
 }
 
 impl Posted {
@@ -66,6 +71,15 @@ impl Posted {
             result,
             body: Vec::new(),
             complete: true,
+            transient: false,
+        }
+    }
+
+    /// A failure a later attempt may not see (timeout, connection, 5xx).
+    fn transient(result: InvokeResult) -> Self {
+        Self {
+            transient: true,
+            ..Self::failed(result)
         }
     }
 }
@@ -123,15 +137,31 @@ impl ToolInvoker {
         args: &Value,
         timeout: Duration,
     ) -> DataInvocation {
+        self.invoke_keyed(receiver, args, None, timeout).await
+    }
+
+    /// Like [`ToolInvoker::invoke_for_data`], sending
+    /// `Idempotency-Key: <key>` when a key is given (the turn loop's tool
+    /// identity, TURN-D2), so a receiver can tell a re-run of the same
+    /// logical call after a restart from a new call.
+    pub async fn invoke_keyed(
+        &self,
+        receiver: Option<&Url>,
+        args: &Value,
+        idempotency_key: Option<&str>,
+        timeout: Duration,
+    ) -> DataInvocation {
         let started = Instant::now();
         let posted = match receiver {
             None => Posted::failed(InvokeResult::Succeeded),
             Some(url) => {
                 // The outer timeout bounds the whole call even if the client's
                 // own per-request timeout did not fire (belt and braces).
-                match tokio::time::timeout(timeout, self.post(url, args, timeout)).await {
+                match tokio::time::timeout(timeout, self.post(url, args, idempotency_key, timeout))
+                    .await
+                {
                     Ok(posted) => posted,
-                    Err(_) => Posted::failed(timed_out(timeout)),
+                    Err(_) => Posted::transient(timed_out(timeout)),
                 }
             }
         };
@@ -142,6 +172,7 @@ impl ToolInvoker {
             },
             body: posted.body,
             body_complete: posted.complete,
+            transient: posted.transient,
         }
     }
 
@@ -191,17 +222,21 @@ impl ToolInvoker {
             .unwrap_or(Delivery::TimedOut)
     }
 
-    async fn post(&self, url: &Url, args: &Value, timeout: Duration) -> Posted {
-        let sent = self
-            .client
-            .post(url.clone())
-            .timeout(timeout)
-            .json(args)
-            .send()
-            .await;
+    async fn post(
+        &self,
+        url: &Url,
+        args: &Value,
+        idempotency_key: Option<&str>,
+        timeout: Duration,
+    ) -> Posted {
+        let mut request = self.client.post(url.clone()).timeout(timeout).json(args);
+        if let Some(key) = idempotency_key {
+            request = request.header("Idempotency-Key", key);
+        }
+        let sent = request.send().await;
         let mut response = match sent {
             Ok(response) => response,
-            Err(err) => return Posted::failed(transport_failure(&err, timeout)),
+            Err(err) => return Posted::transient(transport_failure(&err, timeout)),
         };
         // Read at most MAX_RECEIVER_BODY bytes so the measured duration
         // covers the tool's whole answer and memory stays bounded.
@@ -219,7 +254,7 @@ impl ToolInvoker {
                     body.extend_from_slice(&chunk);
                 }
                 Ok(None) => break,
-                Err(err) => return Posted::failed(transport_failure(&err, timeout)),
+                Err(err) => return Posted::transient(transport_failure(&err, timeout)),
             }
         }
         let status = response.status();
@@ -228,13 +263,20 @@ impl ToolInvoker {
                 result: InvokeResult::Succeeded,
                 body,
                 complete,
+                transient: false,
             }
         } else {
             // The body of a failure is dropped: it is never copied anywhere.
-            Posted::failed(InvokeResult::Failed {
+            let result = InvokeResult::Failed {
                 code: ToolErrorCode::ToolExecutionFailed,
                 message: format!("tool receiver answered HTTP {}", status.as_u16()),
-            })
+            };
+            // A 5xx may pass on a later attempt (TURN-D9); a 4xx will not.
+            if status.is_server_error() {
+                Posted::transient(result)
+            } else {
+                Posted::failed(result)
+            }
         }
     }
 }

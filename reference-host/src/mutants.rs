@@ -138,6 +138,55 @@ pub enum Mutant {
     ApprovedCallRunsTwice,
     /// Tool results do not taint the turn (contentTrust stays trusted).
     TrustNeverTainted,
+    /// A replay fork dispatches each tool to its receiver.
+    ReplayExecutesTool,
+    /// A replay miss is served as `status: "ok"` with a null result.
+    ReplayMissEmptySuccess,
+    /// A replayed return carries a fresh `durationMs`, not the recorded one.
+    ReplayDurationRecomputed,
+    /// A replayed return's error message is prefixed `replayed: `.
+    ReplayErrorReworded,
+    /// The call in doubt is re-run whatever its replayPolicy.
+    RecoveryRerunsInDoubt,
+    /// Recovery ignores the records and restarts the loop from round 1.
+    RecoveryFromScratch,
+    /// A new node attempt is served the earlier attempt's tool records.
+    RetryServedRecords,
+    /// A round's tool records are written only after the next model response.
+    RecordAfterNextRound,
+    /// A digest record is served on replay and recovery instead of a miss.
+    OversizedServedOnReplay,
+    /// A simulated record failure is ignored for every tool.
+    RecordFailureIgnored,
+    /// A clarification ask past `limits.clarificationRounds` raises another
+    /// interrupt instead of the typed refusal (TURN-E1).
+    ClarificationUnbounded,
+    /// Calls after a clarification ask in the same round are executed
+    /// (TURN-E2 says the ask ends the turn).
+    AskDoesNotEndTurn,
+    /// Without tool support the tools are described in the system prompt
+    /// and JSON in the answer text is dispatched (TURN-E3 says fail typed).
+    ToolSupportGuessed,
+    /// A provider-executed tool's output leaves the turn trusted (TURN-F3).
+    ProviderToolOutputTrusted,
+    /// The effect-seam manifest has no row for the provider-executed tool
+    /// (TURN-F1).
+    ProviderToolUnlisted,
+    /// A replay fork asks the provider live for a round that ran a
+    /// provider-executed tool, server tool definitions included (TURN-F2).
+    ProviderToolRefiredOnReplay,
+    /// A replay fork with a non-empty `runOptionsOverlay` is accepted (RPL-9).
+    ForkOverlayAccepted,
+    /// `GET /host/effect-seams` is not served (RPL-1).
+    EffectSeamsUnserved,
+    /// The tool identity leaves out the per-node ordinal: every call of a run
+    /// sends the same `Idempotency-Key` (TURN-D2).
+    ToolKeyPerRun,
+    /// `agent.tool-returned` carries the tool's result (TURN-D12).
+    ResultOnReturn,
+    /// A replay fork serves every recorded model round instead of asking the
+    /// model again (RPL-5).
+    ReplayModelFromRecord,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -468,6 +517,111 @@ pub const ALL: &[MutantInfo] = &[
         name: "trust-never-tainted",
         breaks: "tool results do not taint the turn: contentTrust stays trusted",
     },
+    MutantInfo {
+        mutant: Mutant::ReplayExecutesTool,
+        name: "replay-executes-tool",
+        breaks: "a replay fork dispatches each tool to its receiver and feeds back the live result (TURN-D5, RPL-2)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayMissEmptySuccess,
+        name: "replay-miss-empty-success",
+        breaks: "a replay miss is served as status ok with a null result and the fork completes (TURN-D6, RPL-3)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayDurationRecomputed,
+        name: "replay-duration-recomputed",
+        breaks: "a replayed return carries a freshly measured durationMs instead of the recorded one (HOOKS-AUDIT-4, RPL-6)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayErrorReworded,
+        name: "replay-error-reworded",
+        breaks: "a replayed return's recorded error message is re-rendered with a `replayed: ` prefix (HOOKS-FAIL-6, RPL-6)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecoveryRerunsInDoubt,
+        name: "recovery-reruns-in-doubt",
+        breaks: "after a restart the call in doubt is re-run even when its replayPolicy is non-deterministic (TURN-D8)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecoveryFromScratch,
+        name: "recovery-from-scratch",
+        breaks: "recovery ignores the records and restarts the loop from round 1, re-asking the provider and re-executing tools (TURN-D7)",
+    },
+    MutantInfo {
+        mutant: Mutant::RetryServedRecords,
+        name: "retry-served-records",
+        breaks: "a new node attempt is served the earlier attempt's tool records, so a retry is handed the recorded transient failure (TURN-D9)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecordAfterNextRound,
+        name: "record-after-next-round",
+        breaks: "a round's tool records are written only after the next model response has arrived (TURN-D3)",
+    },
+    MutantInfo {
+        mutant: Mutant::OversizedServedOnReplay,
+        name: "oversized-served-on-replay",
+        breaks: "a digest (oversized) record is served on replay or recovery, its digest object fed back as the result (TURN-D10)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecordFailureIgnored,
+        name: "record-failure-ignored",
+        breaks: "a record failure is ignored for every tool, so a write tool's node goes on unrecorded (TURN-D4)",
+    },
+    MutantInfo {
+        mutant: Mutant::ClarificationUnbounded,
+        name: "clarification-unbounded",
+        breaks: "a clarification ask past limits.clarificationRounds raises another interrupt instead of the typed refusal (TURN-E1)",
+    },
+    MutantInfo {
+        mutant: Mutant::AskDoesNotEndTurn,
+        name: "ask-does-not-end-turn",
+        breaks: "calls after a clarification ask in the same round are executed instead of ended-turn (TURN-E2)",
+    },
+    MutantInfo {
+        mutant: Mutant::ToolSupportGuessed,
+        name: "tool-support-guessed",
+        breaks: "without tool support the tools are prompted in the system message and JSON in the answer text is dispatched (TURN-E3)",
+    },
+    MutantInfo {
+        mutant: Mutant::ProviderToolOutputTrusted,
+        name: "provider-tool-output-trusted",
+        breaks: "a provider-executed tool's output leaves contentTrust unchanged, so a later conditional write is not held (TURN-F3)",
+    },
+    MutantInfo {
+        mutant: Mutant::ProviderToolUnlisted,
+        name: "provider-tool-unlisted",
+        breaks: "the effect-seam manifest has no row for the provider-executed tool (TURN-F1)",
+    },
+    MutantInfo {
+        mutant: Mutant::ProviderToolRefiredOnReplay,
+        name: "provider-tool-refired-on-replay",
+        breaks: "a replay fork asks the provider live for a provider-tool round, server tool definitions included (TURN-F2)",
+    },
+    MutantInfo {
+        mutant: Mutant::ForkOverlayAccepted,
+        name: "fork-overlay-accepted",
+        breaks: "a replay fork with a non-empty runOptionsOverlay is accepted (RPL-9)",
+    },
+    MutantInfo {
+        mutant: Mutant::EffectSeamsUnserved,
+        name: "effect-seams-unserved",
+        breaks: "GET /host/effect-seams answers 404 (RPL-1)",
+    },
+    MutantInfo {
+        mutant: Mutant::ToolKeyPerRun,
+        name: "tool-key-per-run",
+        breaks: "every tool call of a run sends the same Idempotency-Key: the ordinal is left out (TURN-D2)",
+    },
+    MutantInfo {
+        mutant: Mutant::ResultOnReturn,
+        name: "result-on-return",
+        breaks: "agent.tool-returned carries the tool's result (TURN-D12)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayModelFromRecord,
+        name: "replay-model-from-record",
+        breaks: "a replay fork serves every recorded model round instead of asking the model again (RPL-5)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -546,8 +700,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_63_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 63);
+    fn list_has_84_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 84);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -602,9 +756,9 @@ mod tests {
                 "cross-region-unknown",
             ]
         );
-        // The trust and approval mutants (TTC §C) close the list, in the
-        // brief's order.
-        let trust: Vec<&str> = ALL[56..].iter().map(|i| i.name).collect();
+        // The trust and approval mutants (TTC §C) follow, in the brief's
+        // order.
+        let trust: Vec<&str> = ALL[56..63].iter().map(|i| i.name).collect();
         assert_eq!(
             trust,
             [
@@ -615,6 +769,41 @@ mod tests {
                 "untrusted-write-refused",
                 "approved-call-runs-twice",
                 "trust-never-tainted",
+            ]
+        );
+        // The recovery and replay mutants (TTC §D) follow.
+        let replay: Vec<&str> = ALL[63..73].iter().map(|i| i.name).collect();
+        assert_eq!(
+            replay,
+            [
+                "replay-executes-tool",
+                "replay-miss-empty-success",
+                "replay-duration-recomputed",
+                "replay-error-reworded",
+                "recovery-reruns-in-doubt",
+                "recovery-from-scratch",
+                "retry-served-records",
+                "record-after-next-round",
+                "oversized-served-on-replay",
+                "record-failure-ignored",
+            ]
+        );
+        // The human-input and provider-tool mutants (TTC §E, §F) close it.
+        let human_and_provider: Vec<&str> = ALL[73..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            human_and_provider,
+            [
+                "clarification-unbounded",
+                "ask-does-not-end-turn",
+                "tool-support-guessed",
+                "provider-tool-output-trusted",
+                "provider-tool-unlisted",
+                "provider-tool-refired-on-replay",
+                "fork-overlay-accepted",
+                "effect-seams-unserved",
+                "tool-key-per-run",
+                "result-on-return",
+                "replay-model-from-record",
             ]
         );
     }

@@ -7,6 +7,7 @@
 //! be made atomic by SQL, not by a host-wide lock.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
@@ -32,6 +33,61 @@ pub enum StorageError {
     },
 }
 
+/// The file name of the durable store inside `--data-dir`.
+pub const STORE_FILE: &str = "reference-host.sqlite3";
+
+/// `PRAGMA user_version` of a store this host created. A database with any
+/// other (non-zero) version is somebody else's, or an older layout: it is
+/// refused, never migrated in place or reset.
+pub const STORE_SCHEMA_VERSION: i64 = 1;
+
+/// Why the durable store could not be opened. Every message names the file
+/// or directory and says what would fix it; nothing is reset or overwritten.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreOpenError {
+    /// `--data-dir` does not exist or is not a directory.
+    #[error(
+        "data dir {} does not exist or is not a directory; create it (mkdir -p) or pass an existing directory to --data-dir",
+        dir.display()
+    )]
+    DirMissing {
+        /// The directory given.
+        dir: PathBuf,
+    },
+    /// The store file exists but is not a SQLite database.
+    #[error(
+        "{} is not a SQLite database ({problem}); move it away or pass another --data-dir (the host never overwrites it)",
+        file.display()
+    )]
+    NotADatabase {
+        /// The file.
+        file: PathBuf,
+        /// What SQLite said.
+        problem: String,
+    },
+    /// The store file is a SQLite database of another schema version.
+    #[error(
+        "{} has schema version {found} (PRAGMA user_version), not this host's {expected}; pass a fresh --data-dir or move the file away (the host never migrates or resets it)",
+        file.display()
+    )]
+    ForeignSchema {
+        /// The file.
+        file: PathBuf,
+        /// Its `user_version`.
+        found: i64,
+        /// Ours.
+        expected: i64,
+    },
+    /// SQLite failed while opening or preparing the file.
+    #[error("cannot open the store {}: {source}; check its permissions and free space", file.display())]
+    Sqlite {
+        /// The file.
+        file: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+}
+
 /// The lifecycle state of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunStatus {
@@ -41,10 +97,16 @@ pub enum RunStatus {
     /// (TTC §C); the loop is paused until the interrupt is resolved or
     /// expires.
     WaitingApproval,
+    /// The tool loop asked the user a question through its clarification
+    /// tool (TURN-E1) and waits for the answers at
+    /// [`RunRecord::current_node_id`].
+    WaitingInput,
     /// Finished successfully.
     Completed,
     /// Finished unsuccessfully.
     Failed,
+    /// Stopped by `POST /runs/{runId}:cancel`.
+    Cancelled,
 }
 
 impl RunStatus {
@@ -53,8 +115,10 @@ impl RunStatus {
         match self {
             Self::Running => "running",
             Self::WaitingApproval => "waiting-approval",
+            Self::WaitingInput => "waiting-input",
             Self::Completed => "completed",
             Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
         }
     }
 
@@ -63,15 +127,17 @@ impl RunStatus {
         match value {
             "running" => Some(Self::Running),
             "waiting-approval" => Some(Self::WaitingApproval),
+            "waiting-input" => Some(Self::WaitingInput),
             "completed" => Some(Self::Completed),
             "failed" => Some(Self::Failed),
+            "cancelled" => Some(Self::Cancelled),
             _ => None,
         }
     }
 
     /// Whether no further events will be appended.
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed)
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
     }
 }
 
@@ -91,7 +157,8 @@ pub struct RunRecord {
     pub created_at: String,
     /// Why the run failed (`{code, message}`), for failed runs only.
     pub error: Option<Value>,
-    /// The node the run is paused at, while it is `waiting-approval`.
+    /// The node the run is paused at, while it is `waiting-approval` or
+    /// `waiting-input`.
     pub current_node_id: Option<String>,
 }
 
@@ -133,18 +200,160 @@ impl Storage {
     /// Opens a fresh in-memory store with the schema in place.
     pub fn open_in_memory() -> Result<Self, StorageError> {
         let conn = Connection::open_in_memory()?;
-        conn.execute_batch(SCHEMA)?;
-        // Each concept owns its tables; they share this one connection so
-        // a claim and the run it belongs to live in one store.
-        conn.execute_batch(crate::effects::claim::SCHEMA)?;
-        conn.execute_batch(crate::effects::ledger::SCHEMA)?;
-        conn.execute_batch(crate::layer1::SCHEMA)?;
-        conn.execute_batch(crate::workflows::SCHEMA)?;
-        Ok(Self {
+        create_schema(&conn)?;
+        Ok(Self::wrap(conn))
+    }
+
+    /// Opens (or, in an empty directory, creates) the durable store
+    /// `dir/reference-host.sqlite3` in WAL mode. `synchronous=NORMAL`: a
+    /// committed transaction survives the process being killed (SIGKILL),
+    /// which is what same-attempt recovery needs (TURN-D7).
+    ///
+    /// A missing directory, a file that is not SQLite, or a database of
+    /// another schema version is an error naming the path; nothing is
+    /// reset or overwritten.
+    pub fn open_dir(dir: &Path) -> Result<Self, StoreOpenError> {
+        if !dir.is_dir() {
+            return Err(StoreOpenError::DirMissing {
+                dir: dir.to_owned(),
+            });
+        }
+        let file = dir.join(STORE_FILE);
+        let sqlite = |source: rusqlite::Error| StoreOpenError::Sqlite {
+            file: file.clone(),
+            source,
+        };
+        let conn = Connection::open(&file).map_err(sqlite)?;
+        // The first read of the header tells a foreign file apart.
+        let version: i64 = match conn.query_row("PRAGMA user_version", [], |row| row.get(0)) {
+            Ok(version) => version,
+            Err(err) if is_not_a_database(&err) => {
+                return Err(StoreOpenError::NotADatabase {
+                    file,
+                    problem: err.to_string(),
+                });
+            }
+            Err(err) => return Err(sqlite(err)),
+        };
+        let tables: i64 = conn
+            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |row| row.get(0))
+            .map_err(|err| {
+                if is_not_a_database(&err) {
+                    StoreOpenError::NotADatabase {
+                        file: file.clone(),
+                        problem: err.to_string(),
+                    }
+                } else {
+                    sqlite(err)
+                }
+            })?;
+        if version == 0 && tables == 0 {
+            // A fresh (or empty) file: ours to create.
+            let _: String = conn
+                .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+                .map_err(sqlite)?;
+            conn.execute_batch("PRAGMA synchronous=NORMAL;")
+                .map_err(sqlite)?;
+            let created = (|| -> Result<(), StorageError> {
+                create_schema(&conn)?;
+                conn.execute_batch(&format!("PRAGMA user_version = {STORE_SCHEMA_VERSION};"))?;
+                Ok(())
+            })();
+            created.map_err(|err| match err {
+                StorageError::Sqlite(source) => sqlite(source),
+                StorageError::Corrupt { problem, .. } => StoreOpenError::NotADatabase {
+                    file: file.clone(),
+                    problem,
+                },
+            })?;
+        } else if version != STORE_SCHEMA_VERSION {
+            return Err(StoreOpenError::ForeignSchema {
+                file,
+                found: version,
+                expected: STORE_SCHEMA_VERSION,
+            });
+        } else {
+            let _: String = conn
+                .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+                .map_err(sqlite)?;
+            conn.execute_batch("PRAGMA synchronous=NORMAL;")
+                .map_err(sqlite)?;
+        }
+        let storage = Self::wrap(conn);
+        // Existing runs get their change signals, so long polls and streams
+        // of runs created before the restart wake up too.
+        let ids = storage
+            .with_conn(|conn| {
+                let mut statement = conn.prepare("SELECT run_id FROM runs")?;
+                statement
+                    .query_map([], |row| row.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|err| match err {
+                StorageError::Sqlite(source) => sqlite(source),
+                StorageError::Corrupt { problem, .. } => StoreOpenError::NotADatabase {
+                    file: dir.join(STORE_FILE),
+                    problem,
+                },
+            })?;
+        {
+            let mut signals = storage.run_signals();
+            for id in ids {
+                signals.insert(id, watch::Sender::new(0));
+            }
+        }
+        Ok(storage)
+    }
+
+    fn wrap(conn: Connection) -> Self {
+        Self {
             conn: Mutex::new(conn),
             changes: watch::Sender::new(0),
             run_changes: Mutex::new(HashMap::new()),
-        })
+        }
+    }
+
+    /// Runs that were in flight (`running`, `waiting-approval` or
+    /// `waiting-input`) when the
+    /// store was last written, oldest first (start-up recovery, TURN-D7).
+    pub fn runs_in_flight(&self) -> Result<Vec<RunRecord>, StorageError> {
+        let ids = self.with_conn(|conn| {
+            let mut statement = conn.prepare(
+                "SELECT run_id FROM runs WHERE status IN ('running', 'waiting-approval', 'waiting-input')
+                 ORDER BY created_at, run_id",
+            )?;
+            statement
+                .query_map([], |row| row.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        let mut runs = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(run) = self.run(&id)? {
+                runs.push(run);
+            }
+        }
+        Ok(runs)
+    }
+
+    /// Appends `event` and runs `also` in the SAME transaction, so a record
+    /// of the invocation log and the event that reports it commit together
+    /// (TURN-D3). If `also` fails, neither is written.
+    pub fn append_event_with<T>(
+        &self,
+        run_id: &str,
+        event: NewEvent,
+        also: impl FnOnce(&Transaction<'_>, &RunEventDoc) -> Result<T, StorageError>,
+    ) -> Result<(RunEventDoc, T), StorageError> {
+        let done = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let doc = insert_event(&tx, run_id, event)?;
+            let extra = also(&tx, &doc)?;
+            tx.commit()?;
+            (doc, extra)
+        };
+        self.notify(run_id);
+        Ok(done)
     }
 
     /// Runs `work` with the connection locked for exactly this call, which
@@ -302,7 +511,7 @@ impl Storage {
             let doc = insert_event(&tx, run_id, event)?;
             tx.execute(
                 "UPDATE runs SET status = ?2, current_node_id = ?3
-                 WHERE run_id = ?1 AND status IN ('running', 'waiting-approval')",
+                 WHERE run_id = ?1 AND status IN ('running', 'waiting-approval', 'waiting-input')",
                 params![run_id, status.as_str(), current_node_id],
             )?;
             tx.commit()?;
@@ -413,8 +622,28 @@ impl Storage {
     }
 }
 
+/// Creates every table of the store (each concept owns its own; they share
+/// one connection so a claim and the run it belongs to live in one store).
+fn create_schema(conn: &Connection) -> Result<(), StorageError> {
+    conn.execute_batch(SCHEMA)?;
+    conn.execute_batch(crate::effects::claim::SCHEMA)?;
+    conn.execute_batch(crate::effects::ledger::SCHEMA)?;
+    conn.execute_batch(crate::layer1::SCHEMA)?;
+    conn.execute_batch(crate::workflows::SCHEMA)?;
+    conn.execute_batch(crate::turn::records::SCHEMA)?;
+    Ok(())
+}
+
+/// Whether SQLite says the file is not a database (or is encrypted).
+fn is_not_a_database(err: &rusqlite::Error) -> bool {
+    matches!(
+        err,
+        rusqlite::Error::SqliteFailure(e, _) if e.code == rusqlite::ErrorCode::NotADatabase
+    )
+}
+
 /// Inserts `event` at the run's next sequence inside `tx`.
-fn insert_event(
+pub(crate) fn insert_event(
     tx: &Transaction<'_>,
     run_id: &str,
     event: NewEvent,

@@ -93,6 +93,20 @@ pub enum ToolErrorCode {
     /// The call was held for approval and nobody resolved the interrupt in
     /// time: it is never executed and the run fails.
     ApprovalExpired,
+    /// A replay fork found no usable record for the call (TURN-D6,
+    /// TURN-D10): it is not executed and the node fails.
+    ReplaySourceMissing,
+    /// After a restart the call in doubt may or may not have run, and its
+    /// `replayPolicy` forbids running it again (TURN-D8).
+    ToolOutcomeUnknown,
+    /// The call came after a clarification ask in the same round: the ask
+    /// ended the turn, so it is never executed (TURN-E2).
+    EndedTurn,
+    /// A clarification ask past `limits.clarificationRounds`: refused with
+    /// no new interrupt (TURN-E1).
+    ClarificationRoundsExceeded,
+    /// A clarification ask nobody answered in time; the run fails.
+    ClarificationExpired,
 }
 
 /// The `error` member of a failed return.

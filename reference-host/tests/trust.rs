@@ -15,9 +15,10 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, ERIN, FakeProvider, Loopback, OPERATOR, Reply, TRUST_MUTANTS, assert_observable,
-    assert_valid, bounded, client, events_until, fed_back, get_json, of_type, openai_answer,
-    openai_calls, openai_text, seam_host, send,
+    ALICE, BOB, DURABLE_MUTANTS, ERIN, FakeProvider, HUMAN_INPUT_MUTANTS, Loopback, OPERATOR,
+    REPLAY_SURFACE_MUTANTS, Reply, TRUST_MUTANTS, assert_observable, assert_valid, bounded, client,
+    events_until, fed_back, get_json, of_type, openai_answer, openai_calls, openai_text, seam_host,
+    send,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -849,13 +850,17 @@ async fn resolve_requests_are_checked() {
 #[tokio::test]
 async fn every_trust_mutant_is_observable() {
     bounded(MUTANTS_TIMEOUT, async {
-        let tail: Vec<Mutant> = ALL[ALL.len() - TRUST_MUTANTS.len()..]
+        let end = ALL.len()
+            - REPLAY_SURFACE_MUTANTS.len()
+            - HUMAN_INPUT_MUTANTS.len()
+            - DURABLE_MUTANTS.len();
+        let tail: Vec<Mutant> = ALL[end - TRUST_MUTANTS.len()..end]
             .iter()
             .map(|info| info.mutant)
             .collect();
         assert_eq!(
             tail, TRUST_MUTANTS,
-            "the trust and approval mutants close mutants::ALL, in order"
+            "the trust and approval mutants come just before the durable ones in mutants::ALL, in order"
         );
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;

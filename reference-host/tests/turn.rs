@@ -187,13 +187,14 @@ async fn create_run(client: &reqwest::Client, host: &RunningHost, body: &Value) 
 }
 
 /// The run's events once it is terminal, without the `prompt.composed`
-/// trust witnesses (one per model request; tests/trust.rs checks them), so
-/// the scenarios here read as the tool-loop events they are about.
+/// trust witnesses (one per model request; tests/trust.rs checks them) and
+/// the `node.started` of each node attempt (tests/durable.rs checks them),
+/// so the scenarios here read as the tool-loop events they are about.
 async fn finished_events(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
     all_finished_events(client, host, run_id)
         .await
         .into_iter()
-        .filter(|e| e["type"] != "prompt.composed")
+        .filter(|e| e["type"] != "prompt.composed" && e["type"] != "node.started")
         .collect()
 }
 
@@ -229,12 +230,12 @@ async fn executed_call_reaches_the_receiver_once_and_its_result_is_fed_back() {
         let run_id = create_run(&client, &host, &body(&provider, "openai-chat", &model, false, tools.clone())).await;
         let all = all_finished_events(&client, &host, &run_id).await;
         let sequences: Vec<i64> = all.iter().filter_map(|e| e["sequence"].as_i64()).collect();
-        assert_eq!(sequences, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(sequences, [0, 1, 2, 3, 4, 5, 6]);
         assert_eq!(
             types(&all),
             [
-                "run.started", "prompt.composed", "agent.tool-called", "agent.tool-returned",
-                "prompt.composed", "run.completed"
+                "run.started", "node.started", "prompt.composed", "agent.tool-called",
+                "agent.tool-returned", "prompt.composed", "run.completed"
             ]
         );
         let events = finished_events(&client, &host, &run_id).await;
@@ -923,19 +924,20 @@ async fn events_stream_as_sse_resumes_and_ends_after_the_terminal_event() {
         assert_eq!(live.status(), 200);
         assert_eq!(live.headers()["content-type"], "text/event-stream");
 
-        // The long poll really waits for the next event (sequence 1 is the
-        // first prompt.composed, written before the late answer).
+        // The long poll really waits for the next event (sequence 1 is
+        // node.started and 2 the first prompt.composed, both written before
+        // the late answer).
         let started = std::time::Instant::now();
         let (_, page) = get_json(
             &client,
             &format!(
-                "{}/runs/{run_id}/events/poll?streamMode=debug&afterSequence=1&timeout=10",
+                "{}/runs/{run_id}/events/poll?streamMode=debug&afterSequence=2&timeout=10",
                 host.base_url
             ),
             OPERATOR,
         )
         .await;
-        assert_eq!(page["events"][0]["sequence"], 2, "{page}");
+        assert_eq!(page["events"][0]["sequence"], 3, "{page}");
         assert!(
             started.elapsed() >= Duration::from_millis(300),
             "the poll waited for the event"
@@ -943,12 +945,13 @@ async fn events_stream_as_sse_resumes_and_ends_after_the_terminal_event() {
 
         let frames = read_sse(live).await;
         let ids: Vec<i64> = frames.iter().map(|f| f.0).collect();
-        assert_eq!(ids, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(ids, [0, 1, 2, 3, 4, 5, 6]);
         let names: Vec<&str> = frames.iter().map(|f| f.1.as_str()).collect();
         assert_eq!(
             names,
             [
                 "run.started",
+                "node.started",
                 "prompt.composed",
                 "agent.tool-called",
                 "agent.tool-returned",
@@ -962,20 +965,20 @@ async fn events_stream_as_sse_resumes_and_ends_after_the_terminal_event() {
             assert_eq!(data["runId"], run_id.as_str());
         }
 
-        // Resume after sequence 3: only 4 and 5.
+        // Resume after sequence 4: only 5 and 6.
         let resumed = client
             .get(format!("{events_url}?streamMode=debug&afterSequence=0"))
-            .header("Last-Event-ID", "3")
+            .header("Last-Event-ID", "4")
             .bearer_auth(OPERATOR)
             .send()
             .await
             .expect("stream opens");
         let ids: Vec<i64> = read_sse(resumed).await.iter().map(|f| f.0).collect();
-        assert_eq!(ids, [4, 5]);
+        assert_eq!(ids, [5, 6]);
 
         // updates mode leaves out agent.* events; afterSequence resumes too.
         let updates = client
-            .get(format!("{events_url}?afterSequence=1"))
+            .get(format!("{events_url}?afterSequence=2"))
             .bearer_auth(OPERATOR)
             .send()
             .await

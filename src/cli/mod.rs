@@ -4,6 +4,7 @@ mod coverage;
 mod matrix;
 mod mock_provider;
 mod mutants;
+mod reference_host;
 mod run;
 
 use std::process::ExitCode;
@@ -33,6 +34,10 @@ pub enum Command {
     MockProvider(mock_provider::MockProviderArgs),
     /// Run the mutation matrix and write it, with the reference host's certification, to reports/.
     Matrix(matrix::MatrixArgs),
+    /// Serve the reference host (the flags of the `reference-host` binary); toolcert runs it
+    /// this way as a child process for kill-and-restart scenarios.
+    #[command(disable_help_flag = true)]
+    ReferenceHost(reference_host::ReferenceHostArgs),
 }
 
 /// Entry point used by `main`.
@@ -51,6 +56,7 @@ pub fn main() -> ExitCode {
         Command::Coverage(args) => coverage::run(args),
         Command::Matrix(args) => matrix::run(args),
         Command::MockProvider(args) => mock_provider::run(args),
+        Command::ReferenceHost(args) => reference_host::run(args),
     };
     match result {
         Ok(code) => code,

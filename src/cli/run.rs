@@ -47,6 +47,12 @@ pub struct RunArgs {
     /// Bearer token for a role, ROLE=TOKEN (repeatable; wins over the profile).
     #[arg(long = "token", value_name = "ROLE=TOKEN")]
     pub tokens: Vec<String>,
+    /// Start the host with this shell command and certify it; toolcert also starts one more
+    /// instance per kill-and-restart scenario. `{port}` and `{data_dir}` are filled in (keep
+    /// both, so a restart finds its port and its data); the host must print its
+    /// http://127.0.0.1:PORT URL on stdout.
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["host", "reference_mutant"])]
+    pub spawn: Option<String>,
     /// Switch one mutant on in the embedded reference host (`toolcert mutants` lists them).
     #[arg(long, value_name = "NAME", conflicts_with = "host")]
     pub reference_mutant: Option<String>,
@@ -75,6 +81,14 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
     };
     for flag in &args.tokens {
         profile.set_token_flag(flag)?;
+    }
+    if let Some(command) = &args.spawn {
+        anyhow::ensure!(
+            !command.trim().is_empty(),
+            "--spawn: expected a command that starts the host, e.g. --spawn 'my-host --port {{port}} --data {{data_dir}}'"
+        );
+        let command = crate::host::SpawnCommand::Shell(command.clone());
+        return Ok(rt.block_on(Target::spawned(command, profile))?);
     }
     let url = args.host.clone().or_else(|| profile.base_url.clone());
     match url {
@@ -140,6 +154,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         budgets: Budgets::scaled(args.timeout_scale),
         jobs: args.jobs.max(1),
         strict: args.strict,
+        reference_host_exe: std::env::current_exe().ok(),
     };
     let target = target_for(&args, &rt)?;
     let started = std::time::Instant::now();

@@ -193,6 +193,14 @@ impl HostClient {
         })
     }
 
+    /// The same client (tokens, budgets, wire) for another base URL: a spawned host.
+    pub fn with_base_url(&self, base_url: &str) -> HostClient {
+        HostClient {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            ..self.clone()
+        }
+    }
+
     /// The host's base URL.
     pub fn base_url(&self) -> &str {
         &self.base_url

@@ -5,12 +5,16 @@ mod client;
 mod discovery;
 mod paths;
 mod profile;
+mod spawn;
 mod sse;
 
 pub use client::{Budgets, HostClient, HostRequest, HostResponse, TransportError};
 pub use discovery::{Discovery, DiscoveryError, discover};
 pub use paths::WireMajor;
 pub use profile::{HostProfile, ProfileError, RoleProfile};
+pub use spawn::{
+    DataDir, STARTUP_BUDGET, SpawnCommand, SpawnError, SpawnedHost, reference_host_exe,
+};
 pub use sse::{SseEvent, SseParser, SseRead};
 
 /// Parse a body a double received, with the same leniency as host responses.

@@ -40,6 +40,11 @@ pub struct HostProfile {
     /// Model-provider wire formats the host can be pointed at (default: both).
     #[serde(default = "all_provider_wires")]
     pub provider_wires: Vec<String>,
+    /// What the host cannot advertise but a row needs, stated by its operator (templates read
+    /// them as `{{facts.NAME}}`; a row needing an absent one is `blocked`): `recordLimitBytes`
+    /// (TURN-D10), `clarificationTool` (TURN-E1).
+    #[serde(default)]
+    pub facts: BTreeMap<String, Value>,
 }
 
 /// Every provider wire format toolcert's mock provider speaks.
@@ -80,6 +85,7 @@ impl Default for HostProfile {
             roles: BTreeMap::new(),
             scopes: BTreeMap::new(),
             provider_wires: all_provider_wires(),
+            facts: BTreeMap::new(),
         }
     }
 }
@@ -106,6 +112,10 @@ impl HostProfile {
             ]),
             scopes: BTreeMap::from([("granted".into(), "tools:write".into())]),
             provider_wires: all_provider_wires(),
+            facts: BTreeMap::from([
+                ("recordLimitBytes".into(), json!(65536)),
+                ("clarificationTool".into(), json!("ask_user")),
+            ]),
         }
     }
 

@@ -15,7 +15,10 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::host::{Budgets, Discovery, HostClient, HostProfile, discover};
+use crate::host::{
+    Budgets, Discovery, HostClient, HostProfile, STARTUP_BUDGET, SpawnCommand, SpawnedHost,
+    discover,
+};
 use crate::steps::{Flow, ScenarioCtx};
 use crate::suite::{Level, Scenario, Suite};
 use crate::template;
@@ -35,6 +38,9 @@ pub struct RunOptions {
     pub jobs: usize,
     /// Strict mode: `warn` and `inapplicable` deny certification too.
     pub strict: bool,
+    /// toolcert's binary, to run the embedded reference host as a child process for
+    /// kill-and-restart scenarios (default: [`crate::host::reference_host_exe`]).
+    pub reference_host_exe: Option<std::path::PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -44,6 +50,7 @@ impl Default for RunOptions {
             budgets: Budgets::default(),
             jobs: 4,
             strict: false,
+            reference_host_exe: crate::host::reference_host_exe(),
         }
     }
 }
@@ -105,6 +112,7 @@ pub struct Session {
     provider: mock_provider::MockProvider,
     discovery: Result<Discovery, String>,
     profile: HostProfile,
+    spawner: Option<SpawnCommand>,
     seed: u64,
     salt: u64,
 }
@@ -139,6 +147,7 @@ impl Session {
             provider,
             discovery,
             profile: target.profile.clone(),
+            spawner: target.spawner.clone(),
             seed: opts.seed,
             salt,
         })
@@ -227,6 +236,7 @@ impl Session {
             "vars": {"nonce": nonce, "canary": canary},
             "roles": roles,
             "scopes": scopes,
+            "facts": self.profile.facts,
             "discovery": {
                 "document": discovery.document,
                 "etag": discovery.etag,
@@ -255,8 +265,41 @@ impl Session {
                 Err(e) => crate::steps::error(format!("scenario data: vars.{name}: {e}")),
             };
         }
+        // A scenario that kills and restarts the host gets a host process of its own, so the
+        // others never see it die.
+        let mut spawned: Option<SpawnedHost> = None;
+        let mut spawn_unavailable = None;
+        if scenario.needs_spawned_host() {
+            match &self.spawner {
+                None => {
+                    let checks = blanket(
+                        CheckStatus::Blocked,
+                        "this scenario kills the host with SIGKILL and starts it again; toolcert can do that only to a host it starts itself: run with --spawn 'CMD' (CMD may use {port} and {data_dir})".into(),
+                    );
+                    return self.finish(
+                        suite,
+                        scenario,
+                        checks,
+                        Transcript::default(),
+                        Value::Null,
+                        started,
+                        &[],
+                    );
+                }
+                Some(command) => {
+                    let budget = STARTUP_BUDGET.max(self.client.budgets().request);
+                    match SpawnedHost::start(command, &nonce, budget).await {
+                        Ok(host) => spawned = Some(host),
+                        Err(e) => spawn_unavailable = Some(format!("no host process: {e}")),
+                    }
+                }
+            }
+        }
+        let scenario_client = spawned
+            .as_ref()
+            .map(|h| self.client.with_base_url(h.base_url()));
         let mut ctx = ScenarioCtx {
-            client: &self.client,
+            client: scenario_client.as_ref().unwrap_or(&self.client),
             receiver: &self.receiver,
             provider: &self.provider,
             providers: Vec::new(),
@@ -266,6 +309,8 @@ impl Session {
             nonce: nonce.clone(),
             receivers: Vec::new(),
             tainted: Vec::new(),
+            spawned,
+            spawn_unavailable,
         };
         let mut lost: Option<String> = None;
         for step in &scenario.steps {
@@ -276,6 +321,9 @@ impl Session {
             if let Flow::HostLost(reason) = ctx.run(step).await {
                 lost = Some(reason);
             }
+        }
+        if let Some(mut host) = ctx.spawned.take() {
+            let _ = host.kill().await;
         }
         ctx.observe_receivers();
         ctx.observe_providers();
@@ -477,6 +525,13 @@ pub async fn run_embedded(
     select: Option<&dyn Fn(&Scenario) -> bool>,
 ) -> Result<RunOutcome, TargetError> {
     let target = Target::embedded(mutant).await?;
+    let target = match &opts.reference_host_exe {
+        Some(exe) => {
+            let command = SpawnCommand::reference_host(exe, mutant.map(|m| m.name()));
+            target.with_spawner(Some(command))
+        }
+        None => target,
+    };
     let run = run_selected(suite, &target, opts, select).await;
     target.shutdown().await;
     run

@@ -1,6 +1,6 @@
 //! What toolcert certifies: the embedded reference host (default) or a host at a URL.
 
-use crate::host::HostProfile;
+use crate::host::{HostProfile, STARTUP_BUDGET, SpawnCommand, SpawnedHost, reference_host_exe};
 
 /// Why a target could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +17,9 @@ pub enum TargetError {
     /// The HTTP client could not be built.
     #[error("could not build the HTTP client: {0}")]
     Client(String),
+    /// The `--spawn` command did not bring a host up.
+    #[error("--spawn: {0}")]
+    Spawn(String),
 }
 
 /// A host to certify.
@@ -27,7 +30,11 @@ pub struct Target {
     pub profile: HostProfile,
     /// The mutant switched on in the embedded host, if any.
     pub mutant: Option<String>,
+    /// How to start a host process of its own for each scenario that kills and restarts one;
+    /// `None` makes those scenarios `blocked`.
+    pub spawner: Option<SpawnCommand>,
     embedded: Option<reference_host::RunningHost>,
+    spawned: Option<SpawnedHost>,
 }
 
 impl Target {
@@ -43,12 +50,43 @@ impl Target {
         let host = reference_host::start(config)
             .await
             .map_err(|e| TargetError::Embedded(e.to_string()))?;
+        // Kill-and-restart scenarios run the same host as a child process (`toolcert
+        // reference-host`), so they also run from the one command; see `with_spawner`.
+        let spawner = reference_host_exe()
+            .map(|exe| SpawnCommand::reference_host(&exe, mutant.map(|m| m.name())));
         Ok(Target {
             base_url: host.base_url.clone(),
             profile: HostProfile::reference(),
             mutant: mutant.map(|m| m.name().to_string()),
+            spawner,
             embedded: Some(host),
+            spawned: None,
         })
+    }
+
+    /// Start a host with `command` (`--spawn`): it is the target, and each kill-and-restart
+    /// scenario starts another instance of it on its own port and data directory.
+    pub async fn spawned(
+        command: SpawnCommand,
+        profile: HostProfile,
+    ) -> Result<Target, TargetError> {
+        let host = SpawnedHost::start(&command, "main", STARTUP_BUDGET)
+            .await
+            .map_err(|e| TargetError::Spawn(e.to_string()))?;
+        Ok(Target {
+            base_url: host.base_url().to_string(),
+            profile,
+            mutant: None,
+            spawner: Some(command),
+            embedded: None,
+            spawned: Some(host),
+        })
+    }
+
+    /// Use `command` to start hosts for kill-and-restart scenarios.
+    pub fn with_spawner(mut self, command: Option<SpawnCommand>) -> Target {
+        self.spawner = command;
+        self
     }
 
     /// A host toolcert did not start.
@@ -57,7 +95,9 @@ impl Target {
             base_url: base_url.trim_end_matches('/').to_string(),
             profile,
             mutant: None,
+            spawner: None,
             embedded: None,
+            spawned: None,
         }
     }
 
@@ -66,10 +106,13 @@ impl Target {
         self.embedded.is_some()
     }
 
-    /// Stop the embedded host, if any.
+    /// Stop the embedded or spawned host, if any.
     pub async fn shutdown(self) {
         if let Some(host) = self.embedded {
             host.shutdown().await;
+        }
+        if let Some(mut host) = self.spawned {
+            let _ = host.kill().await;
         }
     }
 }

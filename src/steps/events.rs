@@ -34,6 +34,10 @@ fn concept_of(wire_name: &str) -> Option<&'static str> {
         "prompt.composed" => "promptComposed",
         "interrupt.requested" => "interruptRequested",
         "interrupt.resolved" => "interruptResolved",
+        "run.cancelled" => "runCancelled",
+        "node.started" => "nodeStarted",
+        "node.retrying" => "nodeRetrying",
+        "node.failed" => "nodeFailed",
         _ => return None,
     })
 }
@@ -402,6 +406,8 @@ mod tests {
             nonce: "p".into(),
             receivers: Vec::new(),
             tainted: Vec::new(),
+            spawned: None,
+            spawn_unavailable: None,
         };
         let step = Step::Events(EventsRead {
             name: "log".into(),

@@ -9,9 +9,11 @@ mod burst;
 mod discovery;
 mod events;
 mod foreach;
+mod host;
 mod http;
 mod provider;
 mod receiver;
+mod release;
 mod repeat;
 mod seam;
 
@@ -47,6 +49,10 @@ pub struct ScenarioCtx<'a> {
     /// Doubles (`receivers.NAME`, `providers.NAME`) whose driving step could not be made: what
     /// they saw witnesses nothing, so their observation carries that step's state instead.
     pub tainted: Vec<(String, Value)>,
+    /// The scenario's own host process, when it kills and restarts one (`host` steps).
+    pub spawned: Option<crate::host::SpawnedHost>,
+    /// Why there is no spawned host for a scenario that needs one.
+    pub spawn_unavailable: Option<String>,
 }
 
 /// Whether the scenario may go on after a step.
@@ -81,6 +87,9 @@ impl ScenarioCtx<'_> {
             Step::Provider(spec) => (provider::run(self, spec), Flow::Continue),
             Step::Foreach(spec) => foreach::run(self, spec).await,
             Step::Burst(spec) => burst::run(self, spec).await,
+            Step::Host(spec) => host::run(self, spec).await,
+            Step::Release(spec) => (release::run(self, spec), Flow::Continue),
+            Step::Wait(spec) => (host::wait(self, spec).await, Flow::Continue),
         };
         if let Step::Provider(spec) = step {
             self.doc["providers"][&spec.name] = obs;
@@ -216,6 +225,9 @@ fn template_failure(e: &TemplateError, doc: &Value) -> Value {
     match e.path() {
         Some(p) if p.starts_with("roles.") || p.starts_with("scopes.") => blocked(format!(
             "the host profile does not configure {p} (add it to the profile file)"
+        )),
+        Some(p) if p.starts_with("facts.") => blocked(format!(
+            "the host cannot advertise {p} and the host profile does not state it (add it under \"facts\" in the profile file)"
         )),
         Some(p) if p.starts_with("steps.") || p.starts_with("receivers.") => {
             let mut parts = p.splitn(3, '.');

@@ -17,6 +17,31 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
             return obs;
         }
     };
+    let mut body = body;
+    if let Some(pad) = &spec.pad_bytes {
+        let bytes = match ctx.render(pad) {
+            Ok(Value::Number(n)) => n.as_u64(),
+            Ok(Value::String(s)) => s.trim().parse::<u64>().ok(),
+            Ok(_) => None,
+            Err(e) => {
+                let obs = template_failure(&e, &ctx.doc);
+                ctx.doc["receivers"][&spec.name] = obs.clone();
+                return obs;
+            }
+        };
+        // Bounded: a pad is for crossing a record limit, not for load.
+        let Some(bytes) = bytes.filter(|b| *b <= 16 << 20) else {
+            let obs = super::error(format!(
+                "scenario data: receiver {}: padBytes must be a byte count up to 16 MiB",
+                spec.name
+            ));
+            ctx.doc["receivers"][&spec.name] = obs.clone();
+            return obs;
+        };
+        if let Value::Object(map) = &mut body {
+            map.insert("pad".into(), Value::String("x".repeat(bytes as usize)));
+        }
+    }
     let id = format!("{}-{}", ctx.nonce, spec.name);
     let url = ctx.receiver.register(
         &id,
@@ -25,6 +50,12 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
         Duration::from_millis(spec.delay_ms),
         spec.fail_first.map(|f| (f.count, f.status)),
     );
+    if spec.hold {
+        ctx.receiver.hold(&id);
+    }
+    if spec.delay_first_only {
+        ctx.receiver.delay_first_only(&id);
+    }
     ctx.receivers.push((spec.name.clone(), id));
     let obs = json!({"url": url, "count": 0, "arrivals": []});
     ctx.doc["receivers"][&spec.name] = obs.clone();

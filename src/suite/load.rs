@@ -228,6 +228,53 @@ fn check_scenario(
                 "burst count must be 2..=64".into(),
             ));
         }
+        // A kill point or a release must name a double made by an earlier step.
+        let earlier = |kind: &str, name: &str| {
+            s.steps[..i].iter().any(|e| match e {
+                Step::Receiver(r) => kind == "receiver" && r.name == name,
+                Step::Provider(p) => kind == "provider" && p.name == name,
+                _ => false,
+            })
+        };
+        let refers: Vec<(&str, &str, String)> = match step {
+            Step::Release(r) => vec![("receiver", r.receiver.as_str(), "receiver".into())],
+            Step::Wait(w) => std::iter::once(&w.until)
+                .flat_map(|u| {
+                    u.receiver
+                        .iter()
+                        .map(|n| ("receiver", n.as_str(), "until/receiver".to_string()))
+                        .chain(
+                            u.provider
+                                .iter()
+                                .map(|n| ("provider", n.as_str(), "until/provider".to_string())),
+                        )
+                })
+                .collect(),
+            Step::Host(h) => h
+                .until
+                .iter()
+                .flat_map(|u| {
+                    u.receiver
+                        .iter()
+                        .map(|n| ("receiver", n.as_str(), "until/receiver".to_string()))
+                        .chain(
+                            u.provider
+                                .iter()
+                                .map(|n| ("provider", n.as_str(), "until/provider".to_string())),
+                        )
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (kind, name, at) in refers {
+            if !earlier(kind, name) {
+                return Err(reference(
+                    file,
+                    format!("/steps/{i}/{at}"),
+                    format!("no earlier {kind} step is named \"{name}\""),
+                ));
+            }
+        }
         if let Step::Repeat(r) = step
             && !(1..=200).contains(&r.max)
         {

@@ -14,8 +14,9 @@ mod schema;
 pub use error::SuiteError;
 pub use registry::{Family, Level, Registry, Row};
 pub use scenario::{
-    BurstSpec, Check, EventsRead, FailFirst, ForeachSpec, HttpCall, Matcher, ProviderScript,
-    ReceiverSpec, RepeatSpec, Scenario, SeamCall, Step,
+    BurstSpec, Check, EventsRead, FailFirst, ForeachSpec, HostAction, HostActionKind, HttpCall,
+    KillPoint, Matcher, ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec, Scenario, SeamCall,
+    Step, WaitSpec,
 };
 pub use schema::SchemaSet;
 

@@ -48,6 +48,13 @@ pub struct Scenario {
     pub file: String,
 }
 
+impl Scenario {
+    /// Whether the scenario kills or restarts the host, and so needs a host process of its own.
+    pub fn needs_spawned_host(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Step::Host(_)))
+    }
+}
+
 /// A step kind. Each kind is implemented in its own file under `src/steps/`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "camelCase")]
@@ -70,6 +77,12 @@ pub enum Step {
     Foreach(ForeachSpec),
     /// Send `count` identical requests to the host at the same instant.
     Burst(BurstSpec),
+    /// Kill (SIGKILL) or restart the scenario's spawned host.
+    Host(HostAction),
+    /// Let a holding receiver answer the calls it holds.
+    Release(ReleaseSpec),
+    /// Wait (bounded) until a double has seen a number of requests.
+    Wait(WaitSpec),
 }
 
 impl Step {
@@ -85,6 +98,9 @@ impl Step {
             Step::Provider(s) => &s.name,
             Step::Foreach(s) => &s.name,
             Step::Burst(s) => &s.name,
+            Step::Host(s) => &s.name,
+            Step::Release(s) => &s.name,
+            Step::Wait(s) => &s.name,
         }
     }
 }
@@ -107,6 +123,78 @@ pub struct ReceiverSpec {
     /// Answer the first `count` calls with `status` instead (a transient provider failure).
     #[serde(default)]
     pub fail_first: Option<FailFirst>,
+    /// Hold every call open (its arrival recorded at once) until a `release` step, at most
+    /// 30 s: the window in which a recovery scenario kills the host (TURN-D8).
+    #[serde(default)]
+    pub hold: bool,
+    /// Apply `delayMs` to the first call only: a re-execution answers at once, so its
+    /// measured duration differs from the recorded one (HOOKS-AUDIT-4).
+    #[serde(default)]
+    pub delay_first_only: bool,
+    /// Add a `pad` string of this many bytes to the body (a number, or a template such as
+    /// `{{facts.recordLimitBytes}}`): an answer over a host's record size limit (TURN-D10).
+    #[serde(default)]
+    pub pad_bytes: Option<Value>,
+}
+
+/// `{"step": "host"}`: what to do to the scenario's spawned host. A scenario with such a step
+/// gets a host process of its own (see `toolcert run --spawn`); against a host toolcert did not
+/// start, its rows are `blocked`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostAction {
+    /// Name of the observation (`/steps/<name>`).
+    pub name: String,
+    /// `kill` (SIGKILL, no goodbye) or `restart` (start it again on the same data directory).
+    pub action: HostActionKind,
+    /// Kill only once this holds (bounded wait); unmet, the step is `blocked`.
+    #[serde(default)]
+    pub until: Option<KillPoint>,
+}
+
+/// What a `host` step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HostActionKind {
+    /// SIGKILL the process.
+    Kill,
+    /// Start it again on the same data directory and port.
+    Restart,
+}
+
+/// A point in a run, seen at toolcert's doubles: a receiver or a provider script has seen at
+/// least `count` requests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KillPoint {
+    /// A receiver's name.
+    #[serde(default)]
+    pub receiver: Option<String>,
+    /// A provider script's name.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// Requests seen.
+    pub count: usize,
+}
+
+/// `{"step": "wait"}`: wait until a point in the run is reached (bounded; unmet ⇒ `blocked`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WaitSpec {
+    /// Name of the observation (`/steps/<name>`).
+    pub name: String,
+    /// The point.
+    pub until: KillPoint,
+}
+
+/// `{"step": "release"}`: a holding receiver answers what it holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReleaseSpec {
+    /// Name of the observation (`/steps/<name>`).
+    pub name: String,
+    /// The receiver.
+    pub receiver: String,
 }
 
 /// `failFirst` of a receiver.

@@ -48,6 +48,11 @@ pub struct Endpoint {
     pub fail_first: Option<(u32, u16)>,
     /// Calls seen.
     pub arrivals: Vec<Arrival>,
+    /// Only the first call is delayed (a re-execution answers at once, so its measured
+    /// duration can never equal the first one's).
+    pub delay_first_only: bool,
+    /// While `Some(false)`, every call is held open (at most [`MAX_DELAY`]); `true` releases.
+    pub hold: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 #[derive(Default)]
@@ -106,9 +111,37 @@ impl Receiver {
             delay: delay.min(MAX_DELAY),
             fail_first,
             arrivals: Vec::new(),
+            delay_first_only: false,
+            hold: None,
         };
         self.lock().endpoints.insert(id.to_string(), endpoint);
         format!("{}/r/{}", self.base_url, id)
+    }
+
+    /// Delay only the first call to `id`.
+    pub fn delay_first_only(&self, id: &str) {
+        if let Some(e) = self.lock().endpoints.get_mut(id) {
+            e.delay_first_only = true;
+        }
+    }
+
+    /// Hold every call to `id` open until [`Receiver::release`] (at most 30 s): the window in
+    /// which a recovery scenario kills the host while the call is in doubt (TURN-D8).
+    pub fn hold(&self, id: &str) {
+        if let Some(e) = self.lock().endpoints.get_mut(id) {
+            e.hold = Some(tokio::sync::watch::Sender::new(false));
+        }
+    }
+
+    /// Answer every call held at `id`, and every later one at once. Returns how many calls had
+    /// arrived, or `None` for an unknown id.
+    pub fn release(&self, id: &str) -> Option<usize> {
+        let inner = self.lock();
+        let e = inner.endpoints.get(id)?;
+        if let Some(h) = &e.hold {
+            h.send_replace(true);
+        }
+        Some(e.arrivals.len())
     }
 
     /// The calls an endpoint has seen so far.
@@ -174,7 +207,13 @@ async fn arrive(
                     Some((n, failing)) if endpoint.arrivals.len() <= n as usize => failing,
                     _ => endpoint.status,
                 };
-                Some((status, endpoint.body.clone(), endpoint.delay))
+                let held = endpoint.hold.as_ref().map(|h| h.subscribe());
+                let delay = if endpoint.delay_first_only && endpoint.arrivals.len() > 1 {
+                    Duration::ZERO
+                } else {
+                    endpoint.delay
+                };
+                Some((status, endpoint.body.clone(), delay, held))
             }
             None => {
                 inner.strays.push((id, arrival));
@@ -182,13 +221,17 @@ async fn arrive(
             }
         }
     };
-    let Some((status, body, delay)) = answer else {
+    let Some((status, body, delay, held)) = answer else {
         return (
             StatusCode::NOT_FOUND,
             axum::Json(json!({"error": "unknown receiver"})),
         )
             .into_response();
     };
+    if let Some(mut released) = held {
+        // Bounded: an unreleased call is answered after MAX_DELAY anyway.
+        let _ = tokio::time::timeout(MAX_DELAY, released.wait_for(|r| *r)).await;
+    }
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }

@@ -1,4 +1,10 @@
-//! Approval interrupts (tool-turn contract §C, RFC 0143).
+//! Approval and clarification interrupts (tool-turn contract §C, §E).
+//!
+//! Two kinds share one registry: an `approval` interrupt holds a tool call
+//! (TTC §C, the run `waiting-approval`), a `clarification` interrupt is the
+//! question the model asked through the run's clarification tool (TTC §E,
+//! TURN-E1, the run `waiting-input`); the latter is answered with
+//! `answers`, never through a link.
 //!
 //! When the loop holds a tool call for approval it opens ONE interrupt for
 //! its run at the loop's node: [`Interrupts::open`] registers it, writes
@@ -25,7 +31,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::events::{INTERRUPT_REQUESTED, INTERRUPT_RESOLVED, NewEvent, RunEventDoc};
@@ -35,6 +41,36 @@ use token::{Binding, LinkKey};
 
 /// `interrupt.requested.kind` of a held tool call.
 pub const KIND_APPROVAL: &str = "approval";
+
+/// `interrupt.requested.kind` of a clarification ask (TURN-E1).
+pub const KIND_CLARIFICATION: &str = "clarification";
+
+/// What an interrupt waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterruptKind {
+    /// A held tool call waits for accept or reject (TTC §C).
+    Approval,
+    /// A clarification ask waits for the user's answers (TTC §E).
+    Clarification,
+}
+
+impl InterruptKind {
+    /// The wire name (`interrupt.requested.kind`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approval => KIND_APPROVAL,
+            Self::Clarification => KIND_CLARIFICATION,
+        }
+    }
+
+    /// The run status while an interrupt of this kind is open.
+    fn waiting_status(self) -> RunStatus {
+        match self {
+            Self::Approval => RunStatus::WaitingApproval,
+            Self::Clarification => RunStatus::WaitingInput,
+        }
+    }
+}
 
 /// How long a waiter whose deadline passed waits for a resolution that was
 /// already taken (the resolver is between its take and its write).
@@ -96,8 +132,11 @@ impl Via {
 /// A decision on an interrupt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolution {
-    /// Accept or reject.
+    /// Accept or reject (a clarification's answer is an `Accept`).
     pub action: Action,
+    /// The user's answers to a clarification (an object); `None` for an
+    /// approval.
+    pub answers: Option<Value>,
     /// The principal on whose authority it was made.
     pub by: String,
     /// How it arrived.
@@ -107,6 +146,8 @@ pub struct Resolution {
 /// What is known about one open interrupt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ticket {
+    /// What the interrupt waits for.
+    pub kind: InterruptKind,
     /// The run.
     pub run_id: String,
     /// The node the run is paused at.
@@ -126,6 +167,10 @@ pub struct Ticket {
 /// What the loop asks for when it holds a call.
 #[derive(Debug, Clone, Copy)]
 pub struct HoldRequest<'a> {
+    /// What the interrupt waits for.
+    pub kind: InterruptKind,
+    /// The question of a clarification ask (`None` for an approval).
+    pub question: Option<&'a str>,
     /// The run.
     pub run_id: &'a str,
     /// The loop's node.
@@ -224,6 +269,7 @@ impl Interrupts {
             call_id: request.call_id,
         });
         let ticket = Ticket {
+            kind: request.kind,
             run_id: request.run_id.to_owned(),
             node_id: request.node_id.to_owned(),
             call_id: request.call_id.to_owned(),
@@ -232,15 +278,28 @@ impl Interrupts {
             content_trust: request.content_trust,
             token,
         };
-        let payload = json!({
-            "kind": KIND_APPROVAL,
-            "nodeId": ticket.node_id,
-            "callId": ticket.call_id,
-            "toolName": ticket.tool_name,
-            "boundPrincipal": ticket.bound_principal,
-            "contentTrust": ticket.content_trust.as_str(),
-            "token": ticket.token,
-        });
+        let payload = match request.kind {
+            InterruptKind::Approval => json!({
+                "kind": KIND_APPROVAL,
+                "nodeId": ticket.node_id,
+                "callId": ticket.call_id,
+                "toolName": ticket.tool_name,
+                "boundPrincipal": ticket.bound_principal,
+                "contentTrust": ticket.content_trust.as_str(),
+                "token": ticket.token,
+            }),
+            // No link token: the answers come from the bound principal
+            // over the authenticated route only.
+            InterruptKind::Clarification => json!({
+                "kind": KIND_CLARIFICATION,
+                "nodeId": ticket.node_id,
+                "callId": ticket.call_id,
+                "toolName": ticket.tool_name,
+                "question": request.question.unwrap_or_default(),
+                "boundPrincipal": ticket.bound_principal,
+                "contentTrust": ticket.content_trust.as_str(),
+            }),
+        };
         let event = NewEvent::new(INTERRUPT_REQUESTED, payload)
             .at_node(request.node_id)
             .caused_by(Some(request.causation.to_owned()));
@@ -248,7 +307,7 @@ impl Interrupts {
         let mut open = lock(&self.open);
         let requested = storage.append_event_with_status(
             request.run_id,
-            RunStatus::WaitingApproval,
+            request.kind.waiting_status(),
             Some(request.node_id),
             event,
         )?;
@@ -286,6 +345,9 @@ impl Interrupts {
             .then(|| {
                 open.values()
                     .map(|entry| &entry.ticket)
+                    // Links resolve approvals only; a clarification is
+                    // answered by the bound principal (TURN-E1).
+                    .filter(|ticket| ticket.kind == InterruptKind::Approval)
                     .find(|ticket| ticket.token.len() == token.len() && self.verify(ticket, token))
             })
             .flatten()
@@ -323,13 +385,24 @@ impl Interrupts {
             }
             open.remove(&ticket.run_id).ok_or(ResolveError::NotOpen)?
         };
-        let payload = json!({
-            "nodeId": entry.ticket.node_id,
-            "callId": entry.ticket.call_id,
-            "action": resolution.action.as_str(),
-            "by": resolution.by,
-            "via": resolution.via.as_str(),
-        });
+        // Content-free like the tool events: a clarification's answers go
+        // to the model, not into the log.
+        let payload = match entry.ticket.kind {
+            InterruptKind::Approval => json!({
+                "nodeId": entry.ticket.node_id,
+                "callId": entry.ticket.call_id,
+                "action": resolution.action.as_str(),
+                "by": resolution.by,
+                "via": resolution.via.as_str(),
+            }),
+            InterruptKind::Clarification => json!({
+                "kind": KIND_CLARIFICATION,
+                "nodeId": entry.ticket.node_id,
+                "callId": entry.ticket.call_id,
+                "by": resolution.by,
+                "via": resolution.via.as_str(),
+            }),
+        };
         let event = NewEvent::new(INTERRUPT_RESOLVED, payload)
             .at_node(&entry.ticket.node_id)
             .caused_by(Some(entry.requested_event_id));
@@ -407,6 +480,8 @@ mod tests {
 
     fn request(run_id: &str) -> HoldRequest<'_> {
         HoldRequest {
+            kind: InterruptKind::Approval,
+            question: None,
             run_id,
             node_id: "agent",
             call_id: "call_1",
@@ -420,6 +495,7 @@ mod tests {
     fn by_alice(action: Action) -> Resolution {
         Resolution {
             action,
+            answers: None,
             by: "alice".into(),
             via: Via::Principal,
         }
@@ -465,6 +541,48 @@ mod tests {
         let run = storage.run("run_1").expect("read").expect("run");
         assert_eq!(run.status, RunStatus::Running);
         assert_eq!(run.current_node_id, None);
+    }
+
+    #[tokio::test]
+    async fn a_clarification_waits_for_input_and_carries_the_answers() {
+        let storage = storage_with_run("run_1");
+        let interrupts = Interrupts::new();
+        let pending = interrupts
+            .open(
+                &storage,
+                HoldRequest {
+                    kind: InterruptKind::Clarification,
+                    question: Some("Which file?"),
+                    ..request("run_1")
+                },
+            )
+            .expect("open");
+        let run = storage.run("run_1").expect("read").expect("run");
+        assert_eq!(run.status, RunStatus::WaitingInput);
+        let ticket = pending.ticket().clone();
+        // Links never resolve a clarification.
+        assert_eq!(interrupts.ticket_by_token(&ticket.token), None);
+        let answered = Resolution {
+            answers: Some(json!({"file": "a"})),
+            ..by_alice(Action::Accept)
+        };
+        interrupts
+            .resolve(&storage, &ticket, answered.clone())
+            .expect("resolved");
+        assert_eq!(
+            pending.wait(Duration::from_secs(5)).await,
+            WaitEnd::Resolved(answered)
+        );
+        let events = storage.events_after("run_1", -1).expect("events");
+        assert_eq!(events[0].payload["kind"], "clarification");
+        assert_eq!(events[0].payload["question"], "Which file?");
+        assert!(events[0].payload.get("token").is_none());
+        assert_eq!(events[1].payload["kind"], "clarification");
+        assert!(events[1].payload.get("action").is_none());
+        assert_eq!(
+            storage.run("run_1").expect("read").expect("run").status,
+            RunStatus::Running
+        );
     }
 
     #[tokio::test]

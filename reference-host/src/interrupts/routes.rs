@@ -11,7 +11,10 @@
 //!
 //! Unknown runs, unknown nodes and runs without an open interrupt are one
 //! and the same 404. Bodies are `{"resumeValue": {"action": "accept" |
-//! "reject"}}`, closed (schemas/seams/interrupt-resolve.request.schema.json).
+//! "reject"}}` for an approval, closed
+//! (schemas/seams/interrupt-resolve.request.schema.json), and
+//! `{"answers": {...}}` for a clarification (TURN-E1, closed too); the
+//! other kind's body is a 400 naming the member the open interrupt needs.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -23,7 +26,7 @@ use serde_json::{Map, Value, json};
 use crate::app::AppState;
 use crate::auth::authenticate;
 use crate::error::{ApiError, json_response};
-use crate::interrupts::{Action, Resolution, ResolveError, Ticket, Via};
+use crate::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::json_body::{Fields, body_rejection, parse_object};
 use crate::mutants::Mutant;
 use crate::turn::trust::ContentTrust;
@@ -46,6 +49,31 @@ pub fn parse_resume(body: &[u8]) -> Result<Action, ApiError> {
         })?;
     // `optional_enum` only returns listed names, which all parse.
     Ok(Action::parse(action).unwrap_or(Action::Reject))
+}
+
+/// Parses a clarification answer, `{"answers": {...}}` (closed; any object).
+pub fn parse_answers(body: &[u8]) -> Result<Value, ApiError> {
+    let mut fields = Fields::closed(parse_object(body)?, &["answers"])?;
+    Ok(Value::Object(fields.required_object("answers")?))
+}
+
+/// The body for the open interrupt's kind: an approval takes
+/// `resumeValue`, a clarification `answers` (a body with `resumeValue`
+/// stays the approval path and is refused for a clarification).
+fn parse_for(kind: InterruptKind, body: &[u8]) -> Result<(Action, Option<Value>), ApiError> {
+    let has_answers = serde_json::from_slice::<Value>(body)
+        .ok()
+        .is_some_and(|value| value.get("answers").is_some());
+    match (kind, has_answers) {
+        (InterruptKind::Clarification, true) => Ok((Action::Accept, Some(parse_answers(body)?))),
+        (InterruptKind::Clarification, false) => Err(ApiError::validation(
+            "field `answers` is required: the open interrupt is a clarification (TURN-E1); send {\"answers\": {...}}",
+        )),
+        (InterruptKind::Approval, true) => Err(ApiError::validation(
+            "field `answers` answers a clarification, but the open interrupt is an approval; send {\"resumeValue\": {\"action\": \"accept\" | \"reject\"}}",
+        )),
+        (InterruptKind::Approval, false) => Ok((parse_resume(body)?, None)),
+    }
 }
 
 /// The one 404 for "nothing to resolve here".
@@ -90,9 +118,10 @@ pub async fn resolve_at_node(
         ));
     }
     let body = body.map_err(|rejection| body_rejection(&rejection))?;
-    let action = parse_resume(&body)?;
+    let (action, answers) = parse_for(ticket.kind, &body)?;
     let resolution = Resolution {
         action,
+        answers,
         by: caller.id.clone(),
         via: Via::Principal,
     };
@@ -134,6 +163,7 @@ pub async fn resolve_by_link(
     };
     let resolution = Resolution {
         action,
+        answers: None,
         by: ticket.bound_principal.clone(),
         via: Via::LinkToken,
     };
@@ -154,13 +184,22 @@ fn resolve(
     {
         Ok(_) => Ok(json_response(
             StatusCode::OK,
-            &json!({
-                "runId": ticket.run_id,
-                "nodeId": ticket.node_id,
-                "callId": ticket.call_id,
-                "action": action.as_str(),
-                "by": by,
-            }),
+            &match ticket.kind {
+                InterruptKind::Approval => json!({
+                    "runId": ticket.run_id,
+                    "nodeId": ticket.node_id,
+                    "callId": ticket.call_id,
+                    "action": action.as_str(),
+                    "by": by,
+                }),
+                InterruptKind::Clarification => json!({
+                    "runId": ticket.run_id,
+                    "nodeId": ticket.node_id,
+                    "callId": ticket.call_id,
+                    "kind": InterruptKind::Clarification.as_str(),
+                    "by": by,
+                }),
+            },
         )),
         // Someone else resolved it (or it expired) since it was looked up.
         Err(ResolveError::NotOpen) => Err(not_open(&ticket.run_id, &ticket.node_id)),
@@ -213,5 +252,38 @@ mod tests {
             parse_resume(b"").unwrap_err().code,
             ErrorCode::ValidationError
         );
+    }
+
+    #[test]
+    fn bodies_must_fit_the_open_interrupts_kind() {
+        let answered =
+            parse_for(InterruptKind::Clarification, br#"{"answers": {"a": 1}}"#).expect("answers");
+        assert_eq!(answered.1, Some(serde_json::json!({"a": 1})));
+        for (kind, body, field) in [
+            (
+                InterruptKind::Clarification,
+                &br#"{"resumeValue": {"action": "accept"}}"#[..],
+                "answers",
+            ),
+            (
+                InterruptKind::Clarification,
+                br#"{"answers": 1}"#,
+                "answers",
+            ),
+            (
+                InterruptKind::Clarification,
+                br#"{"answers": {}, "x": 1}"#,
+                "x",
+            ),
+            (InterruptKind::Approval, br#"{"answers": {}}"#, "answers"),
+        ] {
+            let err = parse_for(kind, body).unwrap_err();
+            assert_eq!(err.code, ErrorCode::ValidationError);
+            assert!(
+                err.message.contains(&format!("`{field}`")),
+                "{}",
+                err.message
+            );
+        }
     }
 }

@@ -37,9 +37,9 @@ use crate::app::AppState;
 use crate::args_hash::{ArgsHashError, args_hash};
 use crate::args_schema::Violation;
 use crate::authz::{self, Decision, DenyReason};
-use crate::catalog::FixtureTool;
+use crate::catalog::{FixtureTool, ReplayPolicy, SafetyTier};
 use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
-use crate::interrupts::{Action, HoldRequest, WaitEnd};
+use crate::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
 use crate::invoker::{InvokeResult, MAX_RECEIVER_BODY};
 use crate::mutants::Mutant;
 use crate::rate_limit::Acquire;
@@ -53,6 +53,7 @@ use crate::turn::approval::{self, AGENT_NODE_ID, RoundContext, Verdict};
 use crate::turn::channels::minted_call_id;
 use crate::turn::feedback::{self, CallToolResult, ToolResult};
 use crate::turn::provider::{Completion, ToolEmission};
+use crate::turn::records;
 use crate::turn::request::RepeatedCall;
 
 /// A gate of the admission pipeline (the ones that can stop a call).
@@ -173,6 +174,13 @@ pub struct Admitted {
     pub outcome: Outcome,
     /// The result to feed back.
     pub result: ToolResult,
+    /// An executed call failed transiently and attempts remain: the loop
+    /// ends this node attempt (TURN-D9).
+    pub transient: Option<NodeHalt>,
+    /// The node fails (a lost record, a replay miss, an outcome unknown).
+    pub halt: Option<NodeHalt>,
+    /// A record the `record-after-next-round` mutant has not written yet.
+    pub deferred: Option<Deferred>,
 }
 
 /// Admission could not record its events.
@@ -304,6 +312,68 @@ pub async fn admit(
     .await
 }
 
+/// Where one emission's records go in the invocation log (TTC §D), and
+/// what the node does about a transient failure.
+#[derive(Debug, Clone, Copy)]
+pub struct Journal {
+    /// Whether to write records at all (the seam-less unit tests do not).
+    pub enabled: bool,
+    /// The node attempt the records are keyed by (TURN-D9).
+    pub attempt: u32,
+    /// The per-node emission ordinal (1, 2, 3 … across rounds); with the
+    /// run id it is the tool identity (TURN-D2).
+    pub ordinal: u32,
+    /// Largest whole record body (TURN-D10).
+    pub record_limit: usize,
+    /// Writing this emission's record fails (the `faults` seam, TURN-D4).
+    pub record_fails: bool,
+    /// A transient failure of an executed call ends the attempt, because
+    /// attempts remain (TURN-D9).
+    pub retry_on_transient: bool,
+}
+
+impl Journal {
+    /// No records (unit tests of the gates).
+    pub fn unrecorded() -> Self {
+        Self {
+            enabled: false,
+            attempt: 1,
+            ordinal: 1,
+            record_limit: usize::MAX,
+            record_fails: false,
+            retry_on_transient: false,
+        }
+    }
+}
+
+/// `node.failed` code: a tool record could not be written (TURN-D4).
+pub const RECORD_FAILED: &str = "record_failed";
+/// `node.failed` code: replay or recovery found no usable record (TURN-D6).
+pub const REPLAY_SOURCE_MISSING: &str = "replay_source_missing";
+/// `node.failed` code: the call in doubt may not be re-run (TURN-D8).
+pub const TOOL_OUTCOME_UNKNOWN: &str = "tool_outcome_unknown";
+
+/// Why the agent node stops (`node.failed`, or `node.retrying` for a
+/// transient failure).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeHalt {
+    /// Machine-readable code.
+    pub code: &'static str,
+    /// What happened.
+    pub message: String,
+}
+
+/// A record whose write the `record-after-next-round` mutant deferred.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deferred {
+    /// The attempt.
+    pub attempt: u32,
+    /// The emission ordinal.
+    pub ordinal: u32,
+    /// The row.
+    pub row: records::RecordRow,
+}
+
 /// Admits one emission: records the call, runs the gates, holds it for
 /// approval when it needs approval in this round (TTC §C), dispatches if
 /// cleared, records the return, and says what to feed back.
@@ -314,6 +384,28 @@ pub async fn admit_in_round(
     completion: Completion,
     round: &RoundContext<'_>,
 ) -> Result<Admitted, AdmissionError> {
+    admit_journaled(
+        scope,
+        memory,
+        emission,
+        completion,
+        round,
+        &Journal::unrecorded(),
+    )
+    .await
+}
+
+/// Like [`admit_in_round`], writing the emission's intent and record to the
+/// invocation log (TURN-D3) and sending its tool identity as
+/// `Idempotency-Key` (TURN-D2).
+pub async fn admit_journaled(
+    scope: &TurnScope<'_>,
+    memory: &mut RepeatMemory,
+    emission: &ToolEmission,
+    completion: Completion,
+    round: &RoundContext<'_>,
+    journal: &Journal,
+) -> Result<Admitted, AdmissionError> {
     let state = scope.state;
     let mutant = state.mutant();
     let call_id = if emission.id.is_empty() {
@@ -321,29 +413,18 @@ pub async fn admit_in_round(
     } else {
         emission.id.clone()
     };
+    let call_event_id = record_call(scope, journal, emission, &call_id)?;
+    let key = records::tool_key_for(scope.run_id, journal.ordinal, scope.state.mutant());
 
-    // RFC 0064 §B: argsHash over the parsed args (JCS + SHA-256), or over
-    // the arguments text as a JSON string when it does not parse.
-    let hashed = serde_json::from_str::<Value>(&emission.arguments_text)
-        .unwrap_or_else(|_| Value::String(emission.arguments_text.clone()));
-    let call = CallPayload {
-        agent_id: Some(HOST_AGENT_ID.to_owned()),
-        tool_name: emission.name.clone(),
-        call_id: call_id.clone(),
-        args_hash: args_hash(&hashed, &hashed, mutant)?,
-        principal: Some(scope.principal.to_owned()),
-        transport: Transport::Http,
-        inputs: None,
-    };
-    let call_event = append(scope, TOOL_CALLED, &call, None)?;
-
+    let mut transient = false;
     let (outcome, ret, result) = match check_gates(scope, memory, emission, completion) {
         Err(stop) => settle_stop(scope, emission, stop)?,
         Ok((tool, args)) => match approval::verdict(tool, round.content_trust, mutant) {
             Verdict::Dispatch => {
-                let (ret, result) = dispatch(state, tool, &args).await;
-                memory.remember(&tool.tool_id, &args, &result);
-                (Outcome::Executed, ret, result)
+                let dispatched = dispatch(state, tool, &args, Some(&key)).await;
+                transient = dispatched.transient;
+                memory.remember(&tool.tool_id, &args, &dispatched.result);
+                (Outcome::Executed, dispatched.ret, dispatched.result)
             }
             Verdict::Refuse => {
                 let (ret, result) = approval::refused_outright(&tool.tool_id, mutant);
@@ -351,24 +432,27 @@ pub async fn admit_in_round(
             }
             Verdict::Hold => {
                 let request = HoldRequest {
+                    kind: InterruptKind::Approval,
+                    question: None,
                     run_id: scope.run_id,
                     node_id: AGENT_NODE_ID,
                     call_id: &call_id,
                     tool_name: &tool.tool_id,
                     bound_principal: scope.principal,
                     content_trust: round.content_trust,
-                    causation: &call_event.event_id,
+                    causation: &call_event_id,
                 };
                 match approval::hold(state, request, round).await? {
                     WaitEnd::Resolved(resolution) if resolution.action == Action::Accept => {
                         // The approved call runs ONCE, through the normal path.
-                        let (ret, result) = dispatch(state, tool, &args).await;
+                        let dispatched = dispatch(state, tool, &args, Some(&key)).await;
                         if mutant == Some(Mutant::ApprovedCallRunsTwice) {
                             // Bug: the approval is spent twice.
-                            let _ = dispatch(state, tool, &args).await;
+                            let _ = dispatch(state, tool, &args, Some(&key)).await;
                         }
-                        memory.remember(&tool.tool_id, &args, &result);
-                        (Outcome::Executed, ret, result)
+                        transient = dispatched.transient;
+                        memory.remember(&tool.tool_id, &args, &dispatched.result);
+                        (Outcome::Executed, dispatched.ret, dispatched.result)
                     }
                     WaitEnd::Resolved(_) => {
                         let (ret, result) = approval::rejected(&tool.tool_id, mutant);
@@ -384,9 +468,112 @@ pub async fn admit_in_round(
             }
         },
     };
-
     let ret = ret.with_admission(outcome.as_str());
-    let returned = ReturnPayload {
+    let transient = (transient && journal.retry_on_transient).then(|| NodeHalt {
+        code: "tool_transient_failure",
+        message: ret.error.as_ref().map_or_else(
+            || "the tool failed transiently".to_owned(),
+            |error| error.message.clone(),
+        ),
+    });
+    let returned = Returned {
+        call_id,
+        call_event_id,
+        outcome,
+        ret,
+        result,
+    };
+    let mut admitted = record_return(scope, journal, emission, returned)?;
+    admitted.transient = transient;
+    Ok(admitted)
+}
+
+/// Appends `agent.tool-called` for `emission` (with its `intent` in the same
+/// transaction when journaled) and returns the event id.
+fn record_call(
+    scope: &TurnScope<'_>,
+    journal: &Journal,
+    emission: &ToolEmission,
+    call_id: &str,
+) -> Result<String, AdmissionError> {
+    record_call_via(scope, journal, emission, call_id, Transport::Http)
+}
+
+/// [`record_call`] for a tool reached over `transport` (the host's own
+/// clarification tool is `native`).
+pub(crate) fn record_call_via(
+    scope: &TurnScope<'_>,
+    journal: &Journal,
+    emission: &ToolEmission,
+    call_id: &str,
+    transport: Transport,
+) -> Result<String, AdmissionError> {
+    let mutant = scope.state.mutant();
+    // RFC 0064 §B: argsHash over the parsed args (JCS + SHA-256), or over
+    // the arguments text as a JSON string when it does not parse.
+    let hashed = serde_json::from_str::<Value>(&emission.arguments_text)
+        .unwrap_or_else(|_| Value::String(emission.arguments_text.clone()));
+    let call = CallPayload {
+        agent_id: Some(HOST_AGENT_ID.to_owned()),
+        tool_name: emission.name.clone(),
+        call_id: call_id.to_owned(),
+        args_hash: args_hash(&hashed, &hashed, mutant)?,
+        principal: Some(scope.principal.to_owned()),
+        transport,
+        inputs: None,
+    };
+    let event = NewEvent::new(TOOL_CALLED, serde_json::to_value(&call)?);
+    let (doc, ()) = scope
+        .state
+        .storage()
+        .append_event_with(scope.run_id, event, |tx, doc| {
+            if !journal.enabled {
+                return Ok(());
+            }
+            // The intent commits with the call event: after a crash, a
+            // call event always has its intent (TURN-D8's call in doubt).
+            let intent = records::Intent {
+                tool_name: emission.name.clone(),
+                call_id: call_id.to_owned(),
+                called_event_id: doc.event_id.clone(),
+            };
+            records::put_intent(tx, scope.run_id, journal.attempt, journal.ordinal, &intent)
+        })?;
+    Ok(doc.event_id)
+}
+
+/// How one emission ended, before its return is written.
+pub(crate) struct Returned {
+    /// The call id fed back to the model.
+    pub(crate) call_id: String,
+    /// The `agent.tool-called` event id (the return is caused by it).
+    pub(crate) call_event_id: String,
+    /// Its one outcome.
+    pub(crate) outcome: Outcome,
+    /// The return to write.
+    pub(crate) ret: ToolReturn,
+    /// The result to feed back.
+    pub(crate) result: CallToolResult,
+}
+
+/// Appends `agent.tool-returned` (caused by the call event) and, in the
+/// same transaction, the emission's record (TURN-D3). A simulated record
+/// failure fails the node unless the tool is read-only (TURN-D4).
+pub(crate) fn record_return(
+    scope: &TurnScope<'_>,
+    journal: &Journal,
+    emission: &ToolEmission,
+    returned: Returned,
+) -> Result<Admitted, AdmissionError> {
+    let mutant = scope.state.mutant();
+    let Returned {
+        call_id,
+        call_event_id,
+        outcome,
+        ret,
+        result,
+    } = returned;
+    let payload = ReturnPayload {
         agent_id: Some(HOST_AGENT_ID.to_owned()),
         tool_name: emission.name.clone(),
         call_id: call_id.clone(),
@@ -395,26 +582,333 @@ pub async fn admit_in_round(
         error: ret.error,
         outcome: None,
     };
-    // Exactly one return per call, caused by the call event.
-    append(
-        scope,
-        TOOL_RETURNED,
-        &returned,
-        Some(call_event.event_id.clone()),
-    )?;
+    let mut payload = serde_json::to_value(&payload)?;
+    if mutant == Some(Mutant::ResultOnReturn) {
+        // Bug: the tool's result is copied onto the return (TURN-D12 keeps
+        // it in the host's record only).
+        payload["result"] = serde_json::to_value(&result)?;
+    }
+    let record = records::Recorded {
+        tool_name: emission.name.clone(),
+        call_id: call_id.clone(),
+        called_event_id: call_event_id.clone(),
+        outcome: outcome.as_str().to_owned(),
+        returned: returned_fields(&payload),
+        result: result.clone(),
+    };
+    let row = records::RecordRow::of(&record, journal.record_limit)?;
+    // Bug under `record-after-next-round`: the row is handed back to the
+    // loop, which writes it only after the next model response (TURN-D3
+    // says before).
+    let defer = journal.enabled && mutant == Some(Mutant::RecordAfterNextRound);
+    let write = journal.enabled && !journal.record_fails && !defer;
+    let event =
+        NewEvent::new(TOOL_RETURNED, payload.clone()).caused_by(Some(call_event_id.clone()));
+    scope
+        .state
+        .storage()
+        .append_event_with(scope.run_id, event, |tx, _| {
+            if write {
+                records::put_tool(tx, scope.run_id, journal.attempt, journal.ordinal, &row)?;
+            }
+            Ok(())
+        })?;
     if outcome == Outcome::Executed && mutant == Some(Mutant::DoubleReturn) {
         // Bug: the call is reported as returning twice.
-        append(scope, TOOL_RETURNED, &returned, Some(call_event.event_id))?;
+        let again = NewEvent::new(TOOL_RETURNED, payload).caused_by(Some(call_event_id));
+        scope.state.storage().append_event(scope.run_id, again)?;
     }
+    // TURN-D4: a lost record fails the node, unless re-running the tool
+    // could not change anything (safetyTier `read` or `pure`).
+    // Bug under `record-failure-ignored`: it never fails.
+    let read_only = find_tool(scope.tools, &emission.name)
+        .is_some_and(|tool| matches!(tool.safety_tier, SafetyTier::Read | SafetyTier::Pure));
+    let halt = (journal.enabled
+        && journal.record_fails
+        && !read_only
+        && mutant != Some(Mutant::RecordFailureIgnored))
+    .then(|| NodeHalt {
+        code: RECORD_FAILED,
+        message: format!(
+            "the record of tool call `{call_id}` (emission {}) could not be written, and tool `{}` is not read-only, so the node cannot be recovered or replayed (TURN-D4)",
+            journal.ordinal, emission.name
+        ),
+    });
     Ok(Admitted {
         outcome,
         result: ToolResult { call_id, result },
+        transient: None,
+        halt,
+        deferred: defer.then_some(Deferred {
+            attempt: journal.attempt,
+            ordinal: journal.ordinal,
+            row,
+        }),
     })
+}
+
+/// The `status`, `durationMs` and `error` members of a return payload, as
+/// written (kept verbatim in the record).
+fn returned_fields(payload: &Value) -> Value {
+    let mut fields = serde_json::Map::new();
+    for name in ["status", "durationMs", "error"] {
+        if let Some(value) = payload.get(name) {
+            fields.insert(name.to_owned(), value.clone());
+        }
+    }
+    Value::Object(fields)
+}
+
+/// Serves a recorded emission during same-attempt recovery (TURN-D7): no
+/// event, no dispatch; its recorded result is fed back.
+pub fn serve_recorded(
+    scope: &TurnScope<'_>,
+    memory: &mut RepeatMemory,
+    emission: &ToolEmission,
+    record: records::Recorded,
+) -> Admitted {
+    let outcome = outcome_named(&record.outcome);
+    if outcome == Outcome::Executed
+        && let Ok(args) = serde_json::from_str::<Value>(&emission.arguments_text)
+        && let Some(tool) = find_tool(scope.tools, &emission.name)
+    {
+        // A recovered executed call still suppresses identical repeats.
+        memory.remember(&tool.tool_id, &args, &record.result);
+    }
+    Admitted {
+        outcome,
+        result: ToolResult {
+            call_id: record.call_id,
+            result: record.result,
+        },
+        transient: None,
+        halt: None,
+        deferred: None,
+    }
+}
+
+/// Resumes the ONE call in doubt after a restart (TURN-D8): its
+/// `agent.tool-called` and intent were written, its return was not. The
+/// gates run again (a stopped call is settled as before); a cleared call is
+/// re-run, with the same `Idempotency-Key`, when its `replayPolicy` is
+/// `idempotent` or `deterministic`, and otherwise gets
+/// `agent.tool-returned` `tool_outcome_unknown` and fails the node.
+pub async fn resume_in_doubt(
+    scope: &TurnScope<'_>,
+    memory: &mut RepeatMemory,
+    emission: &ToolEmission,
+    completion: Completion,
+    intent: records::Intent,
+    journal: &Journal,
+) -> Result<Admitted, AdmissionError> {
+    let state = scope.state;
+    let mutant = state.mutant();
+    let key = records::tool_key_for(scope.run_id, journal.ordinal, scope.state.mutant());
+    let (outcome, ret, result, halt) = match check_gates(scope, memory, emission, completion) {
+        Err(stop) => {
+            let (outcome, ret, result) = settle_stop(scope, emission, stop)?;
+            (outcome, ret, result, None)
+        }
+        Ok((tool, args)) => {
+            // Bug under `recovery-reruns-in-doubt`: the policy is ignored.
+            let may_rerun = tool.replay_policy != ReplayPolicy::NonDeterministic
+                || mutant == Some(Mutant::RecoveryRerunsInDoubt);
+            if may_rerun {
+                let dispatched = dispatch(state, tool, &args, Some(&key)).await;
+                memory.remember(&tool.tool_id, &args, &dispatched.result);
+                (Outcome::Executed, dispatched.ret, dispatched.result, None)
+            } else {
+                let message = format!(
+                    "the host restarted while tool call `{}` was in flight; tool `{}` is non-deterministic, so it is not run again and its outcome is unknown (TURN-D8)",
+                    intent.call_id, tool.tool_id
+                );
+                let ret = ToolReturn::failed(
+                    ToolStatus::Error,
+                    ToolErrorCode::ToolOutcomeUnknown,
+                    message.clone(),
+                    None,
+                );
+                let result =
+                    CallToolResult::failure(feedback::failed_text(&tool.tool_id, &message), mutant);
+                let halt = NodeHalt {
+                    code: TOOL_OUTCOME_UNKNOWN,
+                    message,
+                };
+                (Outcome::Executed, ret, result, Some(halt))
+            }
+        }
+    };
+    let ret = ret.with_admission(outcome.as_str());
+    let returned = Returned {
+        call_id: intent.call_id,
+        call_event_id: intent.called_event_id,
+        outcome,
+        ret,
+        result,
+    };
+    let mut admitted = record_return(scope, journal, emission, returned)?;
+    if halt.is_some() {
+        admitted.halt = halt;
+    }
+    Ok(admitted)
+}
+
+/// Serves one emission of a `mode: "replay"` fork from the source run's
+/// record (TURN-D5): `agent.tool-called`, then `agent.tool-returned` with the
+/// recorded `status`, `durationMs` and `error` byte for byte
+/// (HOOKS-AUDIT-4, HOOKS-FAIL-6), and the recorded result fed back. Nothing
+/// is dispatched and no gate runs. A miss (no record, an intent only, or a
+/// digest) returns `replay_source_missing` and fails the node (TURN-D6).
+pub fn serve_replay(
+    scope: &TurnScope<'_>,
+    emission: &ToolEmission,
+    source: Option<records::ToolRecord>,
+    journal: &Journal,
+) -> Result<Admitted, AdmissionError> {
+    let mutant = scope.state.mutant();
+    let call_id = if emission.id.is_empty() {
+        minted_call_id()
+    } else {
+        emission.id.clone()
+    };
+    let call_event_id = record_call(scope, journal, emission, &call_id)?;
+    let served = match source {
+        Some(records::ToolRecord::Recorded(record)) => Some((
+            record.returned,
+            record.result,
+            outcome_named(&record.outcome),
+        )),
+        // Bug under `oversized-served-on-replay`: the digest stands in for
+        // the result (TURN-D10 says it is a miss).
+        Some(records::ToolRecord::Digest(digest))
+            if mutant == Some(Mutant::OversizedServedOnReplay) =>
+        {
+            Some((
+                json!({"status": "ok"}),
+                CallToolResult::success(&digest),
+                Outcome::Executed,
+            ))
+        }
+        _ => None,
+    };
+    let (mut returned, result, outcome, halt) = match served {
+        Some((returned, result, outcome)) => (returned, result, outcome, None),
+        // Bug under `replay-miss-empty-success`: a success is synthesized.
+        None if mutant == Some(Mutant::ReplayMissEmptySuccess) => (
+            json!({"status": "ok"}),
+            CallToolResult::success(&Value::Null),
+            Outcome::Executed,
+            None,
+        ),
+        None => {
+            let message = format!(
+                "the source run has no usable record of tool emission {} (`{}`), so the replay cannot serve it and does not execute it (TURN-D6)",
+                journal.ordinal, emission.name
+            );
+            let ret = ToolReturn::failed(
+                ToolStatus::Error,
+                ToolErrorCode::ReplaySourceMissing,
+                message.clone(),
+                None,
+            );
+            let payload = serde_json::to_value(ReturnPayload {
+                agent_id: None,
+                tool_name: String::new(),
+                call_id: String::new(),
+                status: ret.status,
+                duration_ms: None,
+                error: ret.error,
+                outcome: None,
+            })?;
+            let result =
+                CallToolResult::failure(feedback::failed_text(&emission.name, &message), mutant);
+            let halt = NodeHalt {
+                code: REPLAY_SOURCE_MISSING,
+                message,
+            };
+            (
+                returned_fields(&payload),
+                result,
+                Outcome::Invalid,
+                Some(halt),
+            )
+        }
+    };
+    if halt.is_none() {
+        if mutant == Some(Mutant::ReplayDurationRecomputed)
+            && let Some(fields) = returned.as_object_mut()
+            && fields.contains_key("durationMs")
+        {
+            // Bug: the serve is timed afresh (0 ms) instead of copying the
+            // recorded duration.
+            fields.insert("durationMs".to_owned(), json!(0));
+        }
+        if mutant == Some(Mutant::ReplayErrorReworded)
+            && let Some(message) = returned.pointer_mut("/error/message")
+            && let Some(text) = message.as_str()
+        {
+            // Bug: the recorded message is re-rendered.
+            *message = Value::String(format!("replayed: {text}"));
+        }
+    }
+    let mut payload = json!({
+        "agentId": HOST_AGENT_ID,
+        "toolName": emission.name,
+        "callId": call_id,
+    });
+    if let (Some(object), Some(fields)) = (payload.as_object_mut(), returned.as_object()) {
+        for (name, value) in fields {
+            object.insert(name.clone(), value.clone());
+        }
+    }
+    // The fork keeps its own record too, so a fork of the fork (or its own
+    // recovery) can be served.
+    let record = records::Recorded {
+        tool_name: emission.name.clone(),
+        call_id: call_id.clone(),
+        called_event_id: call_event_id.clone(),
+        outcome: outcome.as_str().to_owned(),
+        returned,
+        result: result.clone(),
+    };
+    let row = records::RecordRow::of(&record, journal.record_limit)?;
+    let write = journal.enabled && halt.is_none();
+    let event = NewEvent::new(TOOL_RETURNED, payload).caused_by(Some(call_event_id));
+    scope
+        .state
+        .storage()
+        .append_event_with(scope.run_id, event, |tx, _| {
+            if write {
+                records::put_tool(tx, scope.run_id, journal.attempt, journal.ordinal, &row)?;
+            }
+            Ok(())
+        })?;
+    Ok(Admitted {
+        outcome,
+        result: ToolResult { call_id, result },
+        transient: None,
+        halt,
+        deferred: None,
+    })
+}
+
+/// The outcome a record names (`executed` when unknown).
+fn outcome_named(name: &str) -> Outcome {
+    [
+        Outcome::Refused,
+        Outcome::Held,
+        Outcome::SuppressedRepeat,
+        Outcome::EndedTurn,
+        Outcome::Invalid,
+    ]
+    .into_iter()
+    .find(|outcome| outcome.as_str() == name)
+    .unwrap_or(Outcome::Executed)
 }
 
 /// The return and feedback of a stopped emission (and the authorization
 /// record of a deny).
-fn settle_stop(
+pub(crate) fn settle_stop(
     scope: &TurnScope<'_>,
     emission: &ToolEmission,
     stop: Stop,
@@ -534,25 +1028,41 @@ fn settle_stop(
     Ok((outcome, ret, result))
 }
 
-/// Calls the tool's receiver with the arguments; every arm has a duration.
+/// One dispatch: the return, the result to feed back, and whether the
+/// failure (if any) is transient (TURN-D9).
+struct Dispatched {
+    ret: ToolReturn,
+    result: CallToolResult,
+    transient: bool,
+}
+
+/// Calls the tool's receiver with the arguments and the tool identity as
+/// `Idempotency-Key` (TURN-D2); every arm has a duration.
 async fn dispatch(
     state: &AppState,
     tool: &FixtureTool,
     args: &Value,
-) -> (ToolReturn, CallToolResult) {
+    idempotency_key: Option<&str>,
+) -> Dispatched {
     let mutant = state.mutant();
     let called = state
         .invoker()
-        .invoke_for_data(Some(&tool.receiver_url), args, state.default_tool_timeout())
+        .invoke_keyed(
+            Some(&tool.receiver_url),
+            args,
+            idempotency_key,
+            state.default_tool_timeout(),
+        )
         .await;
     let duration_ms = called.invocation.duration_ms;
     let failed = |code: ToolErrorCode, message: String| {
         let result =
             CallToolResult::failure(feedback::failed_text(&tool.tool_id, &message), mutant);
-        (
-            ToolReturn::failed(ToolStatus::Error, code, message, Some(duration_ms)),
+        Dispatched {
+            ret: ToolReturn::failed(ToolStatus::Error, code, message, Some(duration_ms)),
             result,
-        )
+            transient: called.transient,
+        }
     };
     match called.invocation.result {
         InvokeResult::Failed { code, message } => failed(code, message),
@@ -570,7 +1080,11 @@ async fn dispatch(
                     Value::String(String::from_utf8_lossy(&called.body).into_owned())
                 })
             };
-            (ToolReturn::ok(duration_ms), CallToolResult::success(&data))
+            Dispatched {
+                ret: ToolReturn::ok(duration_ms),
+                result: CallToolResult::success(&data),
+                transient: false,
+            }
         }
     }
 }

@@ -125,6 +125,7 @@ pub async fn hold(
         let ticket = pending.ticket().clone();
         let by_content = Resolution {
             action: Action::Accept,
+            answers: None,
             by: ticket.bound_principal.clone(),
             via: Via::Content,
         };

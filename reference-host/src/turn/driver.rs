@@ -14,31 +14,61 @@
 //! `prompt.composed {contentTrust, round}` (the TRUST-1 witness). Nothing
 //! the model writes changes the trust.
 //!
+//! Recovery and replay (TTC §D): every model response and every tool
+//! emission is recorded in the invocation log ([`crate::turn::records`])
+//! before the next round; a run resumed after a restart serves its
+//! recorded rounds and results and re-runs only the one call in doubt; a
+//! replay fork serves the source's tool records and never dispatches; a
+//! transient tool failure ends a node attempt while attempts remain, and a
+//! new attempt never reads an earlier attempt's records.
+//!
+//! Human input and tool support (TTC §E): a call of the run's
+//! clarification tool raises a `clarification` interrupt and ends the turn
+//! ([`crate::turn::clarification`]); a run with tools whose model has no
+//! tool support fails before any provider request
+//! ([`crate::turn::tool_support`]).
+//!
+//! Provider-executed tools (TTC §F): their output taints the turn like a
+//! tool result, and a replay fork serves a round that ran one from the
+//! source's record instead of asking the provider
+//! ([`crate::turn::provider_tools`]).
+//!
 //! Every wait is bounded: at most `modelRounds` provider requests of at
-//! most 10 s each, tool calls of at most 2 s each, a held call waits at
-//! most the approval timeout (120 s by default) for its interrupt, and host
-//! shutdown ends the loop at its next await.
+//! most 10 s each, tool calls of at most 2 s each, a held call or an open
+//! clarification waits at most the approval timeout (120 s by default) for
+//! its interrupt, and host shutdown ends the loop at its next await.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
 use crate::app::AppState;
 use crate::catalog::FixtureTool;
-use crate::events::{NewEvent, PROMPT_COMPOSED, RUN_COMPLETED, RUN_FAILED, RUN_STARTED};
-use crate::mutants::Mutant;
-use crate::storage::{RunStatus, StorageError};
-use crate::tool_events::HOST_AGENT_ID;
-use crate::turn::Outcome;
-use crate::turn::admission::{self, AdmissionError, RepeatMemory, TurnScope};
-use crate::turn::approval::{AGENT_NODE_ID, APPROVAL_EXPIRED, RoundContext};
-use crate::turn::channels::{self, Channel, Classified, OutputPlan};
-use crate::turn::feedback::ToolResult;
-use crate::turn::provider::{
-    Completion, ModelRequest, ModelResponse, ProviderError, ProviderSpec, Round, ToolEmission,
-    Transcript,
+use crate::events::{
+    NODE_FAILED, NODE_RETRYING, NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED,
+    RUN_COMPLETED, RUN_FAILED, RUN_STARTED,
 };
-use crate::turn::request::TurnLimits;
+use crate::mutants::Mutant;
+use crate::storage::{RunStatus, StorageError, insert_event};
+use crate::tool_events::{HOST_AGENT_ID, Transport};
+use crate::turn::Outcome;
+use crate::turn::admission::{
+    self, AdmissionError, Admitted, Deferred, Journal, NodeHalt, RepeatMemory, TurnScope,
+};
+use crate::turn::approval::{AGENT_NODE_ID, APPROVAL_EXPIRED, RoundContext};
+use crate::turn::channels::{self, Channel, Classified, OutputPlan, plan_output};
+use crate::turn::clarification::{self, AskBudget, AskStep, ClarificationTool};
+use crate::turn::feedback::{CallToolResult, ToolResult};
+use crate::turn::provider::{
+    Completion, HostTool, ModelRequest, ModelResponse, ProviderError, ProviderSpec, Round,
+    ToolEmission, Transcript,
+};
+use crate::turn::provider_tools;
+use crate::turn::records::{self, ToolRecord};
+use crate::turn::request::{ProviderTool, TurnFaults, TurnLimits, TurnRunRequest};
+use crate::turn::tool_support::{self, ToolMode, ToolNeeds};
 use crate::turn::trust::{self, ContentTrust};
 
 /// The host-authored system message of every run.
@@ -60,6 +90,15 @@ pub const HOST_SHUTDOWN: &str = "host_shutdown";
 /// `run.failed` code: the host's own store failed.
 pub const INTERNAL_ERROR: &str = "internal_error";
 
+/// The run a replay fork serves its tool results from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplaySource {
+    /// The source run.
+    pub run_id: String,
+    /// The source's final node attempt (its records are the ones served).
+    pub attempt: u32,
+}
+
 /// Everything the loop needs; built by the seam from a checked request.
 #[derive(Debug, Clone)]
 pub struct TurnPlan {
@@ -77,6 +116,58 @@ pub struct TurnPlan {
     pub output: Option<OutputPlan>,
     /// Loop limits.
     pub limits: TurnLimits,
+    /// Seam-only test knobs.
+    pub faults: TurnFaults,
+    /// The node attempt to run (1 for a new run; the stored one on
+    /// recovery).
+    pub attempt: u32,
+    /// For a replay fork: where tool results are served from.
+    pub replay: Option<ReplaySource>,
+    /// Resume from the invocation log (same-attempt recovery, TURN-D7).
+    pub resume: bool,
+    /// The host's clarification tool, if the request named one (TURN-E1).
+    pub clarification: Option<ClarificationTool>,
+    /// Provider-executed tools declared to the provider (TTC §F).
+    pub provider_tools: Vec<ProviderTool>,
+    /// `provider.toolSupport` (TURN-E3).
+    pub tool_support: bool,
+}
+
+impl TurnPlan {
+    /// The plan of a new (attempt 1, not resumed, live) run of `request`.
+    pub fn new(run_id: String, request: TurnRunRequest, mutant: Option<Mutant>) -> Self {
+        let output = plan_output(request.output.as_ref(), request.provider.wire, mutant);
+        let clarification = request
+            .clarification_tool
+            .as_deref()
+            .and_then(ClarificationTool::new);
+        Self {
+            run_id,
+            principal: request.principal,
+            provider: request.provider,
+            tools: request.tools,
+            input: request.input,
+            output,
+            limits: request.limits,
+            faults: request.faults,
+            attempt: 1,
+            replay: None,
+            resume: false,
+            clarification,
+            provider_tools: request.provider_tools,
+            tool_support: request.tool_support,
+        }
+    }
+
+    /// What the run offers against what the model supports (TURN-E3).
+    fn tool_needs(&self) -> ToolNeeds {
+        ToolNeeds {
+            tool_support: self.tool_support,
+            tool_count: self.tools.len()
+                + usize::from(self.clarification.is_some())
+                + self.provider_tools.len(),
+        }
+    }
 }
 
 /// Why a run failed (`run.failed {error: {code, message}}`).
@@ -87,13 +178,26 @@ pub struct RunFailure {
     pub code: &'static str,
     /// What happened; never a copy of provider or model text.
     pub message: String,
+    /// Whether the agent node failed first (`node.failed` before
+    /// `run.failed`: a lost record, a replay miss, an outcome unknown).
+    pub node_failed: bool,
 }
 
 impl RunFailure {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
+    /// A run failure (not a node failure).
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
+            node_failed: false,
+        }
+    }
+
+    fn node(halt: NodeHalt) -> Self {
+        Self {
+            code: halt.code,
+            message: halt.message,
+            node_failed: true,
         }
     }
 }
@@ -114,6 +218,15 @@ impl From<AdmissionError> for RunFailure {
     }
 }
 
+impl From<StorageError> for RunFailure {
+    fn from(_: StorageError) -> Self {
+        Self::new(
+            INTERNAL_ERROR,
+            "the host could not read or write its invocation log, so the run stopped",
+        )
+    }
+}
+
 /// The final answer of a completed run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunAnswer {
@@ -123,8 +236,21 @@ pub struct RunAnswer {
     pub channel: Channel,
 }
 
-/// Writes `run.started` and spawns the loop. Returns once the run is
-/// visibly started; the loop ends the run with a terminal event.
+/// How a run's loop ended.
+#[derive(Debug)]
+enum Ended {
+    /// With an answer or a failure.
+    Done(Result<RunAnswer, RunFailure>),
+    /// Cancelled by this principal.
+    Cancelled(String),
+    /// The host is stopping with a durable store: the run stays `running`
+    /// and is recovered at the next start.
+    Suspended,
+}
+
+/// Writes `run.started` and the first `node.started` (one transaction) and
+/// spawns the loop. Returns once the run is visibly started; the loop ends
+/// the run with a terminal event.
 pub fn start(state: AppState, plan: TurnPlan) -> Result<(), StorageError> {
     let tool_ids: Vec<&str> = plan.tools.iter().map(|t| t.tool_id.as_str()).collect();
     let mut payload = json!({
@@ -138,38 +264,94 @@ pub fn start(state: AppState, plan: TurnPlan) -> Result<(), StorageError> {
         "tools": tool_ids,
         "limits": {"modelRounds": plan.limits.model_rounds},
     });
-    if let (Some(output), Some(object)) = (&plan.output, payload.as_object_mut()) {
-        object.insert("output".into(), json!({"channel": output.channel.as_str()}));
+    if let Some(object) = payload.as_object_mut() {
+        if let Some(output) = &plan.output {
+            object.insert("output".into(), json!({"channel": output.channel.as_str()}));
+        }
+        if let Some(source) = &plan.replay {
+            object.insert(
+                "fork".into(),
+                json!({"sourceRunId": source.run_id, "mode": "replay"}),
+            );
+        }
     }
-    state
-        .storage()
-        .append_event(&plan.run_id, NewEvent::new(RUN_STARTED, payload))?;
-    tokio::spawn(drive(state, plan));
+    let run_id = plan.run_id.clone();
+    let attempt = plan.attempt;
+    state.storage().append_event_with(
+        &plan.run_id,
+        NewEvent::new(RUN_STARTED, payload),
+        |tx, _| insert_event(tx, &run_id, node_started(attempt)).map(|_| ()),
+    )?;
+    resume(state, plan);
     Ok(())
+}
+
+/// Spawns the loop of a run that is already started (recovery).
+pub fn resume(state: AppState, plan: TurnPlan) {
+    tokio::spawn(drive(state, plan));
+}
+
+/// `node.started {nodeId, attempt}` (TURN-D9: each attempt starts with one).
+fn node_started(attempt: u32) -> NewEvent {
+    NewEvent::new(
+        NODE_STARTED,
+        json!({"nodeId": AGENT_NODE_ID, "attempt": attempt}),
+    )
+    .at_node(AGENT_NODE_ID)
 }
 
 /// Runs the loop to its end and records how it ended.
 pub async fn drive(state: AppState, plan: TurnPlan) {
+    let cancel = state.run_controls().register(&plan.run_id);
     let ended = tokio::select! {
-        ended = run_loop(&state, &plan) => ended,
-        () = state.shutdown_requested() => Err(RunFailure::new(
-            HOST_SHUTDOWN,
-            "the host shut down before the run finished",
-        )),
+        ended = run_loop(&state, &plan) => Ended::Done(ended),
+        by = cancelled(cancel) => Ended::Cancelled(by),
+        () = state.shutdown_requested() => {
+            if state.durable() {
+                Ended::Suspended
+            } else {
+                Ended::Done(Err(RunFailure::new(
+                    HOST_SHUTDOWN,
+                    "the host shut down before the run finished",
+                )))
+            }
+        }
     };
     // If even the terminal write fails the store is gone; nobody is left
     // to tell, and the run simply stays `running`.
     let _ = settle(&state, &plan.run_id, ended);
+    state.run_controls().remove(&plan.run_id);
+}
+
+/// Resolves with the cancelling principal once the run is cancelled.
+async fn cancelled(mut cancel: watch::Receiver<Option<String>>) -> String {
+    loop {
+        if let Some(by) = cancel.borrow_and_update().clone() {
+            return by;
+        }
+        if cancel.changed().await.is_err() {
+            // The registry dropped the sender: nobody can cancel any more.
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 /// Appends the terminal event and settles the status in one transaction.
-fn settle(
-    state: &AppState,
-    run_id: &str,
-    ended: Result<RunAnswer, RunFailure>,
-) -> Result<(), StorageError> {
+fn settle(state: &AppState, run_id: &str, ended: Ended) -> Result<(), StorageError> {
     match ended {
-        Ok(answer) => {
+        Ended::Suspended => {}
+        Ended::Cancelled(by) => {
+            state.storage().finish_run(
+                run_id,
+                RunStatus::Cancelled,
+                None,
+                NewEvent::new(
+                    RUN_CANCELLED,
+                    json!({"reason": format!("cancelled by {by}")}),
+                ),
+            )?;
+        }
+        Ended::Done(Ok(answer)) => {
             let payload = json!({"result": answer.result, "channel": answer.channel.as_str()});
             state.storage().finish_run(
                 run_id,
@@ -178,16 +360,31 @@ fn settle(
                 NewEvent::new(RUN_COMPLETED, payload),
             )?;
         }
-        Err(failure) => {
-            let error = json!({"code": failure.code, "message": failure.message});
-            state.storage().finish_run(
-                run_id,
-                RunStatus::Failed,
-                Some(&error),
-                NewEvent::new(RUN_FAILED, json!({ "error": error })),
-            )?;
-        }
+        Ended::Done(Err(failure)) => fail_run(state, run_id, &failure)?,
     }
+    Ok(())
+}
+
+/// Fails the run: `node.failed` first when the node failed, then
+/// `run.failed` with the same code (and the status) in one transaction.
+pub fn fail_run(state: &AppState, run_id: &str, failure: &RunFailure) -> Result<(), StorageError> {
+    let error = json!({"code": failure.code, "message": failure.message});
+    if failure.node_failed {
+        state.storage().append_event(
+            run_id,
+            NewEvent::new(
+                NODE_FAILED,
+                json!({"nodeId": AGENT_NODE_ID, "error": error}),
+            )
+            .at_node(AGENT_NODE_ID),
+        )?;
+    }
+    state.storage().finish_run(
+        run_id,
+        RunStatus::Failed,
+        Some(&error),
+        NewEvent::new(RUN_FAILED, json!({ "error": error })),
+    )?;
     Ok(())
 }
 
@@ -215,99 +412,568 @@ fn record_prompt(
         })
 }
 
-/// The rounds.
+/// The node attempts: a transient tool failure ends an attempt while
+/// attempts remain; the next one starts from round 1 with fresh state
+/// (TURN-D9).
 async fn run_loop(state: &AppState, plan: &TurnPlan) -> Result<RunAnswer, RunFailure> {
-    let scope = TurnScope {
-        state,
-        run_id: &plan.run_id,
-        principal: &plan.principal,
-        tools: &plan.tools,
-        repeated_call: plan.limits.repeated_call,
-    };
-    let mut memory = RepeatMemory::default();
-    let mut transcript = Transcript {
-        system: SYSTEM_PROMPT.to_owned(),
-        user: channels::user_message(&plan.input, plan.output.as_ref()),
-        rounds: Vec::new(),
-    };
-    // TTC §C: the user's input is trusted; tool results taint later rounds.
-    let mut content_trust = ContentTrust::USER_INPUT;
-    for round in 1..=plan.limits.model_rounds {
-        record_prompt(state, &plan.run_id, content_trust, round)?;
-        let response = ask_model(state, plan, &transcript).await?;
-        // Model output never changes the trust (TTC §C).
-        let round_trust = trust::after_model_output(content_trust, &response, state.mutant());
-        let context = RoundContext {
-            content_trust: round_trust,
-            earlier_rounds: &transcript.rounds,
-            this_round: &[],
-        };
-        match response.completion {
-            Completion::Refused => {
-                // TURN-B2: each call of the message is recorded as refused;
-                // no further provider request is made.
-                admit_all(
-                    &scope,
-                    &mut memory,
-                    &response.tool_calls,
-                    Completion::Refused,
-                    context,
+    // TURN-E3: a typed failure before any provider request, never a guess.
+    let needs = plan.tool_needs();
+    if tool_support::mode(needs, state.mutant()) == ToolMode::Unsupported {
+        return Err(RunFailure::new(
+            tool_support::PROVIDER_TOOLS_UNSUPPORTED,
+            tool_support::unsupported_message(needs.tool_count),
+        ));
+    }
+    let mut attempt = plan.attempt;
+    let mut resume = plan.resume;
+    loop {
+        match Attempt::new(state, plan, attempt, resume)?.run().await? {
+            AttemptEnd::Answer(answer) => return Ok(answer),
+            AttemptEnd::Transient(halt) => {
+                let next = attempt.saturating_add(1);
+                let run_id = plan.run_id.as_str();
+                let retrying = NewEvent::new(
+                    NODE_RETRYING,
+                    json!({
+                        "nodeId": AGENT_NODE_ID,
+                        "attempt": attempt,
+                        "error": {"code": halt.code, "message": halt.message},
+                    }),
                 )
-                .await?;
-                return Err(RunFailure::new(
-                    MODEL_REFUSED,
-                    "the model refused; a refusal is not retried (TURN-B2)",
-                ));
-            }
-            Completion::Truncated => {
-                // TURN-B1: no call of a truncated message is executed.
-                admit_all(
-                    &scope,
-                    &mut memory,
-                    &response.tool_calls,
-                    Completion::Truncated,
-                    context,
-                )
-                .await?;
-                return Err(RunFailure::new(
-                    MODEL_OUTPUT_TRUNCATED,
-                    "the model's output was truncated (finish_reason length / stop_reason max_tokens); none of its tool calls was executed (TURN-B1)",
-                ));
-            }
-            Completion::Clean => {}
-        }
-        match channels::classify(&response, plan.output.as_ref()) {
-            Classified::ToolCalls(calls) => {
-                let results =
-                    admit_all(&scope, &mut memory, calls, Completion::Clean, context).await?;
-                // The meet: once tool results are fed back, every later
-                // round consumed untrusted content.
-                content_trust = trust::after_tool_results(round_trust, &results, state.mutant());
-                transcript.rounds.push(Round { response, results });
-            }
-            Classified::Answer { channel, text } => {
-                // Empty on the correct host (TURN-A2, TURN-A3); only the
-                // text mutants derive calls here.
-                let derived = channels::text_emissions(
-                    text,
-                    plan.output.as_ref(),
-                    &plan.tools,
-                    state.mutant(),
-                );
-                admit_all(&scope, &mut memory, &derived, Completion::Clean, context).await?;
-                return channels::final_answer(text, plan.output.as_ref())
-                    .map(|result| RunAnswer { result, channel })
-                    .map_err(|message| RunFailure::new(OUTPUT_INVALID, message));
+                .at_node(AGENT_NODE_ID);
+                // The attempt bump, the retry and the next start commit
+                // together: a restart resumes exactly the new attempt.
+                state
+                    .storage()
+                    .append_event_with(run_id, retrying, |tx, _| {
+                        records::set_attempt(tx, run_id, next)?;
+                        insert_event(tx, run_id, node_started(next)).map(|_| ())
+                    })?;
+                attempt = next;
+                resume = false;
             }
         }
     }
-    Err(RunFailure::new(
-        MODEL_ROUNDS_EXCEEDED,
-        format!(
-            "the run needed more than its {} model round(s)",
-            plan.limits.model_rounds
-        ),
-    ))
+}
+
+/// How one node attempt ended.
+enum AttemptEnd {
+    /// The run's answer.
+    Answer(RunAnswer),
+    /// A transient tool failure with attempts left.
+    Transient(NodeHalt),
+}
+
+/// One node attempt: fresh conversation state, its own records.
+struct Attempt<'a> {
+    state: &'a AppState,
+    plan: &'a TurnPlan,
+    scope: TurnScope<'a>,
+    attempt: u32,
+    memory: RepeatMemory,
+    /// The per-node emission ordinal of the last admitted emission.
+    ordinal: u32,
+    /// Still inside the recorded part of a resumed attempt.
+    recovering: bool,
+    /// Rounds whose `prompt.composed` was written before a restart.
+    composed: HashSet<u32>,
+    /// Records the `record-after-next-round` mutant has not written yet.
+    deferred: Vec<Deferred>,
+    /// Clarification interrupts raised in this attempt (TURN-E1).
+    asks_used: u32,
+}
+
+impl<'a> Attempt<'a> {
+    fn new(
+        state: &'a AppState,
+        plan: &'a TurnPlan,
+        attempt: u32,
+        resume: bool,
+    ) -> Result<Self, RunFailure> {
+        let composed = if resume {
+            composed_rounds(state, &plan.run_id, attempt)?
+        } else {
+            HashSet::new()
+        };
+        Ok(Self {
+            state,
+            plan,
+            scope: TurnScope {
+                state,
+                run_id: &plan.run_id,
+                principal: &plan.principal,
+                tools: &plan.tools,
+                repeated_call: plan.limits.repeated_call,
+            },
+            attempt,
+            memory: RepeatMemory::default(),
+            ordinal: 0,
+            recovering: resume,
+            composed,
+            deferred: Vec::new(),
+            asks_used: 0,
+        })
+    }
+
+    /// The rounds.
+    async fn run(mut self) -> Result<AttemptEnd, RunFailure> {
+        let state = self.state;
+        let plan = self.plan;
+        let mut transcript = Transcript {
+            system: SYSTEM_PROMPT.to_owned(),
+            user: channels::user_message(&plan.input, plan.output.as_ref()),
+            rounds: Vec::new(),
+        };
+        // TTC §C: the user's input is trusted; tool results taint later rounds.
+        let mut content_trust = ContentTrust::USER_INPUT;
+        for round in 1..=plan.limits.model_rounds {
+            let response = self.model_round(round, content_trust, &transcript).await?;
+            // Model output never changes the trust (TTC §C).
+            let round_trust = trust::after_model_output(content_trust, &response, state.mutant());
+            // TURN-F3: a provider-executed tool's result is untrusted input
+            // to the calls the model makes after it, and to later rounds.
+            let round_trust = trust::after_provider_tools(round_trust, &response, state.mutant());
+            let context = RoundContext {
+                content_trust: round_trust,
+                earlier_rounds: &transcript.rounds,
+                this_round: &[],
+            };
+            match response.completion {
+                Completion::Refused => {
+                    // TURN-B2: each call of the message is recorded as refused;
+                    // no further provider request is made.
+                    if let Err(halt) = self
+                        .admit_all(&response.tool_calls, Completion::Refused, context)
+                        .await?
+                    {
+                        return Ok(AttemptEnd::Transient(halt));
+                    }
+                    return Err(RunFailure::new(
+                        MODEL_REFUSED,
+                        "the model refused; a refusal is not retried (TURN-B2)",
+                    ));
+                }
+                Completion::Truncated => {
+                    // TURN-B1: no call of a truncated message is executed.
+                    if let Err(halt) = self
+                        .admit_all(&response.tool_calls, Completion::Truncated, context)
+                        .await?
+                    {
+                        return Ok(AttemptEnd::Transient(halt));
+                    }
+                    return Err(RunFailure::new(
+                        MODEL_OUTPUT_TRUNCATED,
+                        "the model's output was truncated (finish_reason length / stop_reason max_tokens); none of its tool calls was executed (TURN-B1)",
+                    ));
+                }
+                Completion::Clean => {}
+            }
+            match channels::classify(&response, plan.output.as_ref()) {
+                Classified::ToolCalls(calls) => {
+                    let results = match self.admit_all(calls, Completion::Clean, context).await? {
+                        Ok(results) => results,
+                        Err(halt) => return Ok(AttemptEnd::Transient(halt)),
+                    };
+                    // The meet: once tool results are fed back, every later
+                    // round consumed untrusted content.
+                    content_trust =
+                        trust::after_tool_results(round_trust, &results, state.mutant());
+                    transcript.rounds.push(Round { response, results });
+                }
+                Classified::Answer { channel, text } => {
+                    // Empty on the correct host (TURN-A2, TURN-A3); only the
+                    // text mutants derive calls here.
+                    let mut derived = channels::text_emissions(
+                        text,
+                        plan.output.as_ref(),
+                        &plan.tools,
+                        state.mutant(),
+                    );
+                    if tool_support::mode(plan.tool_needs(), state.mutant()) == ToolMode::Guessed {
+                        derived.extend(tool_support::guessed_calls(text, &plan.tools));
+                    }
+                    if let Err(halt) = self.admit_all(&derived, Completion::Clean, context).await? {
+                        return Ok(AttemptEnd::Transient(halt));
+                    }
+                    return channels::final_answer(text, plan.output.as_ref())
+                        .map(|result| AttemptEnd::Answer(RunAnswer { result, channel }))
+                        .map_err(|message| RunFailure::new(OUTPUT_INVALID, message));
+                }
+            }
+        }
+        Err(RunFailure::new(
+            MODEL_ROUNDS_EXCEEDED,
+            format!(
+                "the run needed more than its {} model round(s)",
+                plan.limits.model_rounds
+            ),
+        ))
+    }
+
+    /// The model response of `round`: served from the log while recovering
+    /// (no provider request and no new `prompt.composed`, TURN-D7), else
+    /// asked live and recorded before any of its calls is admitted.
+    async fn model_round(
+        &mut self,
+        round: u32,
+        content_trust: ContentTrust,
+        transcript: &Transcript,
+    ) -> Result<ModelResponse, RunFailure> {
+        let storage = self.state.storage();
+        let run_id = self.plan.run_id.as_str();
+        if self.recovering {
+            if let Some(response) = records::model(storage, run_id, self.attempt, round)? {
+                return Ok(response);
+            }
+            // The records end here: the rest of the attempt is live.
+            self.recovering = false;
+        }
+        // TURN-F2: suppression at the provider dispatch point. A replay
+        // fork serves a round in which the provider executed a tool from
+        // the source's record, so the provider never runs it again.
+        if let Some(source) = &self.plan.replay
+            && provider_tools::suppressed_on_replay(Some(source), self.state.mutant())
+            && let Some(response) =
+                provider_tools::recorded_round(storage, source, round, self.state.mutant())?
+        {
+            records::put_model(storage, run_id, self.attempt, round, &response)?;
+            return Ok(response);
+        }
+        if !self.composed.contains(&round) {
+            record_prompt(self.state, run_id, content_trust, round)?;
+        }
+        let response = ask_model(self.state, self.plan, transcript).await?;
+        records::put_model(storage, run_id, self.attempt, round, &response)?;
+        // Only under `record-after-next-round`: the previous round's tool
+        // records are written now, after the next response has arrived.
+        for deferred in self.deferred.drain(..) {
+            records::put_tool_late(
+                storage,
+                run_id,
+                deferred.attempt,
+                deferred.ordinal,
+                &deferred.row,
+            )?;
+        }
+        Ok(response)
+    }
+
+    /// Admits `emissions` in order; one result per emission. A call still
+    /// `held` when admission returns had its interrupt expire: the run
+    /// fails. A transient failure with attempts left ends the attempt
+    /// (`Ok(Err(..))`).
+    ///
+    /// A raised clarification ask ends the turn (TURN-E2): every later call
+    /// of the round is settled `ended-turn` without running, and only then
+    /// does the loop wait for the answers.
+    async fn admit_all(
+        &mut self,
+        emissions: &[ToolEmission],
+        completion: Completion,
+        context: RoundContext<'_>,
+    ) -> Result<Result<Vec<ToolResult>, NodeHalt>, RunFailure> {
+        let mut results = Vec::with_capacity(emissions.len());
+        let mut raised: Option<(usize, clarification::Raised)> = None;
+        for emission in emissions {
+            self.ordinal = self.ordinal.saturating_add(1);
+            // Bug under `ask-does-not-end-turn`: later calls run as usual.
+            let turn_ended = raised.is_some()
+                && self.plan.replay.is_none()
+                && !self.state.mutant_is(Mutant::AskDoesNotEndTurn);
+            let admitted = if turn_ended {
+                // A second ask is the host's own tool too.
+                let transport = if self
+                    .plan
+                    .clarification
+                    .as_ref()
+                    .is_some_and(|tool| tool.is_called_by(emission))
+                {
+                    Transport::Native
+                } else {
+                    Transport::Http
+                };
+                clarification::ended_turn(&self.scope, emission, &self.journal(), transport)?
+            } else if let Some(step) = self.ask_if_called(emission, completion, context)? {
+                match step {
+                    AskStep::Settled(admitted) => admitted,
+                    AskStep::Raised(open) => {
+                        // Its result is filled in once it is answered.
+                        results.push(ToolResult {
+                            call_id: emission.id.clone(),
+                            result: CallToolResult::failure("awaiting the answer", None),
+                        });
+                        raised = Some((results.len() - 1, open));
+                        continue;
+                    }
+                }
+            } else {
+                let round = RoundContext {
+                    this_round: &results,
+                    ..context
+                };
+                self.admit_one(emission, completion, &round).await?
+            };
+            match self.take(admitted)? {
+                Ok(result) => results.push(result),
+                Err(transient) => return Ok(Err(transient)),
+            }
+        }
+        if let Some((index, open)) = raised {
+            let answered = open.answer(&self.scope).await?;
+            if answered.expired {
+                return Err(RunFailure::new(
+                    clarification::CLARIFICATION_EXPIRED,
+                    format!(
+                        "clarification `{}` was not answered within {} s",
+                        answered.admitted.result.call_id,
+                        self.state.approval_timeout().as_secs_f64()
+                    ),
+                ));
+            }
+            match self.take(answered.admitted)? {
+                Ok(result) => {
+                    if let Some(slot) = results.get_mut(index) {
+                        *slot = result;
+                    }
+                }
+                Err(transient) => return Ok(Err(transient)),
+            }
+        }
+        Ok(Ok(results))
+    }
+
+    /// Accounts for one admitted emission: its deferred record, a node
+    /// halt, an expired approval (the run fails), a transient failure
+    /// (`Ok(Err(..))`), or its result to feed back.
+    fn take(&mut self, admitted: Admitted) -> Result<Result<ToolResult, NodeHalt>, RunFailure> {
+        if let Some(deferred) = admitted.deferred.clone() {
+            self.deferred.push(deferred);
+        }
+        if let Some(halt) = admitted.halt {
+            return Err(RunFailure::node(halt));
+        }
+        if admitted.outcome == Outcome::Held {
+            return Err(RunFailure::new(
+                APPROVAL_EXPIRED,
+                format!(
+                    "tool call `{}` was held for approval and its interrupt was not resolved within {} s",
+                    admitted.result.call_id,
+                    self.state.approval_timeout().as_secs_f64()
+                ),
+            ));
+        }
+        if let Some(transient) = admitted.transient {
+            return Ok(Err(transient));
+        }
+        Ok(Ok(admitted.result))
+    }
+
+    /// Where the current emission's records go.
+    fn journal(&self) -> Journal {
+        Journal {
+            enabled: true,
+            attempt: self.attempt,
+            ordinal: self.ordinal,
+            record_limit: self.state.record_limit_bytes(),
+            record_fails: self.plan.faults.record_failure_at_ordinal == Some(self.ordinal),
+            retry_on_transient: self.plan.replay.is_none()
+                && self.attempt < self.plan.limits.node_attempts,
+        }
+    }
+
+    /// A call of the run's clarification tool, outside a replay fork (a
+    /// fork serves the recorded ask like any emission and never asks):
+    /// served from this attempt's record while recovering, else asked
+    /// (TURN-E1). `None` for any other call.
+    fn ask_if_called(
+        &mut self,
+        emission: &ToolEmission,
+        completion: Completion,
+        context: RoundContext<'_>,
+    ) -> Result<Option<AskStep>, RunFailure> {
+        let plan = self.plan;
+        let Some(tool) = plan.clarification.as_ref() else {
+            return Ok(None);
+        };
+        if !tool.is_called_by(emission) || plan.replay.is_some() {
+            return Ok(None);
+        }
+        if self.recovering {
+            let storage = self.state.storage();
+            match records::tool(storage, &plan.run_id, self.attempt, self.ordinal)? {
+                Some(ToolRecord::Recorded(record)) => {
+                    if record.outcome == Outcome::Executed.as_str() {
+                        self.asks_used = self.asks_used.saturating_add(1);
+                    }
+                    let served =
+                        admission::serve_recorded(&self.scope, &mut self.memory, emission, record);
+                    return Ok(Some(AskStep::Settled(served)));
+                }
+                // An ask without a whole record is asked again.
+                _ => self.recovering = false,
+            }
+        }
+        let budget = AskBudget {
+            used: self.asks_used,
+            limit: plan.limits.clarification_rounds,
+        };
+        let step = clarification::ask(
+            tool,
+            &self.scope,
+            emission,
+            completion,
+            context.content_trust,
+            budget,
+            &self.journal(),
+        )?;
+        if matches!(step, AskStep::Raised(_)) {
+            self.asks_used = self.asks_used.saturating_add(1);
+        }
+        Ok(Some(step))
+    }
+
+    /// One emission: served from this attempt's record while recovering,
+    /// served from the source's record in a replay fork, else admitted live.
+    async fn admit_one(
+        &mut self,
+        emission: &ToolEmission,
+        completion: Completion,
+        round: &RoundContext<'_>,
+    ) -> Result<Admitted, RunFailure> {
+        let state = self.state;
+        let mutant = state.mutant();
+        let storage = state.storage();
+        let run_id = self.plan.run_id.as_str();
+        let journal = self.journal();
+        if self.recovering {
+            match records::tool(storage, run_id, self.attempt, self.ordinal)? {
+                Some(ToolRecord::Recorded(record)) => {
+                    return Ok(admission::serve_recorded(
+                        &self.scope,
+                        &mut self.memory,
+                        emission,
+                        record,
+                    ));
+                }
+                Some(ToolRecord::Digest(digest)) => {
+                    return Ok(self.recovered_digest(emission, digest));
+                }
+                Some(ToolRecord::Intent(intent)) if self.plan.replay.is_none() => {
+                    // TURN-D8: the first emission called but not recorded
+                    // is the one call in doubt; after it, all is live.
+                    self.recovering = false;
+                    return Ok(admission::resume_in_doubt(
+                        &self.scope,
+                        &mut self.memory,
+                        emission,
+                        completion,
+                        intent,
+                        &journal,
+                    )
+                    .await?);
+                }
+                _ => self.recovering = false,
+            }
+        }
+        // Bug under `retry-served-records`: a new attempt is handed the
+        // previous attempt's records (TURN-D9 says never).
+        if mutant == Some(Mutant::RetryServedRecords)
+            && self.attempt > 1
+            && let Some(ToolRecord::Recorded(record)) =
+                records::tool(storage, run_id, self.attempt - 1, self.ordinal)?
+        {
+            return Ok(admission::serve_recorded(
+                &self.scope,
+                &mut self.memory,
+                emission,
+                record,
+            ));
+        }
+        // Bug under `replay-executes-tool`: the fork runs tools live.
+        if let Some(source) = &self.plan.replay
+            && mutant != Some(Mutant::ReplayExecutesTool)
+        {
+            let record = records::tool(storage, &source.run_id, source.attempt, self.ordinal)?;
+            return Ok(admission::serve_replay(
+                &self.scope,
+                emission,
+                record,
+                &journal,
+            )?);
+        }
+        Ok(admission::admit_journaled(
+            &self.scope,
+            &mut self.memory,
+            emission,
+            completion,
+            round,
+            &journal,
+        )
+        .await?)
+    }
+
+    /// A digest met while recovering: a miss (TURN-D10), unless the
+    /// `oversized-served-on-replay` mutant serves the digest itself.
+    fn recovered_digest(&mut self, emission: &ToolEmission, digest: Value) -> Admitted {
+        if self.state.mutant_is(Mutant::OversizedServedOnReplay) {
+            return admission::serve_recorded(
+                &self.scope,
+                &mut self.memory,
+                emission,
+                records::Recorded {
+                    tool_name: emission.name.clone(),
+                    call_id: emission.id.clone(),
+                    called_event_id: String::new(),
+                    outcome: Outcome::Executed.as_str().to_owned(),
+                    returned: json!({"status": "ok"}),
+                    result: crate::turn::feedback::CallToolResult::success(&digest),
+                },
+            );
+        }
+        Admitted {
+            outcome: Outcome::Invalid,
+            result: ToolResult {
+                call_id: emission.id.clone(),
+                result: crate::turn::feedback::CallToolResult::failure(
+                    "the recorded result is a digest",
+                    None,
+                ),
+            },
+            transient: None,
+            halt: Some(NodeHalt {
+                code: admission::REPLAY_SOURCE_MISSING,
+                message: format!(
+                    "tool emission {} (`{}`) was recorded only as a digest (over the record size limit), so recovery cannot serve it (TURN-D10)",
+                    self.ordinal, emission.name
+                ),
+            }),
+            deferred: None,
+        }
+    }
+}
+
+/// The rounds of `attempt` whose `prompt.composed` is already in the log,
+/// so a resumed attempt does not write them twice.
+fn composed_rounds(
+    state: &AppState,
+    run_id: &str,
+    attempt: u32,
+) -> Result<HashSet<u32>, StorageError> {
+    let mut current = 0u64;
+    let mut rounds = HashSet::new();
+    for event in state.storage().events_after(run_id, -1)? {
+        if event.event_type == NODE_STARTED {
+            current = event.payload["attempt"].as_u64().unwrap_or(0);
+        } else if event.event_type == PROMPT_COMPOSED
+            && current == u64::from(attempt)
+            && let Some(round) = event.payload["round"]
+                .as_u64()
+                .and_then(|r| u32::try_from(r).ok())
+        {
+            rounds.insert(round);
+        }
+    }
+    Ok(rounds)
 }
 
 /// One provider request for the next round.
@@ -316,50 +982,44 @@ async fn ask_model(
     plan: &TurnPlan,
     transcript: &Transcript,
 ) -> Result<ModelResponse, RunFailure> {
-    let request = ModelRequest {
+    let host_tools: Vec<HostTool> = plan
+        .clarification
+        .iter()
+        .map(|tool| tool.offered.clone())
+        .collect();
+    // TURN-F2: no request of a replay fork declares a server tool.
+    let server_tools: &[ProviderTool] =
+        if provider_tools::suppressed_on_replay(plan.replay.as_ref(), state.mutant()) {
+            &[]
+        } else {
+            &plan.provider_tools
+        };
+    let guessed;
+    let mut request = ModelRequest {
         spec: &plan.provider,
         tools: &plan.tools,
+        host_tools: &host_tools,
+        server_tools,
         transcript,
         response_schema: plan.output.as_ref().and_then(OutputPlan::enforced_schema),
     };
+    if tool_support::mode(plan.tool_needs(), state.mutant()) == ToolMode::Guessed {
+        // Only under `tool-support-guessed`: the tools go into the prompt.
+        guessed = Transcript {
+            system: tool_support::guessed_system(&transcript.system, &plan.tools),
+            ..transcript.clone()
+        };
+        request.tools = &[];
+        request.host_tools = &[];
+        request.server_tools = &[];
+        request.transcript = &guessed;
+    }
     let response = state.provider().complete(&request).await?;
     if response.completion == Completion::Refused && state.mutant_is(Mutant::RefusalRetried) {
         // Bug: TURN-B2 says a refusal is final; this asks again.
         return Ok(state.provider().complete(&request).await?);
     }
     Ok(response)
-}
-
-/// Admits `emissions` in order; one result per emission. A call still
-/// `held` when admission returns had its interrupt expire: the run fails.
-async fn admit_all(
-    scope: &TurnScope<'_>,
-    memory: &mut RepeatMemory,
-    emissions: &[ToolEmission],
-    completion: Completion,
-    context: RoundContext<'_>,
-) -> Result<Vec<ToolResult>, RunFailure> {
-    let mut results = Vec::with_capacity(emissions.len());
-    for emission in emissions {
-        let round = RoundContext {
-            this_round: &results,
-            ..context
-        };
-        let admitted =
-            admission::admit_in_round(scope, memory, emission, completion, &round).await?;
-        if admitted.outcome == Outcome::Held {
-            return Err(RunFailure::new(
-                APPROVAL_EXPIRED,
-                format!(
-                    "tool call `{}` was held for approval and its interrupt was not resolved within {} s",
-                    admitted.result.call_id,
-                    scope.state.approval_timeout().as_secs_f64()
-                ),
-            ));
-        }
-        results.push(admitted.result);
-    }
-    Ok(results)
 }
 
 #[cfg(test)]

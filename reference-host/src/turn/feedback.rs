@@ -8,13 +8,15 @@
 //! never from the model's own text, so a model cannot steer its next turn by
 //! smuggling instructions through its arguments.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::args_schema::Violation;
 use crate::mutants::Mutant;
 
-/// An MCP `CallToolResult`, reduced to what this host sends.
-#[derive(Debug, Clone, PartialEq)]
+/// An MCP `CallToolResult`, reduced to what this host sends (serializable:
+/// it is kept in the invocation log, TURN-D3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallToolResult {
     /// The single text content item.
     pub text: String,

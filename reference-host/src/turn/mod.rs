@@ -15,11 +15,18 @@
 pub mod admission;
 pub mod approval;
 pub mod channels;
+pub mod clarification;
+pub mod control;
 pub mod driver;
 pub mod feedback;
+pub mod fork;
 pub mod provider;
+pub mod provider_tools;
+pub mod records;
+pub mod recovery;
 pub mod request;
 pub mod seam;
+pub mod tool_support;
 pub mod trust;
 
 /// The one outcome each tool emission ends in (TTC §C).
@@ -35,7 +42,8 @@ pub enum Outcome {
     Held,
     /// An identical earlier call's result was reused; not dispatched.
     SuppressedRepeat,
-    /// The emission ended the turn (not produced yet: a later issue).
+    /// A clarification ask earlier in the same round ended the turn, so
+    /// the call was not executed (TURN-E2).
     EndedTurn,
     /// Unknown tool, unparseable or schema-invalid arguments, or cut
     /// arguments of a truncated completion; not dispatched.

@@ -27,8 +27,11 @@ const FIELDS: &[&str] = &[
     "input",
     "output",
     "limits",
+    "faults",
+    "clarificationTool",
+    "providerTools",
 ];
-const PROVIDER_FIELDS: &[&str] = &["wire", "baseUrl", "model", "stream"];
+const PROVIDER_FIELDS: &[&str] = &["wire", "baseUrl", "model", "stream", "toolSupport"];
 const TOOL_FIELDS: &[&str] = &[
     "toolId",
     "description",
@@ -41,7 +44,26 @@ const TOOL_FIELDS: &[&str] = &[
     "receiverUrl",
 ];
 const OUTPUT_FIELDS: &[&str] = &["mode", "schema"];
-const LIMITS_FIELDS: &[&str] = &["modelRounds", "repeatedCall"];
+const LIMITS_FIELDS: &[&str] = &[
+    "modelRounds",
+    "repeatedCall",
+    "nodeAttempts",
+    "clarificationRounds",
+];
+const PROVIDER_TOOL_FIELDS: &[&str] = &["name", "type"];
+const FAULTS_FIELDS: &[&str] = &["recordFailureAtOrdinal"];
+
+/// Largest accepted `limits.nodeAttempts` (TURN-D9).
+pub const MAX_NODE_ATTEMPTS: u32 = 3;
+
+/// Largest accepted `faults.recordFailureAtOrdinal`.
+pub const MAX_FAULT_ORDINAL: u64 = 1_000;
+
+/// Largest accepted `limits.clarificationRounds` (TURN-E1).
+pub const MAX_CLARIFICATION_ROUNDS: u32 = 8;
+
+/// Clarification rounds when `limits.clarificationRounds` is absent.
+pub const DEFAULT_CLARIFICATION_ROUNDS: u32 = 1;
 
 /// Model rounds when `limits.modelRounds` is absent.
 pub const DEFAULT_MODEL_ROUNDS: u32 = 8;
@@ -69,6 +91,14 @@ pub struct TurnLimits {
     pub model_rounds: u32,
     /// Repeated-call policy.
     pub repeated_call: RepeatedCall,
+    /// How many attempts the agent node gets (1..=3, default 1): a
+    /// transient tool failure ends an attempt while attempts remain
+    /// (TURN-D9).
+    pub node_attempts: u32,
+    /// How many clarification interrupts the run may raise through its
+    /// clarification tool (0..=8, default 1); one more ask is refused with
+    /// a typed error (TURN-E1).
+    pub clarification_rounds: u32,
 }
 
 impl Default for TurnLimits {
@@ -76,8 +106,18 @@ impl Default for TurnLimits {
         Self {
             model_rounds: DEFAULT_MODEL_ROUNDS,
             repeated_call: RepeatedCall::Suppress,
+            node_attempts: 1,
+            clarification_rounds: DEFAULT_CLARIFICATION_ROUNDS,
         }
     }
+}
+
+/// Seam-only test knobs (`faults`); never set by a real caller.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnFaults {
+    /// Writing the record of this tool emission ordinal fails (simulated),
+    /// to witness TURN-D4.
+    pub record_failure_at_ordinal: Option<u32>,
 }
 
 /// The requested structured answer.
@@ -106,6 +146,17 @@ pub struct TurnRunRequest {
     pub output: Option<OutputSpec>,
     /// Loop limits.
     pub limits: TurnLimits,
+    /// Test knobs.
+    pub faults: TurnFaults,
+    /// The name of the host's clarification tool for this run, if any
+    /// (TURN-E1). No name is reserved (TURN-E5): it comes from here.
+    pub clarification_tool: Option<String>,
+    /// Provider-executed (server) tools, `anthropic-messages` only (TTC §F).
+    pub provider_tools: Vec<ProviderTool>,
+    /// Whether the model supports native tool calls (`provider.toolSupport`,
+    /// default true). False with any tool fails the run before any provider
+    /// request (TURN-E3).
+    pub tool_support: bool,
 }
 
 impl TurnRunRequest {
@@ -113,7 +164,7 @@ impl TurnRunRequest {
     pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
         let mut fields = Fields::closed(parse_object(body)?, FIELDS)?;
         let principal = fields.required_string("principal")?;
-        let provider = parse_provider(fields.required_object("provider")?)?;
+        let (provider, tool_support) = parse_provider(fields.required_object("provider")?)?;
         let tools = parse_tools(fields.optional_array("tools")?.unwrap_or_default())?;
         let input = fields.required_string("input")?;
         let output = fields
@@ -125,6 +176,39 @@ impl TurnRunRequest {
             .map(parse_limits)
             .transpose()?
             .unwrap_or_default();
+        let faults = fields
+            .optional_object("faults")?
+            .map(parse_faults)
+            .transpose()?
+            .unwrap_or_default();
+        let clarification_tool = fields.optional_string("clarificationTool")?;
+        if let Some(name) = &clarification_tool {
+            if !is_provider_safe_name(name) {
+                return Err(ApiError::validation(format!(
+                    "field `clarificationTool` must match ^[A-Za-z0-9_-]{{1,{MAX_TOOL_ID_LEN}}}$ (a name every provider accepts)"
+                )));
+            }
+            // One name, one tool: the model's call must be unambiguous.
+            if tools.iter().any(|tool| &tool.tool_id == name) {
+                return Err(ApiError::validation(
+                    "field `clarificationTool` names one of `tools`; the clarification tool is the host's own and needs a name of its own",
+                ));
+            }
+        }
+        let provider_tools = fields
+            .optional_array("providerTools")?
+            .map(|items| parse_provider_tools(items, provider.wire))
+            .transpose()?
+            .unwrap_or_default();
+        for (index, server) in provider_tools.iter().enumerate() {
+            let clash = tools.iter().any(|tool| tool.tool_id == server.name)
+                || clarification_tool.as_deref() == Some(server.name.as_str());
+            if clash {
+                return Err(ApiError::validation(format!(
+                    "field `providerTools[{index}].name` is also the name of a host tool of the run; a provider-executed tool needs a name of its own"
+                )));
+            }
+        }
         Ok(Self {
             principal,
             provider,
@@ -132,24 +216,105 @@ impl TurnRunRequest {
             input,
             output,
             limits,
+            faults,
+            clarification_tool,
+            provider_tools,
+            tool_support,
         })
     }
 }
 
-fn parse_provider(map: Map<String, Value>) -> Result<ProviderSpec, ApiError> {
+/// One provider-executed (server) tool of the request (TTC §F), sent as
+/// `{type, name}` in the Messages request's `tools`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderTool {
+    /// Its name (`web_search`); one of [`SUPPORTED_PROVIDER_TOOLS`].
+    pub name: String,
+    /// Its versioned type (`web_search_20250305`).
+    pub tool_type: String,
+}
+
+/// The provider-executed tools this host supports: each one has a row in
+/// the effect-seam manifest (TURN-F1), so a run can use no other.
+pub const SUPPORTED_PROVIDER_TOOLS: &[&str] = &["web_search"];
+
+fn parse_provider_tools(items: Vec<Value>, wire: Wire) -> Result<Vec<ProviderTool>, ApiError> {
+    if !items.is_empty() && wire != Wire::AnthropicMessages {
+        return Err(ApiError::validation(format!(
+            "field `providerTools` is served only with `provider.wire` `anthropic-messages` (server tools are an Anthropic Messages feature), not `{}`",
+            wire.as_str()
+        )));
+    }
+    let mut seen = HashSet::new();
+    let mut parsed = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        let path = format!("providerTools[{index}]");
+        let Value::Object(map) = item else {
+            return Err(ApiError::validation(format!(
+                "field `{path}` must be an object, got {}",
+                kind(&item)
+            )));
+        };
+        let mut fields = Fields::closed_at(&path, map, PROVIDER_TOOL_FIELDS)?;
+        let name = fields.required_string("name")?;
+        if !is_provider_safe_name(&name) {
+            return Err(ApiError::validation(format!(
+                "field `{}` must match ^[A-Za-z0-9_-]{{1,{MAX_TOOL_ID_LEN}}}$",
+                fields.name("name")
+            )));
+        }
+        if !SUPPORTED_PROVIDER_TOOLS.contains(&name.as_str()) {
+            return Err(ApiError::validation(format!(
+                "field `{}` names a provider-executed tool this host does not list in its effect-seam manifest (TURN-F1); supported: {}",
+                fields.name("name"),
+                SUPPORTED_PROVIDER_TOOLS.join(", ")
+            )));
+        }
+        if !seen.insert(name.clone()) {
+            return Err(ApiError::validation(format!(
+                "field `{}` repeats an earlier provider tool name; names must be unique",
+                fields.name("name")
+            )));
+        }
+        let tool_type = fields.required_string("type")?;
+        if !is_versioned_type(&tool_type) {
+            return Err(ApiError::validation(format!(
+                "field `{}` must match ^[a-z_]+_[0-9]{{8}}$ (a versioned server tool type such as web_search_20250305)",
+                fields.name("type")
+            )));
+        }
+        parsed.push(ProviderTool { name, tool_type });
+    }
+    Ok(parsed)
+}
+
+/// `^[a-z_]+_[0-9]{8}$`: a dated server tool type.
+fn is_versioned_type(value: &str) -> bool {
+    let Some((stem, date)) = value.rsplit_once('_') else {
+        return false;
+    };
+    date.len() == 8
+        && date.bytes().all(|b| b.is_ascii_digit())
+        && !stem.is_empty()
+        && stem.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+}
+
+fn parse_provider(map: Map<String, Value>) -> Result<(ProviderSpec, bool), ApiError> {
     let mut fields = Fields::closed_at("provider", map, PROVIDER_FIELDS)?;
     let wire = fields.required_enum("wire", Wire::NAMES)?;
     let base_url = fields.required_string("baseUrl")?;
     let base_url = require_loopback_http(&fields.name("baseUrl"), &base_url)?;
     let model = fields.required_string("model")?;
     let stream = fields.optional_bool("stream")?.unwrap_or(false);
-    Ok(ProviderSpec {
+    let tool_support = fields.optional_bool("toolSupport")?.unwrap_or(true);
+    let spec = ProviderSpec {
         // `required_enum` only returns listed names, which all parse.
         wire: Wire::parse(wire).unwrap_or(Wire::OpenAiChat),
         base_url,
         model,
         stream,
-    })
+    };
+    Ok((spec, tool_support))
 }
 
 fn parse_tools(items: Vec<Value>) -> Result<Vec<Arc<FixtureTool>>, ApiError> {
@@ -242,9 +407,33 @@ fn parse_limits(map: Map<String, Value>) -> Result<TurnLimits, ApiError> {
         Some("allow") => RepeatedCall::Allow,
         _ => RepeatedCall::Suppress,
     };
+    let node_attempts = fields
+        .optional_int_in("nodeAttempts", 1, u64::from(MAX_NODE_ATTEMPTS))?
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(1);
+    let clarification_rounds = fields
+        .optional_int_in(
+            "clarificationRounds",
+            0,
+            u64::from(MAX_CLARIFICATION_ROUNDS),
+        )?
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(DEFAULT_CLARIFICATION_ROUNDS);
     Ok(TurnLimits {
         model_rounds,
         repeated_call,
+        node_attempts,
+        clarification_rounds,
+    })
+}
+
+fn parse_faults(map: Map<String, Value>) -> Result<TurnFaults, ApiError> {
+    let mut fields = Fields::closed_at("faults", map, FAULTS_FIELDS)?;
+    let record_failure_at_ordinal = fields
+        .optional_int_in("recordFailureAtOrdinal", 1, MAX_FAULT_ORDINAL)?
+        .and_then(|n| u32::try_from(n).ok());
+    Ok(TurnFaults {
+        record_failure_at_ordinal,
     })
 }
 
@@ -298,6 +487,76 @@ mod tests {
         assert!(request.output.is_none());
         assert_eq!(request.limits, TurnLimits::default());
         assert_eq!(request.limits.model_rounds, 8);
+        assert_eq!(request.limits.clarification_rounds, 1);
+        assert_eq!(request.clarification_tool, None);
+        assert!(request.provider_tools.is_empty());
+        assert!(request.tool_support);
+    }
+
+    #[test]
+    fn human_input_and_provider_tool_fields_parse() {
+        let mut body = minimal();
+        body["provider"]["wire"] = json!("anthropic-messages");
+        body["provider"]["toolSupport"] = json!(false);
+        body["clarificationTool"] = json!("ask-user");
+        body["limits"] = json!({"clarificationRounds": 0});
+        body["providerTools"] = json!([{"name": "web_search", "type": "web_search_20250305"}]);
+        let request = parse(&body).expect("valid");
+        assert_eq!(request.clarification_tool.as_deref(), Some("ask-user"));
+        assert_eq!(request.limits.clarification_rounds, 0);
+        assert!(!request.tool_support);
+        assert_eq!(
+            request.provider_tools,
+            [ProviderTool {
+                name: "web_search".into(),
+                tool_type: "web_search_20250305".into()
+            }]
+        );
+        for (tools, field) in [
+            (
+                json!([{"name": "web_search", "type": "web_search"}]),
+                "providerTools[0].type",
+            ),
+            (
+                json!([{"name": "web_search", "type": "Web_20250305"}]),
+                "providerTools[0].type",
+            ),
+            (
+                json!([{"name": "code_execution", "type": "code_execution_20250522"}]),
+                "providerTools[0].name",
+            ),
+            (
+                json!([{"name": "web_search", "type": "web_search_20250305"},
+                       {"name": "web_search", "type": "web_search_20250305"}]),
+                "providerTools[1].name",
+            ),
+            (json!([{"name": "web_search"}]), "providerTools[0].type"),
+            (
+                json!([{"name": "web_search", "type": "web_search_20250305", "x": 1}]),
+                "providerTools[0].x",
+            ),
+            (
+                json!([{"name": "ask-user", "type": "web_search_20250305"}]),
+                "providerTools[0].name",
+            ),
+        ] {
+            let mut bad = body.clone();
+            bad["providerTools"] = tools;
+            let err = parse(&bad).unwrap_err();
+            assert!(
+                err.message.contains(&format!("`{field}`")),
+                "{field}: {}",
+                err.message
+            );
+        }
+        let mut openai = minimal();
+        openai["providerTools"] = json!([{"name": "web_search", "type": "web_search_20250305"}]);
+        assert!(
+            parse(&openai)
+                .unwrap_err()
+                .message
+                .contains("`providerTools`")
+        );
     }
 
     #[test]
@@ -418,6 +677,18 @@ mod tests {
             (
                 Box::new(|b| b["limits"] = json!({"repeatedCall": "never"})),
                 "limits.repeatedCall",
+            ),
+            (
+                Box::new(|b| b["limits"] = json!({"clarificationRounds": 9})),
+                "limits.clarificationRounds",
+            ),
+            (
+                Box::new(|b| b["clarificationTool"] = json!("a b")),
+                "clarificationTool",
+            ),
+            (
+                Box::new(|b| b["provider"]["toolSupport"] = json!("no")),
+                "provider.toolSupport",
             ),
         ];
         for (mutate, field) in cases {

@@ -18,8 +18,8 @@ use crate::auth::{authenticate, require_scope};
 use crate::error::{ApiError, json_response};
 use crate::json_body::body_rejection;
 use crate::seams::SEAMS_SCOPE;
-use crate::turn::channels::plan_output;
 use crate::turn::driver::{self, TurnPlan};
+use crate::turn::records::{self, RunMode};
 use crate::turn::request::TurnRunRequest;
 
 /// Handler for the seam.
@@ -41,20 +41,11 @@ pub async fn run(
         .storage()
         .create_run_in(&run_id, &request.principal, &tenant)?;
     state.catalog().register(&request.tools);
-    let output = plan_output(
-        request.output.as_ref(),
-        request.provider.wire,
-        state.mutant(),
-    );
-    let plan = TurnPlan {
-        run_id: run_id.clone(),
-        principal: request.principal,
-        provider: request.provider,
-        tools: request.tools,
-        input: request.input,
-        output,
-        limits: request.limits,
-    };
+    // The plan is the raw body: it already parsed, so recovery and forks
+    // can re-parse it (TTC §D).
+    let raw = String::from_utf8_lossy(&body);
+    records::save_plan(state.storage(), &run_id, &raw, None, RunMode::Live)?;
+    let plan = TurnPlan::new(run_id.clone(), request, state.mutant());
     driver::start(state.clone(), plan)?;
     Ok(json_response(
         StatusCode::CREATED,

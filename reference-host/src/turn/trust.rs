@@ -93,6 +93,27 @@ pub fn after_tool_results(
     trust.meet(ContentTrust::Untrusted)
 }
 
+/// The turn's trust once the model's answer carries the result of a
+/// provider-executed tool (TTC §F, TURN-F3): that result is content the
+/// provider fetched, untrusted like any tool result, so the calls the model
+/// makes after reading it in the same answer, and every later round, are
+/// untrusted (the meet). An answer without one leaves `trust` unchanged.
+pub fn after_provider_tools(
+    trust: ContentTrust,
+    response: &ModelResponse,
+    mutant: Option<Mutant>,
+) -> ContentTrust {
+    if !crate::turn::provider_tools::carries_result(response) {
+        return trust;
+    }
+    if mutant == Some(Mutant::ProviderToolOutputTrusted) {
+        // Bug: what the provider's tool fetched is treated like the user's
+        // input, so a page it read can drive an unheld write.
+        return trust;
+    }
+    trust.meet(ContentTrust::Untrusted)
+}
+
 /// Whether `text` claims `"contentTrust": "trusted"` (whitespace ignored).
 /// Only the `trust-from-model-output` mutant listens to such a claim.
 fn claims_trusted(text: &str) -> bool {
@@ -151,6 +172,25 @@ mod tests {
         assert_eq!(after_tool_results(Untrusted, &[], None), Untrusted);
         assert_eq!(
             after_tool_results(Trusted, &one_result(), Some(Mutant::TrustNeverTainted)),
+            Trusted
+        );
+    }
+
+    #[test]
+    fn provider_tool_results_taint_unless_mutated() {
+        use crate::turn::provider::AssistantBlock;
+        use ContentTrust::{Trusted, Untrusted};
+        let mut searched = response(None, "{}");
+        searched.blocks = vec![AssistantBlock::ProviderExecuted(
+            json!({"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": []}),
+        )];
+        assert_eq!(after_provider_tools(Trusted, &searched, None), Untrusted);
+        assert_eq!(
+            after_provider_tools(Trusted, &response(None, "{}"), None),
+            Trusted
+        );
+        assert_eq!(
+            after_provider_tools(Trusted, &searched, Some(Mutant::ProviderToolOutputTrusted)),
             Trusted
         );
     }

@@ -487,7 +487,7 @@ pub const IDEMPOTENCY_MUTANTS: [Mutant; 19] = [
 ];
 
 /// The content-trust and approval mutants (TTC §C), in `mutants::ALL` order
-/// (they close it); probed by tests/trust.rs.
+/// (just before the durable ones); probed by tests/trust.rs.
 pub const TRUST_MUTANTS: [Mutant; 7] = [
     Mutant::TrustFromModelOutput,
     Mutant::ApprovalByAnyPrincipal,
@@ -497,3 +497,48 @@ pub const TRUST_MUTANTS: [Mutant; 7] = [
     Mutant::ApprovedCallRunsTwice,
     Mutant::TrustNeverTainted,
 ];
+
+/// The recovery and replay mutants (TTC §D), in `mutants::ALL` order (just
+/// before the human-input ones); probed by tests/durable.rs.
+pub const DURABLE_MUTANTS: [Mutant; 10] = [
+    Mutant::ReplayExecutesTool,
+    Mutant::ReplayMissEmptySuccess,
+    Mutant::ReplayDurationRecomputed,
+    Mutant::ReplayErrorReworded,
+    Mutant::RecoveryRerunsInDoubt,
+    Mutant::RecoveryFromScratch,
+    Mutant::RetryServedRecords,
+    Mutant::RecordAfterNextRound,
+    Mutant::OversizedServedOnReplay,
+    Mutant::RecordFailureIgnored,
+];
+
+/// The human-input and provider-executed-tool mutants (TTC §E, §F), in
+/// `mutants::ALL` order (only [`REPLAY_SURFACE_MUTANTS`] follow them);
+/// probed by tests/human_input.rs.
+pub const HUMAN_INPUT_MUTANTS: [Mutant; 6] = [
+    Mutant::ClarificationUnbounded,
+    Mutant::AskDoesNotEndTurn,
+    Mutant::ToolSupportGuessed,
+    Mutant::ProviderToolOutputTrusted,
+    Mutant::ProviderToolUnlisted,
+    Mutant::ProviderToolRefiredOnReplay,
+];
+
+/// The replay-surface mutants that close `mutants::ALL`. They are killed by
+/// toolcert's turn scenarios (the root crate's mutation matrix), not probed here.
+pub const REPLAY_SURFACE_MUTANTS: [Mutant; 5] = [
+    Mutant::ForkOverlayAccepted,
+    Mutant::EffectSeamsUnserved,
+    Mutant::ToolKeyPerRun,
+    Mutant::ResultOnReturn,
+    Mutant::ReplayModelFromRecord,
+];
+
+/// An Anthropic Messages answer with `content` blocks and `stop_reason`.
+pub fn anthropic_answer(content: Value, stop_reason: &str) -> Canned {
+    Canned::Json(json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": content, "stop_reason": stop_reason
+    }))
+}

@@ -61,18 +61,27 @@ pub fn request_body(request: &ModelRequest<'_>) -> Value {
     body.insert("max_tokens".into(), json!(MAX_TOKENS));
     body.insert("system".into(), json!(transcript.system));
     body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.tool_id,
-                    "description": tool.description,
-                    "input_schema": tool.input_schema,
-                })
-            })
-            .collect();
+    let function = |name: &str, description: &str, input_schema: &Value| json!({"name": name, "description": description, "input_schema": input_schema});
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|tool| function(&tool.tool_id, &tool.description, &tool.input_schema))
+        .chain(
+            request
+                .host_tools
+                .iter()
+                .map(|tool| function(&tool.name, tool.description, &tool.input_schema)),
+        )
+        // TTC §F: a provider-executed tool is declared as `{type, name}`;
+        // the provider runs it and the host never dispatches it.
+        .chain(
+            request
+                .server_tools
+                .iter()
+                .map(|tool| json!({"type": tool.tool_type, "name": tool.name})),
+        )
+        .collect();
+    if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
     body.insert("stream".into(), json!(request.spec.stream));
@@ -472,6 +481,8 @@ mod tests {
         let body = request_body(&ModelRequest {
             spec: &spec,
             tools: &[],
+            host_tools: &[],
+            server_tools: &[],
             transcript: &transcript,
             response_schema: None,
         });

@@ -15,10 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Url;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::FixtureTool;
 use crate::turn::feedback::ToolResult;
+use crate::turn::request::ProviderTool;
 use event_stream::{SseDecoder, SseEvent};
 
 /// How long connecting to a provider may take.
@@ -75,7 +77,7 @@ pub struct ProviderSpec {
 }
 
 /// How a completion ended (TTC §B, the completion gate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Completion {
     /// The model finished normally.
     Clean,
@@ -86,7 +88,7 @@ pub enum Completion {
 }
 
 /// One provider-native tool call (channel `tool`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolEmission {
     /// The provider's call id (echoed back with the tool result).
     pub id: String,
@@ -98,7 +100,7 @@ pub struct ToolEmission {
 }
 
 /// One block of the assistant turn, in provider order, for the echo.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AssistantBlock {
     /// Text.
     Text(String),
@@ -111,7 +113,7 @@ pub enum AssistantBlock {
 }
 
 /// One model answer, normalized across wires.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelResponse {
     /// The assistant text, if any.
     pub text: Option<String>,
@@ -145,6 +147,19 @@ pub struct Transcript {
     pub rounds: Vec<Round>,
 }
 
+/// A tool the host itself answers (the clarification tool, TURN-E1),
+/// offered to the model like any function tool but never dispatched to a
+/// receiver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostTool {
+    /// The name the request chose (no name is reserved, TURN-E5).
+    pub name: String,
+    /// Host-authored description.
+    pub description: &'static str,
+    /// Its input schema.
+    pub input_schema: Value,
+}
+
 /// Everything one provider request is built from.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelRequest<'a> {
@@ -152,6 +167,11 @@ pub struct ModelRequest<'a> {
     pub spec: &'a ProviderSpec,
     /// The run's tools (sent as the provider's tool list).
     pub tools: &'a [Arc<FixtureTool>],
+    /// The host's own tools, sent after the run's tools.
+    pub host_tools: &'a [HostTool],
+    /// Provider-executed tools, sent as `{type, name}` (Anthropic Messages
+    /// only; the request parser refuses them on other wires, TTC §F).
+    pub server_tools: &'a [ProviderTool],
     /// The conversation.
     pub transcript: &'a Transcript,
     /// The schema to enforce with OpenAI `response_format`, if any.

@@ -43,21 +43,24 @@ pub fn request_body(request: &ModelRequest<'_>) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.spec.model));
     body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.tool_id,
-                        "description": tool.description,
-                        "parameters": tool.input_schema,
-                    }
-                })
-            })
-            .collect();
+    let function = |name: &str, description: &str, parameters: &Value| {
+        json!({
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": parameters}
+        })
+    };
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|tool| function(&tool.tool_id, &tool.description, &tool.input_schema))
+        .chain(
+            request
+                .host_tools
+                .iter()
+                .map(|tool| function(&tool.name, tool.description, &tool.input_schema)),
+        )
+        .collect();
+    if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
     body.insert("stream".into(), json!(request.spec.stream));
@@ -374,6 +377,8 @@ mod tests {
         let body = request_body(&ModelRequest {
             spec: &spec,
             tools: &[],
+            host_tools: &[],
+            server_tools: &[],
             transcript: &transcript,
             response_schema: Some(&schema),
         });

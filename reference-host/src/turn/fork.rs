@@ -1,0 +1,250 @@
+//! Run actions: `POST /runs/{runId}:fork` (a `mode: "replay"` fork of a
+//! turn run, TURN-D5, RPL-1..3, RPL-9) and `POST /runs/{runId}:cancel`.
+//!
+//! axum cannot match `{runId}:fork` inside one path segment, so the route is
+//! `POST /runs/{runIdAction}` and the action is what follows the last `:`.
+//!
+//! A replay fork is a NEW run (own id, the source's principal and tenant)
+//! that executes the source's plan: model rounds go live to the provider
+//! (RPL-5), and every tool emission is served from the source's records of
+//! its final attempt and never dispatched ([`crate::turn::admission::serve_replay`]).
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::json;
+
+use crate::app::AppState;
+use crate::error::{ApiError, ErrorCode, json_response};
+use crate::events::{NewEvent, RUN_CANCELLED};
+use crate::json_body::{Fields, body_rejection, parse_object};
+use crate::mutants::Mutant;
+use crate::runs::{authorize_reader, find_visible_run};
+use crate::storage::RunStatus;
+use crate::turn::driver::{self, ReplaySource, TurnPlan};
+use crate::turn::records::{self, RunMode};
+use crate::turn::request::TurnRunRequest;
+
+/// The fork body's members (closed).
+const FORK_FIELDS: &[&str] = &["mode", "fromSeq", "runOptionsOverlay"];
+
+/// How long `:cancel` waits for the run's loop to write `run.cancelled`.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
+/// Handler for `POST /runs/{runId}:{action}`.
+pub async fn post_run_action(
+    State(state): State<AppState>,
+    Path(segment): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let unknown = || {
+        ApiError::not_found(format!(
+            "no route for POST /runs/{segment}; this host serves POST /runs/{{runId}}:fork and POST /runs/{{runId}}:cancel"
+        ))
+    };
+    let (run_id, action) = segment.rsplit_once(':').ok_or_else(unknown)?;
+    match action {
+        "fork" => fork(&state, run_id, &headers, body),
+        "cancel" => cancel(&state, run_id, &headers).await,
+        _ => Err(unknown()),
+    }
+}
+
+/// A checked fork request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ForkRequest {
+    mode: String,
+    from_seq: Option<i64>,
+    overlay_empty: bool,
+}
+
+fn parse_fork(body: &[u8]) -> Result<ForkRequest, ApiError> {
+    let mut fields = Fields::closed(parse_object(body)?, FORK_FIELDS)?;
+    let mode = fields
+        .required_enum("mode", &["replay", "branch"])?
+        .to_owned();
+    let from_seq = fields
+        .optional_int_in("fromSeq", 0, i64::MAX.unsigned_abs())?
+        .and_then(|n| i64::try_from(n).ok());
+    let overlay_empty = fields
+        .optional_object("runOptionsOverlay")?
+        .is_none_or(|overlay| overlay.is_empty());
+    Ok(ForkRequest {
+        mode,
+        from_seq,
+        overlay_empty,
+    })
+}
+
+fn fork(
+    state: &AppState,
+    source_run_id: &str,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let caller = authorize_reader(state, headers)?;
+    let body = body.map_err(|rejection| body_rejection(&rejection))?;
+    let request = parse_fork(&body)?;
+    // RPL-9: an invisible source is exactly an unknown one.
+    let source = find_visible_run(state, &caller.tenant, source_run_id)?;
+    if request.mode == "branch" {
+        return Err(ApiError::new(
+            ErrorCode::CapabilityNotProvided,
+            "this host serves only `mode: \"replay\"` forks (discovery `replay.modes`); send mode `replay`",
+        ));
+    }
+    // Bug under `fork-overlay-accepted`: the overlay is silently ignored.
+    if !request.overlay_empty && state.mutant() != Some(Mutant::ForkOverlayAccepted) {
+        return Err(ApiError::validation(
+            "field `runOptionsOverlay` must be empty (or absent) for `mode: \"replay\"`: a replay re-executes the source's plan unchanged (RPL-9)",
+        ));
+    }
+    let last_seq = state
+        .storage()
+        .events_after(&source.run_id, -1)?
+        .last()
+        .map_or(-1, |event| event.sequence);
+    let from_seq = request.from_seq.unwrap_or(last_seq);
+    if from_seq > last_seq {
+        return Err(ApiError::validation(format!(
+            "field `fromSeq` is {from_seq}, beyond the source run's last sequence {last_seq}; send a sequence the run has"
+        )));
+    }
+    let Some(source_plan) = records::plan(state.storage(), &source.run_id)? else {
+        return Err(ApiError::new(
+            ErrorCode::CapabilityNotProvided,
+            format!(
+                "run `{}` is not a turn run; only turn runs (the tool loop) can be replayed here",
+                source.run_id
+            ),
+        ));
+    };
+    let parsed = TurnRunRequest::parse(source_plan.request.as_bytes()).map_err(|_| {
+        ApiError::internal("the source run's stored plan no longer parses; it cannot be replayed")
+    })?;
+
+    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    state
+        .storage()
+        .create_run_in(&run_id, &source.principal, &source.tenant)?;
+    records::save_plan(
+        state.storage(),
+        &run_id,
+        &source_plan.request,
+        Some(&source.run_id),
+        RunMode::Replay,
+    )?;
+    state.catalog().register(&parsed.tools);
+    let mut plan = TurnPlan::new(run_id.clone(), parsed, state.mutant());
+    plan.replay = Some(ReplaySource {
+        run_id: source.run_id.clone(),
+        attempt: source_plan.attempt,
+    });
+    driver::start(state.clone(), plan)?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({
+            "runId": run_id,
+            "sourceRunId": source.run_id,
+            "fromSeq": from_seq,
+            "mode": "replay",
+            "status": "running",
+            "eventsUrl": format!("/runs/{run_id}/events"),
+        }),
+    ))
+}
+
+async fn cancel(state: &AppState, run_id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
+    let caller = authorize_reader(state, headers)?;
+    let run = find_visible_run(state, &caller.tenant, run_id)?;
+    if run.status.is_terminal() {
+        return Err(already_terminal(run_id, run.status));
+    }
+    // Subscribe before signalling, so the loop's terminal write wakes us.
+    let mut changes = state
+        .storage()
+        .subscribe_run(run_id)
+        .unwrap_or_else(|| state.storage().subscribe());
+    if !state.run_controls().cancel(run_id, &caller.id) {
+        // No loop of this run runs here (a workflow run): settle it now.
+        state.storage().finish_run(
+            run_id,
+            RunStatus::Cancelled,
+            None,
+            NewEvent::new(
+                RUN_CANCELLED,
+                json!({"reason": format!("cancelled by {}", caller.id)}),
+            ),
+        )?;
+    }
+    // The loop stops at its next await and writes `run.cancelled`; the wait
+    // is bounded.
+    let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+    loop {
+        changes.borrow_and_update();
+        let now = find_visible_run(state, &caller.tenant, run_id)?;
+        match now.status {
+            RunStatus::Cancelled => break,
+            status if status.is_terminal() => return Err(already_terminal(run_id, status)),
+            _ => {}
+        }
+        match tokio::time::timeout_at(deadline, changes.changed()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) | Err(_) => {
+                return Err(ApiError::internal(format!(
+                    "run `{run_id}` did not stop within {} s; read GET /runs/{run_id} for its status",
+                    CANCEL_WAIT.as_secs()
+                )));
+            }
+        }
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"runId": run_id, "status": "cancelled"}),
+    ))
+}
+
+/// 409 `refhost.run_already_terminal` for a run that already finished.
+/// A vendor code (ERR-1: `^(?!openwop\.)[a-z][a-z0-9]*(-[a-z0-9]+)*\.[a-z][a-z0-9_]*$`),
+/// because no registered v2 code says "the run is already terminal" and a
+/// borrowed idempotency code would send callers looking for a key problem.
+fn already_terminal(run_id: &str, status: RunStatus) -> ApiError {
+    ApiError::new(
+        ErrorCode::RunAlreadyTerminal,
+        format!(
+            "run `{run_id}` is already {} and cannot be cancelled; nothing was changed",
+            status.as_str()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fork_bodies_are_closed_and_checked() {
+        let ok = parse_fork(br#"{"mode": "replay", "fromSeq": 3}"#).expect("valid");
+        assert_eq!(ok.mode, "replay");
+        assert_eq!(ok.from_seq, Some(3));
+        assert!(ok.overlay_empty);
+        let overlay =
+            parse_fork(br#"{"mode": "replay", "runOptionsOverlay": {"a": 1}}"#).expect("parses");
+        assert!(!overlay.overlay_empty);
+        for bad in [
+            &br#"{}"#[..],
+            br#"{"mode": "rewind"}"#,
+            br#"{"mode": "replay", "fromSeq": -1}"#,
+            br#"{"mode": "replay", "extra": true}"#,
+            br#"{"mode": "replay", "runOptionsOverlay": []}"#,
+        ] {
+            let err = parse_fork(bad).expect_err("rejected");
+            assert_eq!(err.code, ErrorCode::ValidationError);
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! The invocation log of turn runs (TTC §D): each run's plan and, per node
+//! attempt, every model response and every tool emission's record.
+//!
+//! - `turn_runs` keeps the run's plan (the raw, already validated seam
+//!   request, re-parsed on recovery), its current node attempt, and for a
+//!   fork the source run and mode.
+//! - `turn_records` keeps one row per `(run, attempt, kind, ordinal)`:
+//!   `model` rows are keyed by round, `tool` rows by the per-node emission
+//!   ordinal (1, 2, 3 … in admission order, across rounds). A tool row is
+//!   an `intent` (written with `agent.tool-called`, before dispatch), then
+//!   `recorded` (written with `agent.tool-returned`, in the same
+//!   transaction, before the next model round: TURN-D3), or `digest` when
+//!   the record is over the size limit (TURN-D10).
+//!
+//! Records are keyed by attempt, so a new attempt never reads an earlier
+//! attempt's records (TURN-D9).
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::args_hash::sha256_hex;
+use crate::storage::{Storage, StorageError};
+use crate::turn::feedback::CallToolResult;
+use crate::turn::provider::ModelResponse;
+
+/// The tables of the invocation log.
+pub const SCHEMA: &str = "
+CREATE TABLE turn_runs (
+    run_id TEXT PRIMARY KEY,
+    request TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    source_run_id TEXT NULL,
+    mode TEXT NOT NULL
+);
+CREATE TABLE turn_records (
+    run_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, attempt, kind, ordinal)
+);
+";
+
+/// How a turn run executes its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    /// Tools are dispatched.
+    Live,
+    /// A `mode: "replay"` fork: tools are served from the source's records
+    /// and never dispatched (TURN-D5).
+    Replay,
+}
+
+impl RunMode {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Live => "live",
+            Self::Replay => "replay",
+        }
+    }
+
+    fn parse(value: &str) -> Option<Self> {
+        match value {
+            "live" => Some(Self::Live),
+            "replay" => Some(Self::Replay),
+            _ => None,
+        }
+    }
+}
+
+/// A turn run's stored plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredPlan {
+    /// The raw seam request body (valid: it passed `TurnRunRequest::parse`).
+    pub request: String,
+    /// The run's current node attempt (1-based).
+    pub attempt: u32,
+    /// The source run of a fork.
+    pub source_run_id: Option<String>,
+    /// Live or replay.
+    pub mode: RunMode,
+}
+
+/// The `intent` of a tool emission: written with `agent.tool-called`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Intent {
+    /// The tool the model named.
+    pub tool_name: String,
+    /// The call id fed back to the model.
+    pub call_id: String,
+    /// The `agent.tool-called` event's id (a recovered return is caused by it).
+    pub called_event_id: String,
+}
+
+/// A `recorded` tool emission: everything needed to serve it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recorded {
+    /// The tool the model named.
+    pub tool_name: String,
+    /// The call id fed back to the model.
+    pub call_id: String,
+    /// The `agent.tool-called` event's id.
+    pub called_event_id: String,
+    /// The TTC outcome (`executed`, `refused`, …).
+    pub outcome: String,
+    /// The `agent.tool-returned` fields `status`, `durationMs`, `error`,
+    /// verbatim (served byte for byte on replay: HOOKS-AUDIT-4).
+    pub returned: Value,
+    /// The result fed back to the model.
+    pub result: CallToolResult,
+}
+
+/// What the log holds for one tool emission.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolRecord {
+    /// Called, not (yet) recorded: the call in doubt after a crash.
+    Intent(Intent),
+    /// Recorded whole.
+    Recorded(Recorded),
+    /// Over the size limit: `{digest, truncated: true, bytes}`; a miss on
+    /// replay and recovery (TURN-D10).
+    Digest(Value),
+}
+
+/// A record ready to write: its state and body text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRow {
+    /// `recorded` or `digest`.
+    pub state: &'static str,
+    /// The body text.
+    pub body: String,
+}
+
+impl RecordRow {
+    /// The row for `record`: whole when its body is at most `limit` bytes,
+    /// else a digest of the full body with a truncation marker (TURN-D10).
+    pub fn of(record: &Recorded, limit: usize) -> Result<Self, StorageError> {
+        let body = serde_json::to_string(record).map_err(|err| StorageError::Corrupt {
+            column: "turn_records.body",
+            problem: err.to_string(),
+        })?;
+        if body.len() <= limit {
+            return Ok(Self {
+                state: "recorded",
+                body,
+            });
+        }
+        let digest = json!({
+            "digest": format!("sha256:{}", sha256_hex(body.as_bytes())),
+            "truncated": true,
+            "bytes": body.len(),
+        });
+        Ok(Self {
+            state: "digest",
+            body: digest.to_string(),
+        })
+    }
+}
+
+/// The tool identity sent as `Idempotency-Key`: lowercase hex SHA-256 of
+/// `{run_id}/agent/{ordinal}` (the logical invocation plus the per-node
+/// ordinal, TURN-D2). It does not include the attempt, so a same-attempt
+/// re-run and a later attempt carry the same key.
+pub fn tool_key(run_id: &str, ordinal: u32) -> String {
+    sha256_hex(format!("{run_id}/agent/{ordinal}").as_bytes())
+}
+
+/// [`tool_key`], or under `tool-key-per-run` the run's key with no ordinal.
+pub fn tool_key_for(run_id: &str, ordinal: u32, mutant: Option<crate::mutants::Mutant>) -> String {
+    if mutant == Some(crate::mutants::Mutant::ToolKeyPerRun) {
+        // Bug: every call of the run gets one identity (TURN-D2).
+        return sha256_hex(format!("{run_id}/agent").as_bytes());
+    }
+    tool_key(run_id, ordinal)
+}
+
+/// Saves a new turn run's plan at attempt 1.
+pub fn save_plan(
+    storage: &Storage,
+    run_id: &str,
+    request: &str,
+    source_run_id: Option<&str>,
+    mode: RunMode,
+) -> Result<(), StorageError> {
+    storage.with_conn(|conn| {
+        conn.execute(
+            "INSERT INTO turn_runs (run_id, request, attempt, source_run_id, mode)
+             VALUES (?1, ?2, 1, ?3, ?4)",
+            params![run_id, request, source_run_id, mode.as_str()],
+        )
+        .map(|_| ())
+    })
+}
+
+/// The stored plan of a turn run, if the run is one.
+pub fn plan(storage: &Storage, run_id: &str) -> Result<Option<StoredPlan>, StorageError> {
+    let row = storage.with_conn(|conn| {
+        conn.query_row(
+            "SELECT request, attempt, source_run_id, mode FROM turn_runs WHERE run_id = ?1",
+            params![run_id],
+            |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, Option<String>>(2)?,
+                    row.get::<_, String>(3)?,
+                ))
+            },
+        )
+        .optional()
+    })?;
+    row.map(|(request, attempt, source_run_id, mode)| {
+        Ok(StoredPlan {
+            request,
+            attempt: u32::try_from(attempt).map_err(|_| StorageError::Corrupt {
+                column: "turn_runs.attempt",
+                problem: format!("attempt {attempt} out of range"),
+            })?,
+            source_run_id,
+            mode: RunMode::parse(&mode).ok_or_else(|| StorageError::Corrupt {
+                column: "turn_runs.mode",
+                problem: format!("unknown mode `{mode}`"),
+            })?,
+        })
+    })
+    .transpose()
+}
+
+/// Sets the run's current attempt inside `tx` (with the `node.retrying`
+/// event that ends the previous one).
+pub fn set_attempt(tx: &Transaction<'_>, run_id: &str, attempt: u32) -> Result<(), StorageError> {
+    tx.execute(
+        "UPDATE turn_runs SET attempt = ?2 WHERE run_id = ?1",
+        params![run_id, attempt],
+    )?;
+    Ok(())
+}
+
+/// Records the model response of `round` (before its calls are admitted).
+pub fn put_model(
+    storage: &Storage,
+    run_id: &str,
+    attempt: u32,
+    round: u32,
+    response: &ModelResponse,
+) -> Result<(), StorageError> {
+    let body = serde_json::to_string(response).map_err(|err| StorageError::Corrupt {
+        column: "turn_records.body",
+        problem: err.to_string(),
+    })?;
+    storage.with_conn(|conn| {
+        conn.execute(
+            "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
+             VALUES (?1, ?2, 'model', ?3, 'recorded', ?4)",
+            params![run_id, attempt, round, body],
+        )
+        .map(|_| ())
+    })
+}
+
+/// The recorded model response of `round`, if any.
+pub fn model(
+    storage: &Storage,
+    run_id: &str,
+    attempt: u32,
+    round: u32,
+) -> Result<Option<ModelResponse>, StorageError> {
+    let body = row(storage, run_id, attempt, "model", round)?;
+    body.map(|(_, body)| {
+        serde_json::from_str(&body).map_err(|err| StorageError::Corrupt {
+            column: "turn_records.body",
+            problem: err.to_string(),
+        })
+    })
+    .transpose()
+}
+
+/// Writes the intent of tool emission `ordinal` inside `tx` (with its
+/// `agent.tool-called` event).
+pub fn put_intent(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    attempt: u32,
+    ordinal: u32,
+    intent: &Intent,
+) -> Result<(), StorageError> {
+    let body = serde_json::to_string(intent).map_err(|err| StorageError::Corrupt {
+        column: "turn_records.body",
+        problem: err.to_string(),
+    })?;
+    tx.execute(
+        "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
+         VALUES (?1, ?2, 'tool', ?3, 'intent', ?4)",
+        params![run_id, attempt, ordinal, body],
+    )?;
+    Ok(())
+}
+
+/// Writes the record of tool emission `ordinal` inside `tx` (with its
+/// `agent.tool-returned` event, TURN-D3).
+pub fn put_tool(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    attempt: u32,
+    ordinal: u32,
+    row: &RecordRow,
+) -> Result<(), StorageError> {
+    tx.execute(
+        "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
+         VALUES (?1, ?2, 'tool', ?3, ?4, ?5)",
+        params![run_id, attempt, ordinal, row.state, row.body],
+    )?;
+    Ok(())
+}
+
+/// Writes a record outside any event's transaction (only the
+/// `record-after-next-round` mutant defers records like this).
+pub fn put_tool_late(
+    storage: &Storage,
+    run_id: &str,
+    attempt: u32,
+    ordinal: u32,
+    row: &RecordRow,
+) -> Result<(), StorageError> {
+    storage.with_conn(|conn| {
+        let tx = conn.transaction()?;
+        put_tool(&tx, run_id, attempt, ordinal, row).map_err(|err| match err {
+            StorageError::Sqlite(err) => err,
+            StorageError::Corrupt { .. } => rusqlite::Error::InvalidQuery,
+        })?;
+        tx.commit()
+    })
+}
+
+/// What the log holds for tool emission `ordinal` of `attempt`, if anything.
+pub fn tool(
+    storage: &Storage,
+    run_id: &str,
+    attempt: u32,
+    ordinal: u32,
+) -> Result<Option<ToolRecord>, StorageError> {
+    let Some((state, body)) = row(storage, run_id, attempt, "tool", ordinal)? else {
+        return Ok(None);
+    };
+    let corrupt = |err: serde_json::Error| StorageError::Corrupt {
+        column: "turn_records.body",
+        problem: err.to_string(),
+    };
+    let record = match state.as_str() {
+        "intent" => ToolRecord::Intent(serde_json::from_str(&body).map_err(corrupt)?),
+        "recorded" => ToolRecord::Recorded(serde_json::from_str(&body).map_err(corrupt)?),
+        "digest" => ToolRecord::Digest(serde_json::from_str(&body).map_err(corrupt)?),
+        other => {
+            return Err(StorageError::Corrupt {
+                column: "turn_records.state",
+                problem: format!("unknown state `{other}`"),
+            });
+        }
+    };
+    Ok(Some(record))
+}
+
+fn row(
+    storage: &Storage,
+    run_id: &str,
+    attempt: u32,
+    kind: &str,
+    ordinal: u32,
+) -> Result<Option<(String, String)>, StorageError> {
+    storage.with_conn(|conn| {
+        conn.query_row(
+            "SELECT state, body FROM turn_records
+             WHERE run_id = ?1 AND attempt = ?2 AND kind = ?3 AND ordinal = ?4",
+            params![run_id, attempt, kind, ordinal],
+            |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)),
+        )
+        .optional()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(text: &str) -> Recorded {
+        Recorded {
+            tool_name: "t".into(),
+            call_id: "c".into(),
+            called_event_id: "evt_1".into(),
+            outcome: "executed".into(),
+            returned: json!({"status": "ok", "durationMs": 3}),
+            result: CallToolResult::success(&json!({"text": text})),
+        }
+    }
+
+    #[test]
+    fn records_over_the_limit_become_digests() {
+        let small = RecordRow::of(&recorded("x"), 65_536).expect("row");
+        assert_eq!(small.state, "recorded");
+        let big = RecordRow::of(&recorded(&"y".repeat(500)), 100).expect("row");
+        assert_eq!(big.state, "digest");
+        let digest: Value = serde_json::from_str(&big.body).expect("json");
+        assert_eq!(digest["truncated"], true);
+        assert!(
+            digest["digest"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("sha256:"))
+        );
+        assert!(digest["bytes"].as_u64().is_some_and(|n| n > 500));
+    }
+
+    #[test]
+    fn keys_are_per_run_and_ordinal_not_attempt() {
+        assert_eq!(tool_key("run_a", 1), tool_key("run_a", 1));
+        assert_ne!(tool_key("run_a", 1), tool_key("run_a", 2));
+        assert_ne!(tool_key("run_a", 1), tool_key("run_b", 1));
+        assert_eq!(tool_key("run_a", 1).len(), 64);
+    }
+
+    #[test]
+    fn records_round_trip_per_attempt() {
+        let storage = Storage::open_in_memory().expect("store");
+        save_plan(&storage, "run_a", "{}", None, RunMode::Live).expect("plan");
+        let row = RecordRow::of(&recorded("x"), 65_536).expect("row");
+        storage
+            .with_conn(|conn| {
+                let tx = conn.transaction()?;
+                put_tool(&tx, "run_a", 1, 1, &row).map_err(|_| rusqlite::Error::InvalidQuery)?;
+                tx.commit()
+            })
+            .expect("write");
+        assert!(matches!(
+            tool(&storage, "run_a", 1, 1).expect("read"),
+            Some(ToolRecord::Recorded(_))
+        ));
+        assert_eq!(tool(&storage, "run_a", 2, 1).expect("read"), None);
+        let plan = plan(&storage, "run_a").expect("read").expect("plan");
+        assert_eq!(plan.attempt, 1);
+        assert_eq!(plan.mode, RunMode::Live);
+    }
+}

@@ -1,0 +1,124 @@
+//! `host`: kill (SIGKILL) or restart the scenario's own spawned host (TTC §D recovery).
+//!
+//! A kill may wait for a point in the run seen at toolcert's doubles (`until`: a receiver or a
+//! provider script has seen `count` requests), so the host dies exactly where the row needs it:
+//! while a tool call is held open (TURN-D8) or after a tool returned and the next model request
+//! went out (TURN-D3). The wait is bounded; a point never reached makes the step `blocked`,
+//! because what the row is about was never put to the test.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::{Flow, ScenarioCtx, blocked, error};
+use crate::suite::{HostAction, HostActionKind, KillPoint};
+
+/// How often the kill point is looked at.
+const POLL: Duration = Duration::from_millis(10);
+
+pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &HostAction) -> (Value, Flow) {
+    if ctx.spawned.is_none() {
+        let why = ctx.spawn_unavailable.clone().unwrap_or_else(|| {
+            "toolcert did not start this host, so it cannot kill it".to_string()
+        });
+        return (blocked(why), Flow::Continue);
+    }
+    let started = Instant::now();
+    match spec.action {
+        HostActionKind::Kill => {
+            if let Some(point) = &spec.until {
+                let budget = ctx.client.budgets().request * 2;
+                if let Err(seen) = wait_for(ctx, point, budget).await {
+                    return (
+                        blocked(format!(
+                            "the kill point was not reached within {} ms: {seen}",
+                            budget.as_millis()
+                        )),
+                        Flow::Continue,
+                    );
+                }
+            }
+            let Some(host) = ctx.spawned.as_mut() else {
+                return (error("no spawned host"), Flow::Continue);
+            };
+            let _ = host.kill().await;
+            (
+                json!({"killed": true, "signal": "SIGKILL", "waitedMs": started.elapsed().as_millis() as u64}),
+                Flow::Continue,
+            )
+        }
+        HostActionKind::Restart => {
+            let Some(host) = ctx.spawned.as_mut() else {
+                return (error("no spawned host"), Flow::Continue);
+            };
+            match host.restart().await {
+                Ok(()) => (
+                    json!({
+                        "restarted": true,
+                        "baseUrl": host.base_url(),
+                        "starts": host.starts(),
+                        "tookMs": started.elapsed().as_millis() as u64,
+                    }),
+                    Flow::Continue,
+                ),
+                // The host not coming back is the host's failure to recover, said plainly.
+                Err(e) => (
+                    json!({"$fail": format!("the host did not come back after a restart: {e}")}),
+                    Flow::HostLost(e.to_string()),
+                ),
+            }
+        }
+    }
+}
+
+/// `wait`: the same bounded wait, on its own.
+pub(super) async fn wait(ctx: &mut ScenarioCtx<'_>, spec: &crate::suite::WaitSpec) -> Value {
+    let started = Instant::now();
+    let budget = ctx.client.budgets().request * 2;
+    match wait_for(ctx, &spec.until, budget).await {
+        Ok(()) => json!({"reached": true, "waitedMs": started.elapsed().as_millis() as u64}),
+        Err(seen) => blocked(format!(
+            "the point was not reached within {} ms: {seen}",
+            budget.as_millis()
+        )),
+    }
+}
+
+/// Polls the double named by `point` until it has seen `count` requests, or says what it saw.
+async fn wait_for(
+    ctx: &ScenarioCtx<'_>,
+    point: &KillPoint,
+    budget: Duration,
+) -> Result<(), String> {
+    let deadline = Instant::now() + budget;
+    loop {
+        let (what, seen) = seen_at(ctx, point);
+        if seen >= point.count {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("{what} saw {seen} of {} request(s)", point.count));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn seen_at(ctx: &ScenarioCtx<'_>, point: &KillPoint) -> (String, usize) {
+    if let Some(name) = &point.receiver {
+        let seen = ctx
+            .receivers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, id)| ctx.receiver.arrivals(id).len());
+        return (format!("receiver {name}"), seen);
+    }
+    if let Some(name) = &point.provider {
+        let seen = ctx
+            .providers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, model)| ctx.provider.requests(model).len());
+        return (format!("provider script {name}"), seen);
+    }
+    ("nothing".into(), 0)
+}
