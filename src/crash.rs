@@ -15,7 +15,6 @@
 //! a round re-asked after a crash gets the same answer it would have got the first time.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -110,32 +109,28 @@ pub async fn crash_cycles(
         .build()
         .map_err(|e| CrashError::Host(e.to_string()))?;
     let mut rng = seed ^ 0x9e37_79b9_7f4a_7c15;
-    let mut seen: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    // Each run's log and status as last read. Earlier runs were settled after the previous
+    // restart, so only the new run needs reading before a kill.
+    let mut seen: BTreeMap<String, (Vec<Value>, String)> = BTreeMap::new();
     let mut outcome = CrashOutcome::default();
     for cycle in 0..cycles {
         let run_id = start_run(&http, host.base_url(), &model.url, &idem, &nondet, cycle).await?;
         // A random point within the loop's lifetime (~4 model rounds and 3 tool calls).
         let delay = Duration::from_millis(next(&mut rng) % 120);
         tokio::time::sleep(delay).await;
-        for (id, events) in &mut seen {
-            if let Ok(now) = poll(&http, host.base_url(), id).await {
-                *events = now.0;
-            }
-        }
-        if let Ok((events, _)) = poll(&http, host.base_url(), &run_id).await {
-            seen.insert(run_id.clone(), events);
-        }
-        host.kill().await?;
+        let before_kill = poll(&http, host.base_url(), &run_id).await?;
+        seen.insert(run_id, before_kill);
+        host.kill().await;
         host.restart().await?;
         outcome.cycles += 1;
-        // Every run so far must still hold what was seen before the kill.
-        for (id, before) in &seen {
-            let after = settle(&http, host.base_url(), id).await?.0;
-            outcome.lost_events += before.iter().filter(|e| !after.contains(e)).count();
+        // Every run so far must still hold what was seen before this kill (and every earlier one).
+        for (id, last) in seen.iter_mut() {
+            let after = settle(&http, host.base_url(), id).await?;
+            outcome.lost_events += last.0.iter().filter(|e| !after.0.contains(e)).count();
+            *last = after;
         }
     }
-    for id in seen.keys() {
-        let (events, status) = settle(&http, host.base_url(), id).await?;
+    for (id, (events, status)) in &seen {
         outcome.events += events.len();
         match status.as_str() {
             "completed" => outcome.completed += 1,
@@ -172,14 +167,9 @@ pub async fn crash_cycles(
         *per_key.entry(key).or_default() += 1;
     }
     outcome.double_fired = per_key.values().filter(|n| **n > 1).map(|n| n - 1).sum();
-    let _ = host.kill().await;
+    host.kill().await;
     outcome.elapsed = started.elapsed();
     Ok(outcome)
-}
-
-/// The reference host from toolcert's binary at `exe`, as a crash-test target.
-pub fn reference_host_command(exe: &Path) -> SpawnCommand {
-    SpawnCommand::reference_host(exe, None)
 }
 
 fn next(state: &mut u64) -> u64 {

@@ -2,7 +2,8 @@
 //! points of running tool loops lose no recorded event, never fire the non-deterministic tool
 //! twice, and end every run completed or failed with a TTC crash code.
 
-use toolcert::crash::{crash_cycles, reference_host_command};
+use toolcert::crash::crash_cycles;
+use toolcert::host::SpawnCommand;
 
 #[test]
 fn kill_restart_cycles_lose_nothing_and_fire_nothing_twice() {
@@ -10,7 +11,7 @@ fn kill_restart_cycles_lose_nothing_and_fire_nothing_twice() {
         .enable_all()
         .build()
         .unwrap();
-    let command = reference_host_command(env!("CARGO_BIN_EXE_toolcert").as_ref());
+    let command = SpawnCommand::reference_host(env!("CARGO_BIN_EXE_toolcert").as_ref(), None);
     let outcome = rt.block_on(crash_cycles(&command, 8, 7)).unwrap();
     assert_eq!(outcome.cycles, 8);
     assert!(outcome.clean(), "{outcome:?}");

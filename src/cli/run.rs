@@ -154,7 +154,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         budgets: Budgets::scaled(args.timeout_scale),
         jobs: args.jobs.max(1),
         strict: args.strict,
-        reference_host_exe: std::env::current_exe().ok(),
+        ..RunOptions::default()
     };
     let target = target_for(&args, &rt)?;
     let started = std::time::Instant::now();

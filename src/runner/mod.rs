@@ -323,7 +323,7 @@ impl Session {
             }
         }
         if let Some(mut host) = ctx.spawned.take() {
-            let _ = host.kill().await;
+            host.kill().await;
         }
         ctx.observe_receivers();
         ctx.observe_providers();

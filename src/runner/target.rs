@@ -112,7 +112,7 @@ impl Target {
             host.shutdown().await;
         }
         if let Some(mut host) = self.spawned {
-            let _ = host.kill().await;
+            host.kill().await;
         }
     }
 }

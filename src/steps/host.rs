@@ -1,78 +1,60 @@
 //! `host`: kill (SIGKILL) or restart the scenario's own spawned host (TTC §D recovery).
 //!
-//! A kill may wait for a point in the run seen at toolcert's doubles (`until`: a receiver or a
-//! provider script has seen `count` requests), so the host dies exactly where the row needs it:
-//! while a tool call is held open (TURN-D8) or after a tool returned and the next model request
-//! went out (TURN-D3). The wait is bounded; a point never reached makes the step `blocked`,
-//! because what the row is about was never put to the test.
+//! A `wait` step before a kill chooses the point in the run, seen at toolcert's doubles (a
+//! receiver or a provider script has seen `count` requests), so the host dies exactly where the
+//! row needs it: while a tool call is held open (TURN-D8) or after a tool returned and the next
+//! model request went out (TURN-D3). The wait is bounded; a point never reached makes it
+//! `blocked`, and the checks resting on it with it, because what the row is about was never put
+//! to the test.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Flow, ScenarioCtx, blocked, error};
-use crate::suite::{HostAction, HostActionKind, KillPoint};
+use super::{Flow, ScenarioCtx, blocked};
+use crate::suite::{HostAction, HostActionKind, KillPoint, WaitSpec};
 
 /// How often the kill point is looked at.
 const POLL: Duration = Duration::from_millis(10);
 
 pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &HostAction) -> (Value, Flow) {
-    if ctx.spawned.is_none() {
-        let why = ctx.spawn_unavailable.clone().unwrap_or_else(|| {
-            "toolcert did not start this host, so it cannot kill it".to_string()
-        });
+    let why = ctx.spawn_unavailable.clone();
+    let Some(host) = ctx.spawned.as_mut() else {
+        let why =
+            why.unwrap_or_else(|| "toolcert did not start this host, so it cannot kill it".into());
         return (blocked(why), Flow::Continue);
-    }
+    };
     let started = Instant::now();
+    let took = |started: Instant| started.elapsed().as_millis() as u64;
     match spec.action {
         HostActionKind::Kill => {
-            if let Some(point) = &spec.until {
-                let budget = ctx.client.budgets().request * 2;
-                if let Err(seen) = wait_for(ctx, point, budget).await {
-                    return (
-                        blocked(format!(
-                            "the kill point was not reached within {} ms: {seen}",
-                            budget.as_millis()
-                        )),
-                        Flow::Continue,
-                    );
-                }
-            }
-            let Some(host) = ctx.spawned.as_mut() else {
-                return (error("no spawned host"), Flow::Continue);
-            };
-            let _ = host.kill().await;
+            host.kill().await;
             (
-                json!({"killed": true, "signal": "SIGKILL", "waitedMs": started.elapsed().as_millis() as u64}),
+                json!({"killed": true, "signal": "SIGKILL", "tookMs": took(started)}),
                 Flow::Continue,
             )
         }
-        HostActionKind::Restart => {
-            let Some(host) = ctx.spawned.as_mut() else {
-                return (error("no spawned host"), Flow::Continue);
-            };
-            match host.restart().await {
-                Ok(()) => (
-                    json!({
-                        "restarted": true,
-                        "baseUrl": host.base_url(),
-                        "starts": host.starts(),
-                        "tookMs": started.elapsed().as_millis() as u64,
-                    }),
-                    Flow::Continue,
-                ),
-                // The host not coming back is the host's failure to recover, said plainly.
-                Err(e) => (
-                    json!({"$fail": format!("the host did not come back after a restart: {e}")}),
-                    Flow::HostLost(e.to_string()),
-                ),
-            }
-        }
+        HostActionKind::Restart => match host.restart().await {
+            Ok(()) => (
+                json!({
+                    "restarted": true,
+                    "baseUrl": host.base_url(),
+                    "starts": host.starts(),
+                    "tookMs": took(started),
+                }),
+                Flow::Continue,
+            ),
+            // The host not coming back is the host's failure to recover, said plainly.
+            Err(e) => (
+                json!({"$fail": format!("the host did not come back after a restart: {e}")}),
+                Flow::HostLost(e.to_string()),
+            ),
+        },
     }
 }
 
-/// `wait`: the same bounded wait, on its own.
-pub(super) async fn wait(ctx: &mut ScenarioCtx<'_>, spec: &crate::suite::WaitSpec) -> Value {
+/// `wait`: until a double has seen `count` requests (bounded; unmet is `blocked`).
+pub(super) async fn wait(ctx: &mut ScenarioCtx<'_>, spec: &WaitSpec) -> Value {
     let started = Instant::now();
     let budget = ctx.client.budgets().request * 2;
     match wait_for(ctx, &spec.until, budget).await {

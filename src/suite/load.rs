@@ -236,33 +236,19 @@ fn check_scenario(
                 _ => false,
             })
         };
-        let refers: Vec<(&str, &str, String)> = match step {
-            Step::Release(r) => vec![("receiver", r.receiver.as_str(), "receiver".into())],
-            Step::Wait(w) => std::iter::once(&w.until)
-                .flat_map(|u| {
-                    u.receiver
-                        .iter()
-                        .map(|n| ("receiver", n.as_str(), "until/receiver".to_string()))
-                        .chain(
-                            u.provider
-                                .iter()
-                                .map(|n| ("provider", n.as_str(), "until/provider".to_string())),
-                        )
-                })
-                .collect(),
-            Step::Host(h) => h
+        let refers: Vec<(&str, &str, &str)> = match step {
+            Step::Release(r) => vec![("receiver", r.receiver.as_str(), "receiver")],
+            Step::Wait(w) => w
                 .until
+                .receiver
                 .iter()
-                .flat_map(|u| {
-                    u.receiver
+                .map(|n| ("receiver", n.as_str(), "until/receiver"))
+                .chain(
+                    w.until
+                        .provider
                         .iter()
-                        .map(|n| ("receiver", n.as_str(), "until/receiver".to_string()))
-                        .chain(
-                            u.provider
-                                .iter()
-                                .map(|n| ("provider", n.as_str(), "until/provider".to_string())),
-                        )
-                })
+                        .map(|n| ("provider", n.as_str(), "until/provider")),
+                )
                 .collect(),
             _ => Vec::new(),
         };

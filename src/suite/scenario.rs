@@ -146,10 +146,8 @@ pub struct HostAction {
     /// Name of the observation (`/steps/<name>`).
     pub name: String,
     /// `kill` (SIGKILL, no goodbye) or `restart` (start it again on the same data directory).
+    /// A `wait` step before a kill chooses the point.
     pub action: HostActionKind,
-    /// Kill only once this holds (bounded wait); unmet, the step is `blocked`.
-    #[serde(default)]
-    pub until: Option<KillPoint>,
 }
 
 /// What a `host` step does.
