@@ -62,15 +62,28 @@ pub struct Matrix {
     pub mutants: Vec<Column>,
 }
 
-/// Run the clean host and every mutant through the whole suite.
-pub async fn run_matrix(suite: &Suite, opts: &RunOptions) -> Result<Matrix, TargetError> {
+/// Run the clean host and every mutant through the whole suite, `columns` mutants at a time.
+///
+/// A run spends most of its wall time waiting on timeouts the scenarios set (approval expiry,
+/// held receivers), not on the CPU, so columns overlap well; each column has its own embedded
+/// host and doubles, and the columns keep `mutants::ALL` order whatever finishes first.
+pub async fn run_matrix(
+    suite: &Suite,
+    opts: &RunOptions,
+    columns: usize,
+) -> Result<Matrix, TargetError> {
+    use futures_util::StreamExt as _;
     let run_one = |mutant: Option<Mutant>| run_embedded(suite, mutant, opts, None);
     let clean_run = run_one(None).await?;
     let clean = Column::from_run("clean", "", &clean_run);
-    let mut mutants = Vec::new();
-    for info in ALL {
-        let run = run_one(Some(info.mutant)).await?;
-        mutants.push(Column::from_run(info.name, info.breaks, &run));
+    let runs: Vec<Result<RunOutcome, TargetError>> = futures_util::stream::iter(ALL)
+        .map(|info| run_one(Some(info.mutant)))
+        .buffered(columns.max(1))
+        .collect()
+        .await;
+    let mut mutants = Vec::with_capacity(ALL.len());
+    for (info, run) in ALL.iter().zip(runs) {
+        mutants.push(Column::from_run(info.name, info.breaks, &run?));
     }
     Ok(Matrix {
         clean_run,

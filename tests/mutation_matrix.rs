@@ -21,7 +21,7 @@ fn the_matrix_proves_every_check_can_fail() {
         .build()
         .unwrap();
     let matrix = rt
-        .block_on(toolcert::matrix::run_matrix(&suite, &options()))
+        .block_on(toolcert::matrix::run_matrix(&suite, &options(), 3))
         .unwrap();
     let problems = matrix.problems(&suite);
     assert!(

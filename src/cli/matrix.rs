@@ -15,13 +15,16 @@ pub struct MatrixArgs {
     /// Load the suite from this checkout instead of the embedded one.
     #[arg(long, value_name = "DIR")]
     pub suite: Option<PathBuf>,
+    /// How many mutant columns run at once (each with its own embedded host).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub columns: usize,
 }
 
 pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(args.suite.as_deref())?;
     let rt = super::runtime()?;
     let opts = RunOptions::default();
-    let matrix = rt.block_on(crate::matrix::run_matrix(&suite, &opts))?;
+    let matrix = rt.block_on(crate::matrix::run_matrix(&suite, &opts, args.columns))?;
     std::fs::create_dir_all(&args.out)?;
     std::fs::write(
         args.out.join("mutation-matrix.md"),
