@@ -17,6 +17,7 @@ use crate::discovery::{self, DiscoveryDoc};
 use crate::effect_seams;
 use crate::effects;
 use crate::error::{ApiError, HostError};
+use crate::http_client::SafeFetch;
 use crate::interrupts::{self, Interrupts};
 use crate::invoker::ToolInvoker;
 use crate::mutants::Mutant;
@@ -48,6 +49,8 @@ struct Inner {
     storage: Storage,
     limiter: RateLimiter,
     invoker: ToolInvoker,
+    /// `ctx.http.safeFetch` (guard and client).
+    safe_fetch: SafeFetch,
     discovery: DiscoveryDoc,
     default_tool_timeout: Duration,
     catalog: Catalog,
@@ -82,6 +85,8 @@ impl AppState {
             storage,
             limiter: RateLimiter::new(config.rate_limit, config.mutant),
             invoker: ToolInvoker::new().map_err(HostError::HttpClient)?,
+            // Test mode (seams on) is what lets loopback through the guard.
+            safe_fetch: SafeFetch::new(config.seams_enabled).map_err(HostError::HttpClient)?,
             discovery: DiscoveryDoc::render(config.seams_enabled, config.mutant),
             default_tool_timeout: config.default_tool_timeout,
             catalog: Catalog::new(),
@@ -142,6 +147,11 @@ impl AppState {
     /// The tool invoker.
     pub fn invoker(&self) -> &ToolInvoker {
         &self.inner.invoker
+    }
+
+    /// `ctx.http.safeFetch`: the SSRF guard and its client.
+    pub fn safe_fetch(&self) -> &SafeFetch {
+        &self.inner.safe_fetch
     }
 
     /// The rendered discovery document.

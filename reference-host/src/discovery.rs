@@ -16,6 +16,7 @@ use crate::args_hash::sha256_hex;
 use crate::catalog::SOURCE_HOST_EXTENSION;
 use crate::effect_seams::MANIFEST_PATH;
 use crate::effects::sweeper::EFFECT_RETENTION_SECS;
+use crate::http_client;
 use crate::layer1::LAYER1_RETENTION_SECS;
 use crate::mutants::Mutant;
 use crate::seams::SEAMS_PROFILE;
@@ -106,6 +107,7 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
     if let Some(object) = root.as_object_mut() {
         object.insert("idempotency".to_owned(), idempotency_record(mutant));
         object.insert("replay".to_owned(), replay_record());
+        object.insert("httpClient".to_owned(), http_client_record());
     }
     if seams_enabled && let Some(object) = root.as_object_mut() {
         object.insert(
@@ -157,6 +159,22 @@ fn replay_record() -> Value {
         "modes": ["replay"],
         "retention": {"days": 14},
         "effectSeamsManifest": MANIFEST_PATH,
+    })
+}
+
+/// The `httpClient` capability record (RFC 0076): `ctx.http.safeFetch` with
+/// its SSRF guard and limits. With `toolHooks.prePostEvents`, every fetch,
+/// blocked or not, writes a call/return pair (HOOKS-EVT-5).
+fn http_client_record() -> Value {
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-gated",
+        "ssrfGuard": true,
+        "maxResponseBodyBytes": http_client::MAX_RESPONSE_BODY_BYTES,
+        "requestTimeoutMs": http_client::REQUEST_TIMEOUT_MS,
+        "methods": http_client::METHODS,
+        "safeFetch": {},
     })
 }
 
@@ -216,6 +234,12 @@ mod tests {
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
                    "crossRegion": "single-region", "layer1RetentionSeconds": 86400,
                    "layer2RetentionSeconds": 1209600})
+        );
+        assert_eq!(
+            value["httpClient"],
+            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                   "ssrfGuard": true, "maxResponseBodyBytes": 1048576,
+                   "requestTimeoutMs": 5000, "methods": ["GET", "POST"], "safeFetch": {}})
         );
         let with_seams = parsed(&DiscoveryDoc::render(true, None));
         assert_eq!(

@@ -224,8 +224,9 @@ pub enum HostError {
     /// The SQLite store could not be opened, prepared or recovered.
     #[error("the run store failed: {0}")]
     Storage(#[from] crate::storage::StorageError),
-    /// The outbound HTTP client for tool receivers could not be built.
-    #[error("cannot build the tool-receiver HTTP client: {0}")]
+    /// An outbound HTTP client (tool receivers, safeFetch, providers) could
+    /// not be built.
+    #[error("cannot build an outbound HTTP client: {0}")]
     HttpClient(#[source] reqwest::Error),
     /// The principals list is invalid.
     #[error("invalid principals: {0}")]

@@ -18,6 +18,18 @@ pub const MAX_RECEIVER_BODY: usize = 1 << 20;
 /// per-call timeout so an unroutable address fails fast).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The construction every outbound client of this host shares (tool
+/// receivers, `ctx.http.safeFetch`): no proxy (a proxy from the environment
+/// must not intercept loopback traffic, nor carry a guarded request
+/// elsewhere), no redirects (a redirect could lead off loopback, or past
+/// the SSRF guard), bounded connect time.
+pub fn outbound_client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(CONNECT_TIMEOUT)
+}
+
 /// How one invocation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InvokeResult {
@@ -103,15 +115,10 @@ pub struct ToolInvoker {
 }
 
 impl ToolInvoker {
-    /// Builds the client: no proxy (receivers are loopback only and a proxy
-    /// from the environment must not intercept them), no redirects (a
-    /// redirect could lead off loopback), bounded connect time.
+    /// Builds the client ([`outbound_client_builder`]: no proxy, no
+    /// redirects, bounded connect time).
     pub fn new() -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()?;
+        let client = outbound_client_builder().build()?;
         Ok(Self { client })
     }
 

@@ -251,6 +251,12 @@ impl Fields {
         }
     }
 
+    /// An optional member of any type, taken as it is (the caller checks
+    /// it, e.g. to word its own messages). `null` is returned as `null`.
+    pub fn optional_value(&mut self, name: &str) -> Option<Value> {
+        self.take(name)
+    }
+
     /// An optional array (of any items; the caller checks them by index).
     pub fn optional_array(&mut self, name: &str) -> Result<Option<Vec<Value>>, ApiError> {
         let value = self.take(name);

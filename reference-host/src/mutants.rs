@@ -187,6 +187,20 @@ pub enum Mutant {
     /// A replay fork serves every recorded model round instead of asking the
     /// model again (RPL-5).
     ReplayModelFromRecord,
+    /// A receiver failure reports the bare `tool_execution_failed` and an
+    /// argument-validation failure the bare `invalid_args` (HOOKS-FAIL-7).
+    EventCodesUnregistered,
+    /// Forbidden-at-load also writes a placeholder `agent.tool-called` for
+    /// the unresolvable allowlist ref (HOOKS-AUTH-7).
+    ForbiddenAtLoadPlaceholderCall,
+    /// A blocked `ctx.http.safeFetch` writes no call/return pair
+    /// (HOOKS-EVT-5).
+    SafeFetchBlockedUnaudited,
+    /// The blocked safeFetch refusal omits `details.service` (HOOKS-AUTH-5).
+    ServiceRefusalWithoutService,
+    /// The blocked safeFetch refusal's `details.reason` is snake_case
+    /// (HOOKS-AUTH-5).
+    ServiceRefusalReasonSnake,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -622,6 +636,31 @@ pub const ALL: &[MutantInfo] = &[
         name: "replay-model-from-record",
         breaks: "a replay fork serves every recorded model round instead of asking the model again (RPL-5)",
     },
+    MutantInfo {
+        mutant: Mutant::EventCodesUnregistered,
+        name: "event-codes-unregistered",
+        breaks: "event error codes are bare unregistered names (tool_execution_failed, invalid_args) (HOOKS-FAIL-7)",
+    },
+    MutantInfo {
+        mutant: Mutant::ForbiddenAtLoadPlaceholderCall,
+        name: "forbidden-at-load-placeholder-call",
+        breaks: "forbidden-at-load mints a placeholder call event (HOOKS-AUTH-7)",
+    },
+    MutantInfo {
+        mutant: Mutant::SafeFetchBlockedUnaudited,
+        name: "safe-fetch-blocked-unaudited",
+        breaks: "a blocked safeFetch emits no call/return pair (HOOKS-EVT-5)",
+    },
+    MutantInfo {
+        mutant: Mutant::ServiceRefusalWithoutService,
+        name: "service-refusal-without-service",
+        breaks: "a host-service refusal omits details.service (HOOKS-AUTH-5)",
+    },
+    MutantInfo {
+        mutant: Mutant::ServiceRefusalReasonSnake,
+        name: "service-refusal-reason-snake",
+        breaks: "a host-service refusal's details.reason is snake_case (private_address) (HOOKS-AUTH-5)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -700,8 +739,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_84_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 84);
+    fn list_has_89_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 89);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -788,8 +827,9 @@ mod tests {
                 "record-failure-ignored",
             ]
         );
-        // The human-input and provider-tool mutants (TTC §E, §F) close it.
-        let human_and_provider: Vec<&str> = ALL[73..].iter().map(|i| i.name).collect();
+        // The human-input, provider-tool and replay-surface mutants (TTC §E,
+        // §F, RPL) follow.
+        let human_and_provider: Vec<&str> = ALL[73..84].iter().map(|i| i.name).collect();
         assert_eq!(
             human_and_provider,
             [
@@ -804,6 +844,19 @@ mod tests {
                 "tool-key-per-run",
                 "result-on-return",
                 "replay-model-from-record",
+            ]
+        );
+        // The event-code, forbidden-at-load and host-service mutants (issue
+        // 2: HOOKS-FAIL-7, HOOKS-AUTH-7, HOOKS-EVT-5, HOOKS-AUTH-5) close it.
+        let refusals: Vec<&str> = ALL[84..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            refusals,
+            [
+                "event-codes-unregistered",
+                "forbidden-at-load-placeholder-call",
+                "safe-fetch-blocked-unaudited",
+                "service-refusal-without-service",
+                "service-refusal-reason-snake",
             ]
         );
     }

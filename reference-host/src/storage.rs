@@ -759,7 +759,7 @@ mod tests {
         store.create_run("a", "p").expect("create");
         let mut signal = store.subscribe_run("a").expect("known run");
         signal.mark_unchanged();
-        let error = json!({"code": "model_refused", "message": "no"});
+        let error = json!({"code": "refhost.model_refused", "message": "no"});
         let doc = store
             .finish_run(
                 "a",

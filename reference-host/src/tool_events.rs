@@ -8,6 +8,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::event_codes;
+use crate::mutants::Mutant;
+
 /// The reserved agent id for non-agent (seam/system) tool calls (RFC 0064 ruling 3).
 pub const SYSTEM_AGENT_ID: &str = "core.system";
 
@@ -64,49 +67,127 @@ impl ToolStatus {
 }
 
 /// The `error.code` of a failed tool return.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+///
+/// HOOKS-FAIL-7: every code an event carries is either a registered v2 code
+/// or vendor-namespaced (`refhost.…`, see [`crate::event_codes`]); the one
+/// exception is `tool_outcome_unknown`, which TURN-D8 names bare. The wire
+/// string of each variant is [`ToolErrorCode::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolErrorCode {
-    /// The args failed the tool's input schema.
-    InvalidArgs,
-    /// Authorization denied the call.
+    /// `validation_error` (registered): the args do not parse or fail the
+    /// tool's input schema.
+    ValidationError,
+    /// `forbidden` (registered): authorization denied the call, or a host
+    /// service refused it (HOOKS-AUTH-5, HOOKS-AUTH-7).
     Forbidden,
-    /// The rate limit refused the call.
+    /// `rate_limited` (registered): the rate limit refused the call.
     RateLimited,
-    /// The tool ran and failed.
+    /// `refhost.tool_execution_failed`: the tool ran and failed (its
+    /// receiver answered non-2xx, or an over-long answer).
     ToolExecutionFailed,
-    /// The tool did not answer in time.
+    /// `refhost.tool_timeout`: the tool did not answer in time.
     ToolTimeout,
-    /// The tool could not be reached.
+    /// `refhost.tool_unreachable`: the tool could not be reached.
     ToolUnreachable,
-    /// The model named a tool the run does not have (TTC §B name gate).
+    /// `refhost.unknown_tool`: the model named a tool the run does not
+    /// offer (TTC §B name gate).
     UnknownTool,
-    /// The call came in a truncated completion, so its arguments were cut
-    /// (TURN-B1): it is never executed.
+    /// `refhost.truncated_emission`: the call came in a truncated
+    /// completion, so its arguments were cut (TURN-B1): never executed.
     TruncatedEmission,
-    /// The call came in a completion the model refused (TURN-B2): it is
-    /// never executed.
+    /// `refhost.refused_emission`: the call came in a completion the model
+    /// refused (TURN-B2): never executed.
     RefusedEmission,
-    /// The call was held for approval and the approver rejected it (TTC
-    /// §C): it is never executed.
+    /// `refhost.approval_rejected`: the call was held for approval and the
+    /// approver rejected it (TTC §C): never executed.
     ApprovalRejected,
-    /// The call was held for approval and nobody resolved the interrupt in
-    /// time: it is never executed and the run fails.
+    /// `refhost.approval_expired`: the call was held for approval and nobody
+    /// resolved the interrupt in time: never executed, and the run fails.
     ApprovalExpired,
-    /// A replay fork found no usable record for the call (TURN-D6,
-    /// TURN-D10): it is not executed and the node fails.
+    /// `replay_source_missing` (registered): a replay fork found no usable
+    /// record for the call (TURN-D6, TURN-D10): not executed, the node fails.
     ReplaySourceMissing,
-    /// After a restart the call in doubt may or may not have run, and its
-    /// `replayPolicy` forbids running it again (TURN-D8).
+    /// `tool_outcome_unknown` (bare, as TURN-D8 requires): after a restart
+    /// the call in doubt may or may not have run, and its `replayPolicy`
+    /// forbids running it again.
     ToolOutcomeUnknown,
-    /// The call came after a clarification ask in the same round: the ask
-    /// ended the turn, so it is never executed (TURN-E2).
+    /// `refhost.ended_turn`: the call came after a clarification ask in the
+    /// same round, which ended the turn (TURN-E2): never executed.
     EndedTurn,
-    /// A clarification ask past `limits.clarificationRounds`: refused with
-    /// no new interrupt (TURN-E1).
+    /// `refhost.clarification_rounds_exceeded`: a clarification ask past
+    /// `limits.clarificationRounds`, refused with no new interrupt (TURN-E1).
     ClarificationRoundsExceeded,
-    /// A clarification ask nobody answered in time; the run fails.
+    /// `refhost.clarification_expired`: a clarification ask nobody answered
+    /// in time; the run fails.
     ClarificationExpired,
+    /// `upstream_unavailable` (registered): `ctx.http.safeFetch` could not
+    /// get an answer (connection failure or timeout).
+    UpstreamUnavailable,
+    /// Bare `tool_execution_failed`, neither registered nor vendor: only the
+    /// `event-codes-unregistered` mutant emits it (HOOKS-FAIL-7).
+    BareToolExecutionFailed,
+    /// Bare `invalid_args`, neither registered nor vendor: only the
+    /// `event-codes-unregistered` mutant emits it (HOOKS-FAIL-7).
+    BareInvalidArgs,
+}
+
+impl ToolErrorCode {
+    /// The wire string of the code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ValidationError => event_codes::VALIDATION_ERROR,
+            Self::Forbidden => event_codes::FORBIDDEN,
+            Self::RateLimited => event_codes::RATE_LIMITED,
+            Self::ToolExecutionFailed => "refhost.tool_execution_failed",
+            Self::ToolTimeout => "refhost.tool_timeout",
+            Self::ToolUnreachable => "refhost.tool_unreachable",
+            Self::UnknownTool => "refhost.unknown_tool",
+            Self::TruncatedEmission => "refhost.truncated_emission",
+            Self::RefusedEmission => "refhost.refused_emission",
+            Self::ApprovalRejected => "refhost.approval_rejected",
+            Self::ApprovalExpired => "refhost.approval_expired",
+            Self::ReplaySourceMissing => event_codes::REPLAY_SOURCE_MISSING,
+            Self::ToolOutcomeUnknown => event_codes::TOOL_OUTCOME_UNKNOWN,
+            Self::EndedTurn => "refhost.ended_turn",
+            Self::ClarificationRoundsExceeded => "refhost.clarification_rounds_exceeded",
+            Self::ClarificationExpired => "refhost.clarification_expired",
+            Self::UpstreamUnavailable => event_codes::UPSTREAM_UNAVAILABLE,
+            Self::BareToolExecutionFailed => "tool_execution_failed",
+            Self::BareInvalidArgs => "invalid_args",
+        }
+    }
+
+    /// The code of a failure reported by a tool's receiver (`code` as the
+    /// invoker classified it). Bug under `event-codes-unregistered`: a
+    /// non-2xx answer or an unreachable receiver is reported with the bare,
+    /// unregistered `tool_execution_failed` (HOOKS-FAIL-7).
+    pub fn from_receiver(code: Self, mutant: Option<Mutant>) -> Self {
+        match code {
+            Self::ToolExecutionFailed | Self::ToolUnreachable
+                if mutant == Some(Mutant::EventCodesUnregistered) =>
+            {
+                Self::BareToolExecutionFailed
+            }
+            other => other,
+        }
+    }
+
+    /// The code of an argument-validation failure: the registered
+    /// `validation_error` (HOOKS-FAIL-7). Bug under
+    /// `event-codes-unregistered`: the bare `invalid_args`.
+    pub fn invalid_args(mutant: Option<Mutant>) -> Self {
+        if mutant == Some(Mutant::EventCodesUnregistered) {
+            Self::BareInvalidArgs
+        } else {
+            Self::ValidationError
+        }
+    }
+}
+
+impl Serialize for ToolErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 /// The `error` member of a failed return.
@@ -116,18 +197,29 @@ pub struct ToolError {
     pub code: ToolErrorCode,
     /// Human-readable message; never contains secrets or the tool's body.
     pub message: String,
-    /// Extra machine-readable facts; the tool loop sets `admission`.
+    /// Extra machine-readable facts: the tool loop sets `admission`; a
+    /// host-service refusal sets `service` and `reason` (HOOKS-AUTH-5).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<ToolErrorDetails>,
 }
 
-/// `error.details` of a return written by the tool loop.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// `error.details` of a failed return. Members that are `None` are left
+/// out; a details object with no member is never written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ToolErrorDetails {
     /// The tool-turn contract outcome of the emission (`invalid`,
     /// `refused`, `executed`, …), so a reader can tell a gate's refusal from
     /// a tool that ran and failed without parsing messages.
-    pub admission: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admission: Option<&'static str>,
+    /// The host service that refused (`tools`, `http`): HOOKS-AUTH-5 says a
+    /// `ctx.*` refusal uses a generic code with `details.service` set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<&'static str>,
+    /// Why, in lower-kebab (`private-address`, `unresolved-ref`); only
+    /// informative, never a routing key (HOOKS-AUTH-5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// How a call ended, before it is rendered as a return payload.
@@ -176,7 +268,22 @@ impl ToolReturn {
     /// Tags the error (if any) with the TTC admission outcome.
     pub fn with_admission(mut self, admission: &'static str) -> Self {
         if let Some(error) = self.error.as_mut() {
-            error.details = Some(ToolErrorDetails { admission });
+            error.details.get_or_insert_with(Default::default).admission = Some(admission);
+        }
+        self
+    }
+
+    /// Tags the error (if any) as a refusal of host service `service`,
+    /// with an informative `reason` (HOOKS-AUTH-5: generic code plus
+    /// `details.service`; the reason is lower-kebab). `None` for either
+    /// leaves that member out.
+    pub fn with_service(mut self, service: Option<&'static str>, reason: Option<String>) -> Self {
+        if let Some(error) = self.error.as_mut()
+            && (service.is_some() || reason.is_some())
+        {
+            let details = error.details.get_or_insert_with(Default::default);
+            details.service = service;
+            details.reason = reason;
         }
         self
     }
@@ -224,9 +331,19 @@ pub struct ReturnPayload {
     /// Error, only on failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ToolError>,
-    /// Never set by a correct host.
+    /// A content-free outcome: only a fetched `ctx.http.safeFetch` sets
+    /// it (`{httpStatus, bytes}`, HOOKS-EVT-5); every other correct return
+    /// leaves it out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Value>,
+    /// Transport, on returns that have no call event to carry it
+    /// (forbidden-at-load, HOOKS-AUTH-7) and on host-service returns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    /// The principal the call is attributed to, on the same returns as
+    /// `transport`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 /// Payload of `authorization.decided`.
@@ -249,6 +366,29 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Every variant, so the code tables below are total.
+    const ALL_CODES: [ToolErrorCode; 19] = [
+        ToolErrorCode::ValidationError,
+        ToolErrorCode::Forbidden,
+        ToolErrorCode::RateLimited,
+        ToolErrorCode::ToolExecutionFailed,
+        ToolErrorCode::ToolTimeout,
+        ToolErrorCode::ToolUnreachable,
+        ToolErrorCode::UnknownTool,
+        ToolErrorCode::TruncatedEmission,
+        ToolErrorCode::RefusedEmission,
+        ToolErrorCode::ApprovalRejected,
+        ToolErrorCode::ApprovalExpired,
+        ToolErrorCode::ReplaySourceMissing,
+        ToolErrorCode::ToolOutcomeUnknown,
+        ToolErrorCode::EndedTurn,
+        ToolErrorCode::ClarificationRoundsExceeded,
+        ToolErrorCode::ClarificationExpired,
+        ToolErrorCode::UpstreamUnavailable,
+        ToolErrorCode::BareToolExecutionFailed,
+        ToolErrorCode::BareInvalidArgs,
+    ];
+
     #[test]
     fn return_payload_omits_absent_members() {
         let payload = ReturnPayload {
@@ -263,6 +403,8 @@ mod tests {
                 details: None,
             }),
             outcome: None,
+            transport: None,
+            principal: None,
         };
         assert_eq!(
             serde_json::to_value(&payload).expect("serialises"),
@@ -277,43 +419,93 @@ mod tests {
     fn admission_details_ride_on_the_error_only() {
         let failed = ToolReturn::failed(
             ToolStatus::Error,
-            ToolErrorCode::InvalidArgs,
+            ToolErrorCode::invalid_args(None),
             "/n: type",
             None,
         )
         .with_admission("invalid");
         assert_eq!(
             serde_json::to_value(failed.error).expect("ser"),
-            json!({"code": "invalid_args", "message": "/n: type", "details": {"admission": "invalid"}})
+            json!({"code": "validation_error", "message": "/n: type", "details": {"admission": "invalid"}})
         );
         assert_eq!(ToolReturn::ok(3).with_admission("executed").error, None);
     }
 
     #[test]
-    fn statuses_and_codes_use_snake_case() {
+    fn service_details_merge_with_admission_and_skip_absent_members() {
+        let refused =
+            ToolReturn::failed(ToolStatus::Forbidden, ToolErrorCode::Forbidden, "no", None)
+                .with_service(Some("tools"), Some("unresolved-ref".into()));
+        assert_eq!(
+            serde_json::to_value(&refused.error).expect("ser"),
+            json!({"code": "forbidden", "message": "no",
+                   "details": {"service": "tools", "reason": "unresolved-ref"}})
+        );
+        let tagged = refused.with_admission("refused");
+        assert_eq!(
+            serde_json::to_value(&tagged.error).expect("ser")["details"],
+            json!({"admission": "refused", "service": "tools", "reason": "unresolved-ref"})
+        );
+        let bare = ToolReturn::failed(ToolStatus::Forbidden, ToolErrorCode::Forbidden, "no", None)
+            .with_service(None, None);
+        assert_eq!(bare.error.and_then(|e| e.details), None);
+    }
+
+    #[test]
+    fn every_clean_code_is_registered_or_vendor_namespaced() {
+        // HOOKS-FAIL-7: only the two mutant-only codes fail the rule.
+        for code in ALL_CODES {
+            let bare = matches!(
+                code,
+                ToolErrorCode::BareToolExecutionFailed | ToolErrorCode::BareInvalidArgs
+            );
+            assert_eq!(
+                event_codes::is_conformant(code.as_str()),
+                !bare,
+                "{}",
+                code.as_str()
+            );
+            assert_eq!(
+                serde_json::to_value(code).expect("ser"),
+                json!(code.as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn the_unregistered_mutant_changes_exactly_two_codes() {
+        let mutant = Some(Mutant::EventCodesUnregistered);
+        assert_eq!(ToolErrorCode::invalid_args(mutant).as_str(), "invalid_args");
+        assert_eq!(
+            ToolErrorCode::invalid_args(None).as_str(),
+            "validation_error"
+        );
+        for code in ALL_CODES {
+            let mutated = ToolErrorCode::from_receiver(code, mutant);
+            let expected = match code {
+                ToolErrorCode::ToolExecutionFailed | ToolErrorCode::ToolUnreachable => {
+                    ToolErrorCode::BareToolExecutionFailed
+                }
+                other => other,
+            };
+            assert_eq!(mutated, expected);
+            assert_eq!(ToolErrorCode::from_receiver(code, None), code);
+        }
+    }
+
+    #[test]
+    fn statuses_and_transports_use_their_wire_names() {
         assert_eq!(
             serde_json::to_value(ToolStatus::RateLimited).expect("ser"),
             json!("rate_limited")
         );
         assert_eq!(
             serde_json::to_value(ToolErrorCode::ToolExecutionFailed).expect("ser"),
-            json!("tool_execution_failed")
+            json!("refhost.tool_execution_failed")
         );
         assert_eq!(
             serde_json::to_value(Transport::Mcp).expect("ser"),
             json!("mcp")
-        );
-        assert_eq!(
-            serde_json::to_value(ToolErrorCode::TruncatedEmission).expect("ser"),
-            json!("truncated_emission")
-        );
-        assert_eq!(
-            serde_json::to_value(ToolErrorCode::UnknownTool).expect("ser"),
-            json!("unknown_tool")
-        );
-        assert_eq!(
-            serde_json::to_value(ToolErrorCode::ApprovalRejected).expect("ser"),
-            json!("approval_rejected")
         );
         assert_eq!(Transport::parse("http"), Some(Transport::Http));
         assert_eq!(Transport::parse("grpc"), None);

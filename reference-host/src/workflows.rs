@@ -61,8 +61,8 @@ pub const MAX_EFFECT_COUNT: u64 = 4;
 pub const MAX_FAIL_TIMES: u64 = 5;
 
 /// `run.failed` code of a `conformance-effect` run with an effect that did
-/// not go through.
-pub const EFFECT_ESCAPED: &str = "effect_escaped";
+/// not go through. Vendor-namespaced (HOOKS-FAIL-7).
+pub const EFFECT_ESCAPED: &str = "refhost.effect_escaped";
 
 const FIELDS: &[&str] = &["workflowId", "inputs", "configurable"];
 const EFFECT_INPUTS: &[&str] = &["businessKey", "receiverUrl", "count"];
@@ -317,7 +317,7 @@ impl RunFailure {
     /// The host itself failed.
     pub fn internal() -> Self {
         Self {
-            code: "internal_error",
+            code: crate::event_codes::INTERNAL_ERROR,
             message: "the host's store failed while the run was in progress".to_owned(),
         }
     }
@@ -380,6 +380,15 @@ mod tests {
 
     fn parse(value: Value) -> Result<Workflow, ApiError> {
         Workflow::parse(value.to_string().as_bytes())
+    }
+
+    #[test]
+    fn run_failure_codes_are_registered_or_vendor_namespaced() {
+        // HOOKS-FAIL-7.
+        assert!(crate::event_codes::is_vendor_namespaced(EFFECT_ESCAPED));
+        assert!(crate::event_codes::is_registered(
+            RunFailure::internal().code
+        ));
     }
 
     #[test]

@@ -17,7 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
     ALICE, Canned, DURABLE_MUTANTS, ERIN, FakeProvider, HUMAN_INPUT_MUTANTS, Loopback, OPERATOR,
-    REPLAY_SURFACE_MUTANTS, bounded, client, fed_back, openai_calls, openai_text, seam_host,
+    REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, bounded, client, fed_back, openai_calls, openai_text,
+    seam_host,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, HostError, start};
@@ -177,7 +178,11 @@ async fn fork(client: &reqwest::Client, base: &str, run_id: &str, body: &Value) 
 
 /// Every event of the run (debug mode) once it is terminal.
 async fn finished(client: &reqwest::Client, base: &str, run_id: &str) -> Vec<Value> {
-    until(client, base, run_id, |_| false).await
+    let events = until(client, base, run_id, |_| false).await;
+    // HOOKS-FAIL-7: every event error code is registered or namespaced.
+    let odd = common::nonconformant_codes(&events);
+    assert!(odd.is_empty(), "unregistered event error codes {odd:?}");
+    events
 }
 
 /// Long-polls the run's events until `done` holds or the run is terminal
@@ -952,11 +957,11 @@ async fn a_record_failure_fails_the_node_unless_the_tool_is_read_only() {
         let events = record_failure("write", None).await;
         assert_eq!(
             of_type(&events, "node.failed")[0]["payload"]["error"]["code"],
-            "record_failed"
+            "refhost.record_failed"
         );
         assert_eq!(
             terminal(&events)["payload"]["error"]["code"],
-            "record_failed"
+            "refhost.record_failed"
         );
         let events = record_failure("read", None).await;
         assert_eq!(terminal(&events)["type"], "run.completed");
@@ -1096,7 +1101,10 @@ async fn fork_requests_are_checked() {
 
 #[test]
 fn the_durable_mutants_precede_the_human_input_ones_and_each_is_probed_here() {
-    let end = ALL.len() - HUMAN_INPUT_MUTANTS.len() - REPLAY_SURFACE_MUTANTS.len();
+    let end = ALL.len()
+        - HUMAN_INPUT_MUTANTS.len()
+        - REPLAY_SURFACE_MUTANTS.len()
+        - REFUSAL_MUTANTS.len();
     let range: Vec<Mutant> = ALL[end - DURABLE_MUTANTS.len()..end]
         .iter()
         .map(|info| info.mutant)

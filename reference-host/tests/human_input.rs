@@ -14,9 +14,9 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, FakeProvider, HUMAN_INPUT_MUTANTS, Loopback, OPERATOR, REPLAY_SURFACE_MUTANTS,
-    Reply, anthropic_answer, assert_observable, assert_valid, bounded, client, events_until,
-    fed_back, get_json, of_type, openai_calls, openai_text, seam_host, send,
+    ALICE, BOB, FakeProvider, HUMAN_INPUT_MUTANTS, Loopback, OPERATOR, REFUSAL_MUTANTS,
+    REPLAY_SURFACE_MUTANTS, Reply, anthropic_answer, assert_observable, assert_valid, bounded,
+    client, events_until, fed_back, get_json, of_type, openai_calls, openai_text, seam_host, send,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -122,7 +122,11 @@ async fn run_doc(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> 
 }
 
 async fn finished(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
-    events_until(client, host, run_id, EVENT_POLLS, |_| false).await
+    let events = events_until(client, host, run_id, EVENT_POLLS, |_| false).await;
+    // HOOKS-FAIL-7: every event error code is registered or namespaced.
+    let odd = common::nonconformant_codes(&events);
+    assert!(odd.is_empty(), "unregistered event error codes {odd:?}");
+    events
 }
 
 /// The run's events until `n` `interrupt.requested` events are in (or the
@@ -273,7 +277,7 @@ async fn a_clarification_waits_for_input_ends_the_turn_and_is_bounded() {
         let other = returns_of(&events, "call_o");
         assert_eq!(other.len(), 1, "{events:#?}");
         assert_eq!(other[0]["status"], "error");
-        assert_eq!(other[0]["error"]["code"], "ended_turn");
+        assert_eq!(other[0]["error"]["code"], "refhost.ended_turn");
         assert_eq!(other[0]["error"]["details"]["admission"], "ended-turn");
         assert!(other[0].get("durationMs").is_none());
         assert!(returns_of(&events, "call_ask").is_empty(), "still waiting");
@@ -336,7 +340,10 @@ async fn a_clarification_waits_for_input_ends_the_turn_and_is_bounded() {
         let refused = returns_of(&events, "call_ask2");
         assert_eq!(refused.len(), 1);
         assert_eq!(refused[0]["status"], "error");
-        assert_eq!(refused[0]["error"]["code"], "clarification_rounds_exceeded");
+        assert_eq!(
+            refused[0]["error"]["code"],
+            "refhost.clarification_rounds_exceeded"
+        );
         assert!(refused[0].get("durationMs").is_none());
         let fed = fed_back(&requests[2].body);
         let last = fed.iter().find(|(id, _)| id == "call_ask2").expect("fed");
@@ -413,7 +420,7 @@ async fn a_held_approval_escalates_before_the_ask() {
         assert_eq!(returns_of(&events, "call_w")[0]["status"], "ok");
         assert_eq!(
             returns_of(&events, "call_o")[0]["error"]["code"],
-            "ended_turn"
+            "refhost.ended_turn"
         );
         assert_eq!(
             run_doc(&client, &host, &run_id).await["status"],
@@ -495,7 +502,7 @@ async fn a_replay_fork_serves_the_answered_ask_and_never_asks_again() {
         assert_eq!(returns_of(&events, "call_ask")[0]["status"], "ok");
         assert_eq!(
             returns_of(&events, "call_o")[0]["error"]["code"],
-            "ended_turn"
+            "refhost.ended_turn"
         );
         assert_eq!(receiver.count("other-r"), 0);
         // The fork's round 2 is fed the recorded answers.
@@ -524,10 +531,13 @@ async fn an_unanswered_clarification_fails_the_run() {
         let events = finished(&client, &host, &run_id).await;
         let failed = terminal(&events);
         assert_eq!(failed["type"], "run.failed", "{events:#?}");
-        assert_eq!(failed["payload"]["error"]["code"], "clarification_expired");
+        assert_eq!(
+            failed["payload"]["error"]["code"],
+            "refhost.clarification_expired"
+        );
         let ask = returns_of(&events, "call_ask");
         assert_eq!(ask.len(), 1);
-        assert_eq!(ask[0]["error"]["code"], "clarification_expired");
+        assert_eq!(ask[0]["error"]["code"], "refhost.clarification_expired");
         assert_eq!(provider.requests(&model).len(), 1);
         host.shutdown().await;
     })
@@ -619,9 +629,14 @@ async fn no_tool_support_fails_typed_before_any_provider_request() {
         let events = finished(&client, &host, &run_id).await;
         let failed = terminal(&events);
         assert_eq!(failed["type"], "run.failed", "{events:#?}");
+        // HOOKS-FAIL-7: the registered code, naming the capability.
         assert_eq!(
             failed["payload"]["error"]["code"],
-            "provider_tools_unsupported"
+            "capability_not_provided"
+        );
+        assert_eq!(
+            failed["payload"]["error"]["details"],
+            json!({"capability": "tools"})
         );
         assert!(provider.requests(&model).is_empty());
         assert_eq!(receiver.count("nts"), 0);
@@ -634,7 +649,7 @@ async fn no_tool_support_fails_typed_before_any_provider_request() {
         let events = finished(&client, &host, &run_id).await;
         assert_eq!(
             terminal(&events)["payload"]["error"]["code"],
-            "provider_tools_unsupported"
+            "capability_not_provided"
         );
 
         // Without tools the flag changes nothing.
@@ -947,8 +962,8 @@ async fn every_human_input_mutant_is_observable() {
 }
 
 #[test]
-fn the_human_input_mutants_close_the_list() {
-    let end = ALL.len() - REPLAY_SURFACE_MUTANTS.len();
+fn the_human_input_mutants_precede_the_replay_surface_and_refusal_ones() {
+    let end = ALL.len() - REPLAY_SURFACE_MUTANTS.len() - REFUSAL_MUTANTS.len();
     let tail: Vec<Mutant> = ALL[end - HUMAN_INPUT_MUTANTS.len()..end]
         .iter()
         .map(|info| info.mutant)

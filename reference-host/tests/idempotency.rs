@@ -501,7 +501,7 @@ async fn effect_retry_rows_share_one_identity_and_one_key() {
         )
         .await;
         assert_eq!(run.body["status"], "failed");
-        assert_eq!(run.body["error"]["code"], "effect_escaped");
+        assert_eq!(run.body["error"]["code"], "refhost.effect_escaped");
         host.shutdown().await;
     })
     .await;

@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use common::{
-    DURABLE_MUTANTS, HUMAN_INPUT_MUTANTS, IDEMPOTENCY_MUTANTS, Loopback, OPERATOR,
+    DURABLE_MUTANTS, HUMAN_INPUT_MUTANTS, IDEMPOTENCY_MUTANTS, Loopback, OPERATOR, REFUSAL_MUTANTS,
     REPLAY_SURFACE_MUTANTS, TRUST_MUTANTS, TURN_MUTANTS, assert_observable, assert_valid, bounded,
     client, discovery, poll, schema, seam_host, sha256_jcs,
 };
@@ -387,7 +387,7 @@ async fn invalid_args_are_reported_before_any_gate() {
         assert_eq!(answer.status, 200, "{}", answer.text);
         let returned = &answer.body["toolReturned"];
         assert_eq!(returned["status"], "error");
-        assert_eq!(returned["error"]["code"], "invalid_args");
+        assert_eq!(returned["error"]["code"], "validation_error");
         let message = returned["error"]["message"].as_str().expect("message");
         assert!(
             message.starts_with("/count: ") || message.starts_with("/key: "),
@@ -430,7 +430,7 @@ async fn receiver_failures_map_to_error_codes_without_echoing_the_body() {
         assert_eq!(answer.status, 200, "{}", answer.text);
         let returned = &answer.body["toolReturned"];
         assert_eq!(returned["status"], "error");
-        assert_eq!(returned["error"]["code"], "tool_execution_failed");
+        assert_eq!(returned["error"]["code"], "refhost.tool_execution_failed");
         assert_eq!(
             returned["error"]["message"],
             "tool receiver answered HTTP 500"
@@ -448,7 +448,10 @@ async fn receiver_failures_map_to_error_codes_without_echoing_the_body() {
             }),
         )
         .await;
-        assert_eq!(slow.body["toolReturned"]["error"]["code"], "tool_timeout");
+        assert_eq!(
+            slow.body["toolReturned"]["error"]["code"],
+            "refhost.tool_timeout"
+        );
         assert!(slow.body["toolReturned"]["durationMs"].is_u64());
 
         let simulated = invoke(
@@ -462,7 +465,7 @@ async fn receiver_failures_map_to_error_codes_without_echoing_the_body() {
         .await;
         assert_eq!(
             simulated.body["toolReturned"]["error"]["code"],
-            "tool_execution_failed"
+            "refhost.tool_execution_failed"
         );
         assert!(simulated.body["toolReturned"]["durationMs"].is_u64());
         let before = receiver.calls();
@@ -594,6 +597,7 @@ async fn every_mutant_is_observable() {
                 && !DURABLE_MUTANTS.contains(&info.mutant)
                 && !HUMAN_INPUT_MUTANTS.contains(&info.mutant)
                 && !REPLAY_SURFACE_MUTANTS.contains(&info.mutant)
+                && !REFUSAL_MUTANTS.contains(&info.mutant)
         }) {
             assert_observable(info.mutant, host, async |host, _| {
                 observe(&client, host, &receiver, info.mutant).await
@@ -839,5 +843,11 @@ async fn observe(
         | Mutant::ToolKeyPerRun
         | Mutant::ResultOnReturn
         | Mutant::ReplayModelFromRecord => false,
+        // Skipped by the caller: tests/refusals.rs observes these.
+        Mutant::EventCodesUnregistered
+        | Mutant::ForbiddenAtLoadPlaceholderCall
+        | Mutant::SafeFetchBlockedUnaudited
+        | Mutant::ServiceRefusalWithoutService
+        | Mutant::ServiceRefusalReasonSnake => false,
     }
 }

@@ -16,9 +16,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
     ALICE, BOB, DURABLE_MUTANTS, ERIN, FakeProvider, HUMAN_INPUT_MUTANTS, Loopback, OPERATOR,
-    REPLAY_SURFACE_MUTANTS, Reply, TRUST_MUTANTS, assert_observable, assert_valid, bounded, client,
-    events_until, fed_back, get_json, of_type, openai_answer, openai_calls, openai_text, seam_host,
-    send,
+    REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, Reply, TRUST_MUTANTS, assert_observable, assert_valid,
+    bounded, client, events_until, fed_back, get_json, of_type, openai_answer, openai_calls,
+    openai_text, seam_host, send,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -153,7 +153,11 @@ async fn run_doc(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> 
 }
 
 async fn finished(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
-    events_until(client, host, run_id, EVENT_POLLS, |_| false).await
+    let events = events_until(client, host, run_id, EVENT_POLLS, |_| false).await;
+    // HOOKS-FAIL-7: every event error code is registered or namespaced.
+    let odd = common::nonconformant_codes(&events);
+    assert!(odd.is_empty(), "unregistered event error codes {odd:?}");
+    events
 }
 
 /// The run's events up to its (first) `interrupt.requested`.
@@ -477,7 +481,7 @@ async fn link_is_refused_on_an_untrusted_turn_and_a_rejection_is_fed_back() {
         let returned = returns_of(&events, "call_w");
         assert_eq!(returned.len(), 1);
         assert_eq!(returned[0]["status"], "error");
-        assert_eq!(returned[0]["error"]["code"], "approval_rejected");
+        assert_eq!(returned[0]["error"]["code"], "refhost.approval_rejected");
         assert_eq!(returned[0]["error"]["details"]["admission"], "refused");
         assert!(returned[0].get("durationMs").is_none());
         let requests = provider.requests(&model);
@@ -712,17 +716,20 @@ async fn an_unresolved_interrupt_expires_and_fails_the_run() {
         assert_eq!(receiver.count("write-expire"), 0);
         let failed = of_type(&events, "run.failed");
         assert_eq!(failed.len(), 1, "{events:#?}");
-        assert_eq!(failed[0]["payload"]["error"]["code"], "approval_expired");
+        assert_eq!(
+            failed[0]["payload"]["error"]["code"],
+            "refhost.approval_expired"
+        );
         // The held call still has exactly one return; its outcome stays held.
         let returned = returns_of(&events, "call_w");
         assert_eq!(returned.len(), 1);
-        assert_eq!(returned[0]["error"]["code"], "approval_expired");
+        assert_eq!(returned[0]["error"]["code"], "refhost.approval_expired");
         assert_eq!(returned[0]["error"]["details"]["admission"], "held");
         assert!(returned[0].get("durationMs").is_none());
         assert!(of_type(&events, "interrupt.resolved").is_empty());
         let run = run_doc(&client, &host, &run_id).await;
         assert_eq!(run["status"], "failed");
-        assert_eq!(run["error"]["code"], "approval_expired");
+        assert_eq!(run["error"]["code"], "refhost.approval_expired");
         // No further model request, and nothing left to resolve.
         assert_eq!(provider.requests(&model).len(), 2);
         let late = resolve(
@@ -851,6 +858,7 @@ async fn resolve_requests_are_checked() {
 async fn every_trust_mutant_is_observable() {
     bounded(MUTANTS_TIMEOUT, async {
         let end = ALL.len()
+            - REFUSAL_MUTANTS.len()
             - REPLAY_SURFACE_MUTANTS.len()
             - HUMAN_INPUT_MUTANTS.len()
             - DURABLE_MUTANTS.len();

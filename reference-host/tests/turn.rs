@@ -205,7 +205,11 @@ async fn all_finished_events(
     host: &RunningHost,
     run_id: &str,
 ) -> Vec<Value> {
-    events_until(client, host, run_id, 20, |_| false).await
+    let events = events_until(client, host, run_id, 20, |_| false).await;
+    // HOOKS-FAIL-7: every event error code is registered or namespaced.
+    let odd = common::nonconformant_codes(&events);
+    assert!(odd.is_empty(), "unregistered event error codes {odd:?}");
+    events
 }
 
 fn types(events: &[Value]) -> Vec<&str> {
@@ -325,7 +329,7 @@ async fn invalid_arguments_are_not_dispatched_and_repair_text_comes_from_the_val
         assert_eq!(returned["status"], "error");
         assert_eq!(
             returned["error"],
-            json!({"code": "invalid_args", "message": "/path: type", "details": {"admission": "invalid"}})
+            json!({"code": "validation_error", "message": "/path: type", "details": {"admission": "invalid"}})
         );
         assert!(returned.get("durationMs").is_none());
         assert!(of_type(&events, "authorization.decided").is_empty());
@@ -392,12 +396,12 @@ async fn truncated_completion_executes_nothing_and_fails_the_run() {
             ]
         );
         let returned = &events[2]["payload"];
-        assert_eq!(returned["error"]["code"], "truncated_emission");
+        assert_eq!(returned["error"]["code"], "refhost.truncated_emission");
         assert_eq!(returned["error"]["details"]["admission"], "invalid");
         assert!(returned.get("durationMs").is_none());
         assert_eq!(
             events[3]["payload"]["error"]["code"],
-            "model_output_truncated"
+            "refhost.model_output_truncated"
         );
         let (_, run) = get_json(
             &client,
@@ -406,7 +410,7 @@ async fn truncated_completion_executes_nothing_and_fails_the_run() {
         )
         .await;
         assert_eq!(run["status"], "failed");
-        assert_eq!(run["error"]["code"], "model_output_truncated");
+        assert_eq!(run["error"]["code"], "refhost.model_output_truncated");
         host.shutdown().await;
     })
     .await;
@@ -448,7 +452,10 @@ async fn refusal_ends_the_run_after_exactly_one_request_on_both_wires() {
                 "{wire}: a refusal is never retried"
             );
             assert_eq!(types(&events), ["run.started", "run.failed"], "{wire}");
-            assert_eq!(events[1]["payload"]["error"]["code"], "model_refused");
+            assert_eq!(
+                events[1]["payload"]["error"]["code"],
+                "refhost.model_refused"
+            );
             assert!(
                 !events[1].to_string().contains("can't help"),
                 "the refusal text is not copied"
@@ -523,7 +530,7 @@ async fn requested_output_is_an_answer_never_a_tool_call() {
         request["output"] = json!({"mode": "prompted", "schema": answer_schema});
         let run_id = create_run(&client, &host, &request).await;
         let events = finished_events(&client, &host, &run_id).await;
-        assert_eq!(events[1]["payload"]["error"]["code"], "output_invalid");
+        assert_eq!(events[1]["payload"]["error"]["code"], "refhost.output_invalid");
 
         // Without output, text is the answer and is never parsed (TURN-A3).
         let inline = "<tool_call>{\"name\": \"fixture_write\", \"arguments\": {\"path\": \"x\"}}</tool_call>";
@@ -614,7 +621,7 @@ async fn streamed_answers_are_assembled_on_both_wires() {
             let run_id = create_run(&client, &host, &body(&provider, wire, model, true, json!([]))).await;
             let events = finished_events(&client, &host, &run_id).await;
             let error = &events[1]["payload"]["error"];
-            assert_eq!(error["code"], "provider_error", "{wire}");
+            assert_eq!(error["code"], "refhost.provider_error", "{wire}");
             assert!(error["message"].as_str().is_some_and(|m| m.contains("cut")), "{error}");
         }
         host.shutdown().await;
@@ -639,7 +646,7 @@ async fn provider_failures_and_round_limits_fail_the_run() {
         let events = finished_events(&client, &host, &run_id).await;
         assert_eq!(
             events[1]["payload"]["error"],
-            json!({"code": "provider_error", "message": "provider answered HTTP 503"})
+            json!({"code": "refhost.provider_error", "message": "provider answered HTTP 503"})
         );
         assert_eq!(provider.requests(&model).len(), 1, "never retried");
         let (_, run) = get_json(
@@ -648,7 +655,7 @@ async fn provider_failures_and_round_limits_fail_the_run() {
             OPERATOR,
         )
         .await;
-        assert_eq!(run["error"]["code"], "provider_error");
+        assert_eq!(run["error"]["code"], "refhost.provider_error");
         assert!(!run.to_string().contains("PROVIDER-BODY-SECRET"));
 
         // An unreachable provider (nothing listens on the port).
@@ -661,7 +668,10 @@ async fn provider_failures_and_round_limits_fail_the_run() {
         request["provider"]["baseUrl"] = json!(format!("http://{closed_addr}"));
         let run_id = create_run(&client, &host, &request).await;
         let events = finished_events(&client, &host, &run_id).await;
-        assert_eq!(events[1]["payload"]["error"]["code"], "provider_error");
+        assert_eq!(
+            events[1]["payload"]["error"]["code"],
+            "refhost.provider_error"
+        );
 
         // One round allowed, the model wants a second one.
         let tools = json!([write_tool(&receiver, "fixture_write", "/ok/rounds")]);
@@ -678,7 +688,7 @@ async fn provider_failures_and_round_limits_fail_the_run() {
         let events = finished_events(&client, &host, &run_id).await;
         assert_eq!(
             of_type(&events, "run.failed")[0]["payload"]["error"]["code"],
-            "model_rounds_exceeded"
+            "refhost.model_rounds_exceeded"
         );
         assert_eq!(provider.requests(&model).len(), 1);
         assert_eq!(receiver.calls("rounds").len(), 1);
@@ -725,7 +735,7 @@ async fn gates_refuse_unknown_forbidden_rate_limited_and_repeated_calls() {
             .map(|e| &e["payload"])
             .collect();
         assert_eq!(returns.len(), 4);
-        assert_eq!(returns[0]["error"]["code"], "unknown_tool");
+        assert_eq!(returns[0]["error"]["code"], "refhost.unknown_tool");
         assert_eq!(returns[0]["error"]["details"]["admission"], "invalid");
         assert!(returns[0].get("durationMs").is_none());
         assert_eq!(returns[1]["status"], "ok");
@@ -738,7 +748,7 @@ async fn gates_refuse_unknown_forbidden_rate_limited_and_repeated_calls() {
             returns[2].get("durationMs").is_none(),
             "a suppressed repeat did not run"
         );
-        assert_eq!(returns[3]["error"]["code"], "tool_execution_failed");
+        assert_eq!(returns[3]["error"]["code"], "refhost.tool_execution_failed");
         assert_eq!(returns[3]["error"]["details"]["admission"], "executed");
         assert!(returns[3]["durationMs"].is_u64());
         assert_eq!(

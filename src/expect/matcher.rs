@@ -3,8 +3,9 @@
 
 use serde_json::Value;
 
+use super::error_registry::{CodeStanding, standing};
 use crate::canonical::jcs_sha256_hex;
-use crate::suite::Matcher;
+use crate::suite::{IgnoringSpec, Matcher};
 use crate::template;
 
 /// Whether `actual` (the value at the check's pointer, `None` when absent) satisfies `m`.
@@ -39,6 +40,30 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
                 )
             })
         }
+        Matcher::NotOneOf(options) => {
+            let v = need(actual)?;
+            match options.iter().find(|o| **o == v) {
+                None => Ok(()),
+                Some(hit) => Err(format!(
+                    "expected none of {}, found {}",
+                    show(&Value::Array(options.clone())),
+                    show(hit)
+                )),
+            }
+        }
+        Matcher::RegisteredErrorCode(_) => match need(actual)? {
+            Value::String(code) => match standing(&code) {
+                CodeStanding::Unregistered => Err(format!(
+                    "error code {code:?} is neither a registered v2 code nor vendor-namespaced \
+                     (`<org>.{code}`); register it or namespace it (C-12)"
+                )),
+                _ => Ok(()),
+            },
+            other => Err(format!(
+                "expected an error code string, found {}",
+                show(&other)
+            )),
+        },
         Matcher::Matches(pattern) => {
             let re =
                 regex::Regex::new(pattern).map_err(|e| format!("bad pattern {pattern:?}: {e}"))?;
@@ -73,6 +98,12 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
             Some(n) if n <= *bound => Ok(()),
             _ => Err(format!("expected a number ≤ {bound}, found {}", shown())),
         },
+        Matcher::EqualsAtIgnoring(spec) => {
+            let other = doc
+                .pointer(&spec.at)
+                .ok_or_else(|| format!("the value to compare with ({}) is absent", spec.at))?;
+            equal_ignoring(&need(actual)?, other, spec)
+        }
         Matcher::EqualsAt(pointer) => {
             let other = doc
                 .pointer(pointer)
@@ -229,6 +260,95 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
     }
 }
 
+/// `equalsAtIgnoring`: arrays compare item by item (naming the first differing index and
+/// field); other values compare whole. Both sides lose the ignored pointers first.
+fn equal_ignoring(actual: &Value, other: &Value, spec: &IgnoringSpec) -> Result<(), String> {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        for p in &spec.ignore {
+            remove_pointer(&mut v, p);
+        }
+        v
+    };
+    match (actual, other) {
+        (Value::Array(mine), Value::Array(theirs)) => {
+            for (i, (a, b)) in mine.iter().zip(theirs).enumerate() {
+                let (a, b) = (strip(a), strip(b));
+                if let Some(path) = first_difference(&a, &b, String::new()) {
+                    return Err(format!(
+                        "item {i} differs from {}/{i} at {}: {} versus {}",
+                        spec.at,
+                        if path.is_empty() { "the root" } else { &path },
+                        a.pointer(&path).map_or("nothing".into(), show),
+                        b.pointer(&path).map_or("nothing".into(), show),
+                    ));
+                }
+            }
+            (mine.len() == theirs.len()).then_some(()).ok_or_else(|| {
+                format!("{} items, but {} has {}", mine.len(), spec.at, theirs.len())
+            })
+        }
+        _ => {
+            let (a, b) = (strip(actual), strip(other));
+            match first_difference(&a, &b, String::new()) {
+                None => Ok(()),
+                Some(path) => Err(format!(
+                    "differs from {} at {}: {} versus {}",
+                    spec.at,
+                    if path.is_empty() { "the root" } else { &path },
+                    a.pointer(&path).map_or("nothing".into(), show),
+                    b.pointer(&path).map_or("nothing".into(), show),
+                )),
+            }
+        }
+    }
+}
+
+/// Remove the value a JSON pointer names, if any.
+fn remove_pointer(v: &mut Value, pointer: &str) {
+    let Some((parent, last)) = pointer.rsplit_once('/') else {
+        return;
+    };
+    let key = last.replace("~1", "/").replace("~0", "~");
+    match v.pointer_mut(parent) {
+        Some(Value::Object(map)) => {
+            map.remove(&key);
+        }
+        Some(Value::Array(items)) => {
+            if let Ok(i) = key.parse::<usize>()
+                && i < items.len()
+            {
+                items.remove(i);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The pointer of the first place two values differ (depth first, keys in order).
+fn first_difference(a: &Value, b: &Value, at: String) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|k| {
+                let path = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => first_difference(p, q, path),
+                    _ => Some(path),
+                }
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, format!("{at}/{i}"))),
+        _ => (a != b).then_some(at),
+    }
+}
+
 /// Strings are also scanned unescaped, so a secret with characters JSON escapes is caught.
 fn contains_unescaped(v: &Value, needle: &str) -> bool {
     match v {
@@ -296,7 +416,12 @@ mod tests {
 
     #[test]
     fn each_matcher_accepts_and_rejects() {
-        let doc = json!({"args": {"b": 1, "a": "x"}, "canary": "s3cret", "list": ["a", "b"]});
+        let doc = json!({
+            "args": {"b": 1, "a": "x"},
+            "canary": "s3cret",
+            "list": ["a", "b"],
+            "events": [{"id": 1, "t": "a"}, {"id": 2, "t": "b"}]
+        });
         let hash = jcs_sha256_hex(&doc["args"]);
         let cases: Vec<(Value, Option<Value>, bool)> = vec![
             (json!({"equals": 1}), Some(json!(1)), true),
@@ -438,6 +563,64 @@ mod tests {
             (json!({"allEqual": true}), Some(json!([])), false),
             (json!({"length": {"equals": 2}}), Some(json!([1, 2])), true),
             (json!({"length": {"equals": 2}}), Some(json!([1])), false),
+            (
+                json!({"equalsAtIgnoring": {"at": "/events", "ignore": ["/id"]}}),
+                Some(json!([{"id": 9, "t": "a"}, {"id": 8, "t": "b"}])),
+                true,
+            ),
+            (
+                json!({"equalsAtIgnoring": {"at": "/events", "ignore": ["/id"]}}),
+                Some(json!([{"id": 9, "t": "a"}, {"id": 8, "t": "c"}])),
+                false,
+            ),
+            (
+                json!({"equalsAtIgnoring": {"at": "/events", "ignore": ["/id"]}}),
+                Some(json!([{"id": 9, "t": "a"}])),
+                false,
+            ),
+            (
+                json!({"equalsAtIgnoring": {"at": "/events", "ignore": ["/id"]}}),
+                Some(json!([{"id": 9, "t": "a", "extra": true}, {"t": "b"}])),
+                false,
+            ),
+            (
+                json!({"notOneOf": ["internal_error"]}),
+                Some(json!("acme.x")),
+                true,
+            ),
+            (
+                json!({"notOneOf": ["internal_error"]}),
+                Some(json!("internal_error")),
+                false,
+            ),
+            (json!({"notOneOf": ["internal_error"]}), None, false),
+            (
+                json!({"registeredErrorCode": true}),
+                Some(json!("forbidden")),
+                true,
+            ),
+            (
+                json!({"registeredErrorCode": true}),
+                Some(json!("acme.tool_failed")),
+                true,
+            ),
+            (
+                json!({"registeredErrorCode": true}),
+                Some(json!("tool_outcome_unknown")),
+                true,
+            ),
+            (
+                json!({"registeredErrorCode": true}),
+                Some(json!("tool_execution_failed")),
+                false,
+            ),
+            (
+                json!({"registeredErrorCode": true}),
+                Some(json!("openwop.x")),
+                false,
+            ),
+            (json!({"registeredErrorCode": true}), Some(json!(7)), false),
+            (json!({"registeredErrorCode": true}), None, false),
         ];
         for (matcher, actual, ok) in cases {
             let r = matches(&m(matcher.clone()), actual.as_ref(), &doc);

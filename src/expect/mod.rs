@@ -6,6 +6,7 @@
 //! blocks every check that requires it, so "zero calls" is never judged against a double
 //! nobody reached.
 
+pub mod error_registry;
 mod matcher;
 
 pub use matcher::matches;
@@ -107,6 +108,7 @@ fn pointers_of(check: &Check) -> Vec<&str> {
         | Matcher::JcsSha256Of(p)
         | Matcher::NotJcsSha256Of(p)
         | Matcher::MemberOf(p) => out.push(p),
+        Matcher::EqualsAtIgnoring(spec) => out.push(&spec.at),
         _ => {}
     }
     out

@@ -115,6 +115,7 @@ pub struct Session {
     spawner: Option<SpawnCommand>,
     seed: u64,
     salt: u64,
+    strict: bool,
 }
 
 impl Session {
@@ -150,6 +151,7 @@ impl Session {
             spawner: target.spawner.clone(),
             seed: opts.seed,
             salt,
+            strict: opts.strict,
         })
     }
 
@@ -176,10 +178,14 @@ impl Session {
                 "the host profile says the host cannot use a {wire} provider"
             ));
         }
-        match scenario.gate.as_deref() {
-            Some(g) if !d.advertises(g) => Some(format!("the host does not advertise {g}")),
-            _ => None,
-        }
+        // A gate may join facets with ` & ` (HOOKS-EVT-5 needs both `safeFetch` and
+        // `prePostEvents`); the reason names the first facet missing.
+        scenario
+            .gate
+            .as_deref()?
+            .split(" & ")
+            .find(|g| !d.advertises(g))
+            .map(|g| format!("the host does not advertise {g}"))
     }
 
     fn derive(&self, scenario: &str, purpose: &str) -> String {
@@ -362,7 +368,7 @@ impl Session {
             serde_json::from_value(redact(&transcript_value, &all_secrets)).unwrap_or_default();
         let disposition = checks
             .iter()
-            .map(|c| c.disposition(&suite.registry))
+            .map(|c| c.disposition(&suite.registry, self.strict))
             .max_by_key(|d| d.severity())
             .unwrap_or(Disposition::Error);
         ScenarioResult {
@@ -447,6 +453,7 @@ pub fn conclude(
     scenarios.sort_by(|a, b| a.scenario_id.cmp(&b.scenario_id));
     let rows = fold_rows(
         &suite.registry,
+        opts.strict,
         scenarios
             .iter()
             .map(|s| (s.scenario_id.as_str(), s.checks.as_slice())),

@@ -38,6 +38,8 @@ fn concept_of(wire_name: &str) -> Option<&'static str> {
         "node.started" => "nodeStarted",
         "node.retrying" => "nodeRetrying",
         "node.failed" => "nodeFailed",
+        "replay.diverged" => "replayDiverged",
+        "replay.divergedAtRefusal" | "replay.diverged-at-refusal" => "replayDivergedAtRefusal",
         _ => return None,
     })
 }
@@ -130,7 +132,17 @@ fn observation(run_id: &str, c: Collected) -> Value {
             .to_string();
         *status_counts.entry(status).or_default() += 1;
     }
+    // HOOKS-FAIL-7: every error code the log carries, once each, in order of first appearance.
+    let mut error_codes: Vec<&Value> = Vec::new();
+    for e in &events {
+        if let Some(code) = e["payload"]["error"].get("code")
+            && !error_codes.contains(&code)
+        {
+            error_codes.push(code);
+        }
+    }
     json!({
+        "errorCodes": error_codes,
         "pairing": {
             "calls": call_ids.len(),
             "returns": return_ids.len(),
@@ -317,6 +329,7 @@ mod tests {
     use axum::routing::get;
     use serde_json::{Value, json};
 
+    use super::{Collected, observation};
     use crate::host::{Budgets, Discovery, HostClient, WireMajor};
     use crate::steps::ScenarioCtx;
     use crate::suite::{EventsRead, Step};
@@ -416,6 +429,30 @@ mod tests {
         });
         ctx.run(&step).await;
         ctx.doc["steps"]["log"].clone()
+    }
+
+    #[test]
+    fn error_codes_are_listed_once_in_log_order() {
+        let mut by_sequence = BTreeMap::new();
+        let with_error = |seq: i64, code: Value| {
+            let mut e = envelope(seq, "agent.tool-returned");
+            e["payload"] = json!({"error": {"code": code}});
+            e
+        };
+        by_sequence.insert(0, envelope(0, "run.started"));
+        by_sequence.insert(1, with_error(1, json!("b.x")));
+        by_sequence.insert(2, with_error(2, json!("forbidden")));
+        by_sequence.insert(3, with_error(3, json!("b.x")));
+        let obs = observation(
+            "r1",
+            Collected {
+                by_sequence,
+                status: json!("completed"),
+                via: "poll",
+                reconnects: 0,
+            },
+        );
+        assert_eq!(obs["errorCodes"], json!(["b.x", "forbidden"]));
     }
 
     #[tokio::test]

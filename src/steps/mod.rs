@@ -192,6 +192,7 @@ impl ScenarioCtx<'_> {
             distinct.dedup();
             let distinct_count = distinct.len();
             self.doc["receivers"][name] = json!({
+                "urlViaUnspecified": receiver::via_unspecified(&url),
                 "url": url,
                 "count": arrivals.len(),
                 "idempotencyKeys": keys,

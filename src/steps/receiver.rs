@@ -57,7 +57,22 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
         ctx.receiver.delay_first_only(&id);
     }
     ctx.receivers.push((spec.name.clone(), id));
-    let obs = json!({"url": url, "count": 0, "arrivals": []});
+    let obs = json!({
+        "url": url,
+        "urlViaUnspecified": via_unspecified(&Value::String(url.clone())),
+        "count": 0,
+        "arrivals": []
+    });
     ctx.doc["receivers"][&spec.name] = obs.clone();
     obs
+}
+
+/// The receiver's URL with its host written as the unspecified address `0.0.0.0`. Linux
+/// connects such a URL to the loopback listener, so a host whose SSRF guard lets it through is
+/// counted at the receiver, while the traffic still never leaves the machine (HOOKS-EVT-5).
+pub(super) fn via_unspecified(url: &Value) -> Value {
+    match url.as_str() {
+        Some(u) => Value::String(u.replacen("//127.0.0.1:", "//0.0.0.0:", 1)),
+        None => Value::Null,
+    }
 }

@@ -15,8 +15,8 @@ pub use error::SuiteError;
 pub use registry::{Family, Level, Registry, Row};
 pub use scenario::{
     BurstSpec, Check, EventsRead, FailFirst, ForeachSpec, HostAction, HostActionKind, HttpCall,
-    KillPoint, Matcher, ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec, Scenario, SeamCall,
-    Step, WaitSpec,
+    IgnoringSpec, KillPoint, Matcher, ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec,
+    Scenario, SeamCall, Step, WaitSpec,
 };
 pub use schema::SchemaSet;
 

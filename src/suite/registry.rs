@@ -47,6 +47,10 @@ pub struct Row {
     /// Why no black-box observation can witness the row, when that is so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwitnessable: Option<String>,
+    /// The wire document's stance (e.g. `C-12`) under which a failure of this MUST row reads
+    /// as `warn` unless the run is `--strict`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warn_unless_strict: Option<String>,
 }
 
 /// The registry file.

@@ -351,6 +351,16 @@ pub struct Check {
 }
 
 /// An expectation over one JSON value. Exactly one key, e.g. `{"equals": "forbidden"}`.
+/// `equalsAtIgnoring`: the other value, and what not to compare.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IgnoringSpec {
+    /// Pointer to the value to compare with.
+    pub at: String,
+    /// Pointers (relative to each compared value, or to each item of two arrays) left out.
+    pub ignore: Vec<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Matcher {
@@ -364,6 +374,12 @@ pub enum Matcher {
     Matches(String),
     /// Equal to one of the alternatives.
     OneOf(Vec<Value>),
+    /// Present and equal to none of the alternatives (e.g. a typed failure code that is not
+    /// the catch-all `internal_error`).
+    NotOneOf(Vec<Value>),
+    /// A string that is a registered v2 error code, a code the tool-turn contract requires, or
+    /// a vendor code `<org>.<code>` (HOOKS-FAIL-7, stance C-12; the value must be `true`).
+    RegisteredErrorCode(bool),
     /// JSON type: `string`, `number`, `integer`, `boolean`, `object`, `array`, `null`.
     Type(String),
     /// A number ≥ the bound.
@@ -372,6 +388,10 @@ pub enum Matcher {
     AtMost(f64),
     /// Deep equality with the value at another pointer.
     EqualsAt(String),
+    /// Deep equality with the value at another pointer once the listed pointers are removed
+    /// from both sides; for two arrays, from every item (RPL-6: a fork's inherited events equal
+    /// the source's but for run ids, event ids, clocks and the fork annotation).
+    EqualsAtIgnoring(IgnoringSpec),
     /// The serialized value does not contain the (templated) text anywhere.
     NotContains(String),
     /// Lowercase hex SHA-256 of the RFC 8785 form of the value at the other pointer.

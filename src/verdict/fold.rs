@@ -31,9 +31,11 @@ pub struct RowVerdict {
 }
 
 /// Fold the outcomes of scenarios (`(scenario id, outcomes)`) into row verdicts, one per row
-/// that received at least one outcome, in registry order.
+/// that received at least one outcome, in registry order. `strict` turns the failures of
+/// `warnUnlessStrict` rows into `fail` (see [`CheckOutcome::disposition`]).
 pub fn fold_rows<'a>(
     registry: &Registry,
+    strict: bool,
     results: impl IntoIterator<Item = (&'a str, &'a [CheckOutcome])>,
 ) -> Vec<RowVerdict> {
     struct Acc {
@@ -46,7 +48,7 @@ pub fn fold_rows<'a>(
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
     for (scenario, outcomes) in results {
         for outcome in outcomes {
-            let disposition = outcome.disposition(registry);
+            let disposition = outcome.disposition(registry, strict);
             let entry = acc.entry(outcome.row.clone()).or_insert_with(|| Acc {
                 disposition: None,
                 scenario: scenario.to_string(),
@@ -124,6 +126,7 @@ mod tests {
         let c = [outcome("HOOKS-AUTH-1", CheckStatus::Inapplicable)];
         let rows = fold_rows(
             &suite.registry,
+            false,
             [("a", &a[..]), ("b", &b[..]), ("c", &c[..])],
         );
         assert_eq!(rows.len(), 1);
@@ -136,11 +139,26 @@ mod tests {
     fn should_rows_warn_and_unobserved_pass_is_impossible() {
         let suite = Suite::embedded().unwrap();
         let a = [outcome("HOOKS-AUDIT-5", CheckStatus::Fail)];
-        let rows = fold_rows(&suite.registry, [("a", &a[..])]);
+        let rows = fold_rows(&suite.registry, false, [("a", &a[..])]);
         assert_eq!(rows[0].disposition, Disposition::Warn);
         let only_inapplicable = [outcome("HOOKS-RL-1", CheckStatus::Inapplicable)];
-        let rows = fold_rows(&suite.registry, [("a", &only_inapplicable[..])]);
+        let rows = fold_rows(&suite.registry, false, [("a", &only_inapplicable[..])]);
         assert_eq!(rows[0].disposition, Disposition::Inapplicable);
         assert_eq!(rows[0].assertions, 0);
+    }
+
+    #[test]
+    fn a_stance_row_warns_unless_strict() {
+        let suite = Suite::embedded().unwrap();
+        let a = [outcome("HOOKS-FAIL-7", CheckStatus::Fail)];
+        let rows = fold_rows(&suite.registry, false, [("a", &a[..])]);
+        assert_eq!(rows[0].level, Level::Must);
+        assert_eq!(rows[0].disposition, Disposition::Warn);
+        let rows = fold_rows(&suite.registry, true, [("a", &a[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Fail);
+        // An ordinary MUST row fails either way.
+        let b = [outcome("HOOKS-AUTH-1", CheckStatus::Fail)];
+        let rows = fold_rows(&suite.registry, false, [("b", &b[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Fail);
     }
 }

@@ -100,13 +100,16 @@ pub enum CheckStatus {
 }
 
 impl CheckOutcome {
-    /// The disposition this outcome contributes to its row: a failed SHOULD is `warn`.
-    pub fn disposition(&self, registry: &crate::suite::Registry) -> Disposition {
-        let level = registry
-            .row(&self.row)
-            .map_or(crate::suite::Level::Must, |r| r.level);
+    /// The disposition this outcome contributes to its row: a failed SHOULD is `warn`, and so
+    /// is a failed MUST whose row is `warnUnlessStrict` (a stance of the wire document, e.g.
+    /// C-12) unless the run is `strict`.
+    pub fn disposition(&self, registry: &crate::suite::Registry, strict: bool) -> Disposition {
+        let row = registry.row(&self.row);
+        let level = row.map_or(crate::suite::Level::Must, |r| r.level);
+        let relaxed = !strict && row.is_some_and(|r| r.warn_unless_strict.is_some());
         match (self.status, level) {
             (CheckStatus::Pass, _) => Disposition::Pass,
+            (CheckStatus::Fail, crate::suite::Level::Must) if relaxed => Disposition::Warn,
             (CheckStatus::Fail, crate::suite::Level::Must) => Disposition::Fail,
             (CheckStatus::Fail, crate::suite::Level::Should) => Disposition::Warn,
             (CheckStatus::Blocked, _) => Disposition::Blocked,

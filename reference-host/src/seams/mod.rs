@@ -6,6 +6,7 @@
 
 pub mod idempotency;
 pub mod request;
+pub mod safe_fetch;
 pub mod toolhooks;
 
 use axum::Router;
@@ -24,6 +25,10 @@ pub const TOOLHOOKS_INVOKE_PATH: &str = "/conformance/seams/sample/toolhooks/inv
 
 /// Path of the turn seam (the host's own tool loop, TTC).
 pub const TURN_RUN_PATH: &str = "/conformance/seams/sample/turn/run";
+
+/// Path of the safe-fetch seam: one `ctx.http.safeFetch` in a run of its
+/// own (HOOKS-EVT-4, HOOKS-EVT-5, HOOKS-AUTH-5).
+pub const SAFE_FETCH_RUN_PATH: &str = "/conformance/seams/sample/http/safe-fetch-run";
 
 /// Path of the concurrent-claim seam (EFF-4 race).
 pub const CONCURRENT_CLAIM_PATH: &str =
@@ -46,6 +51,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
         .route(TURN_RUN_PATH, post(crate::turn::seam::run))
+        .route(SAFE_FETCH_RUN_PATH, post(safe_fetch::run))
         .route(CONCURRENT_CLAIM_PATH, post(idempotency::concurrent_claim))
         .route(REDISPATCH_PATH, post(idempotency::redispatch))
         .route(EFFECT_RETRY_PATH, post(idempotency::effect_retry))

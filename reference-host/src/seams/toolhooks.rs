@@ -209,8 +209,8 @@ impl<'s> ToolCall<'s> {
             .as_ref()
             .and_then(|schema| schema.first_error(&prepared.args.resolved))
         {
-            // v2 closes `status`: a validation failure is `error` with code
-            // `invalid_args`.
+            // v2 closes `status`: a validation failure is `error`, with the
+            // registered code `validation_error` (HOOKS-FAIL-7).
             let status = if self.state.mutant_is(Mutant::StatusInvalidArgs) {
                 ToolStatus::InvalidArgs
             } else {
@@ -219,7 +219,7 @@ impl<'s> ToolCall<'s> {
             let message = prepared.scrubber.scrub(&problem);
             return Ok(Arm::Returned(ToolReturn::failed(
                 status,
-                ToolErrorCode::InvalidArgs,
+                ToolErrorCode::invalid_args(self.state.mutant()),
                 message,
                 None,
             )));
@@ -339,9 +339,11 @@ impl<'s> ToolCall<'s> {
             .await;
         match invocation.result {
             InvokeResult::Succeeded => ToolReturn::ok(invocation.duration_ms),
+            // HOOKS-FAIL-7: the receiver's failure keeps its vendor code
+            // (except under `event-codes-unregistered`).
             InvokeResult::Failed { code, message } => ToolReturn::failed(
                 ToolStatus::Error,
-                code,
+                ToolErrorCode::from_receiver(code, self.state.mutant()),
                 prepared.scrubber.scrub(&message),
                 Some(invocation.duration_ms),
             ),
@@ -365,6 +367,9 @@ impl<'s> ToolCall<'s> {
             duration_ms: ret.duration_ms,
             error: ret.error.clone(),
             outcome: ret.outcome.clone(),
+            // The call event of this seam carries both.
+            transport: None,
+            principal: None,
         };
         // The return is caused by the call: causationId links the pair.
         let causation = (!self.state.mutant_is(Mutant::ReturnCausationMissing))

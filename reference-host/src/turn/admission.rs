@@ -38,6 +38,7 @@ use crate::args_hash::{ArgsHashError, args_hash};
 use crate::args_schema::Violation;
 use crate::authz::{self, Decision, DenyReason};
 use crate::catalog::{FixtureTool, ReplayPolicy, SafetyTier};
+use crate::event_codes;
 use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
 use crate::invoker::{InvokeResult, MAX_RECEIVER_BODY};
@@ -347,11 +348,17 @@ impl Journal {
 }
 
 /// `node.failed` code: a tool record could not be written (TURN-D4).
-pub const RECORD_FAILED: &str = "record_failed";
-/// `node.failed` code: replay or recovery found no usable record (TURN-D6).
-pub const REPLAY_SOURCE_MISSING: &str = "replay_source_missing";
-/// `node.failed` code: the call in doubt may not be re-run (TURN-D8).
-pub const TOOL_OUTCOME_UNKNOWN: &str = "tool_outcome_unknown";
+/// Vendor-namespaced: no registered v2 code says this (HOOKS-FAIL-7).
+pub const RECORD_FAILED: &str = "refhost.record_failed";
+/// `node.failed` code: replay or recovery found no usable record (TURN-D6);
+/// registered.
+pub const REPLAY_SOURCE_MISSING: &str = event_codes::REPLAY_SOURCE_MISSING;
+/// `node.failed` code: the call in doubt may not be re-run (TURN-D8), which
+/// names it bare.
+pub const TOOL_OUTCOME_UNKNOWN: &str = event_codes::TOOL_OUTCOME_UNKNOWN;
+/// `node.retrying` code: an executed call failed transiently and attempts
+/// remain (TURN-D9). Vendor-namespaced (HOOKS-FAIL-7).
+pub const TOOL_TRANSIENT_FAILURE: &str = "refhost.tool_transient_failure";
 
 /// Why the agent node stops (`node.failed`, or `node.retrying` for a
 /// transient failure).
@@ -470,7 +477,7 @@ pub async fn admit_journaled(
     };
     let ret = ret.with_admission(outcome.as_str());
     let transient = (transient && journal.retry_on_transient).then(|| NodeHalt {
-        code: "tool_transient_failure",
+        code: TOOL_TRANSIENT_FAILURE,
         message: ret.error.as_ref().map_or_else(
             || "the tool failed transiently".to_owned(),
             |error| error.message.clone(),
@@ -581,6 +588,9 @@ pub(crate) fn record_return(
         duration_ms: ret.duration_ms,
         error: ret.error,
         outcome: None,
+        // The call event carries both.
+        transport: None,
+        principal: None,
     };
     let mut payload = serde_json::to_value(&payload)?;
     if mutant == Some(Mutant::ResultOnReturn) {
@@ -819,6 +829,8 @@ pub fn serve_replay(
                 duration_ms: None,
                 error: ret.error,
                 outcome: None,
+                transport: None,
+                principal: None,
             })?;
             let result =
                 CallToolResult::failure(feedback::failed_text(&emission.name, &message), mutant);
@@ -956,10 +968,13 @@ pub(crate) fn settle_stop(
             };
             (ret, failure(feedback::unknown_tool_text(&available)))
         }
+        // HOOKS-FAIL-7: argument failures carry the registered
+        // `validation_error` (bare `invalid_args` only under the
+        // `event-codes-unregistered` mutant).
         Stop::Unparseable => (
             ToolReturn::failed(
                 ToolStatus::Error,
-                ToolErrorCode::InvalidArgs,
+                ToolErrorCode::invalid_args(mutant),
                 "arguments are not valid JSON",
                 None,
             ),
@@ -970,7 +985,7 @@ pub(crate) fn settle_stop(
             // arguments are never quoted (SR-1, TTC §G).
             ToolReturn::failed(
                 ToolStatus::Error,
-                ToolErrorCode::InvalidArgs,
+                ToolErrorCode::invalid_args(mutant),
                 violation.to_string(),
                 None,
             ),
@@ -1065,7 +1080,10 @@ async fn dispatch(
         }
     };
     match called.invocation.result {
-        InvokeResult::Failed { code, message } => failed(code, message),
+        // HOOKS-FAIL-7: vendor codes, bare only under the mutant.
+        InvokeResult::Failed { code, message } => {
+            failed(ToolErrorCode::from_receiver(code, mutant), message)
+        }
         InvokeResult::Succeeded if !called.body_complete => failed(
             ToolErrorCode::ToolExecutionFailed,
             format!("tool answer exceeds {MAX_RECEIVER_BODY} bytes"),
@@ -1383,7 +1401,10 @@ mod tests {
         );
         assert_eq!(events[1].payload["contentTrust"], "trusted");
         assert_eq!(events[1].payload["boundPrincipal"], "alice");
-        assert_eq!(events[2].payload["error"]["code"], "approval_expired");
+        assert_eq!(
+            events[2].payload["error"]["code"],
+            "refhost.approval_expired"
+        );
         assert_eq!(events[2].payload["error"]["details"]["admission"], "held");
         assert!(state.interrupts().ticket("run_t").is_none());
     }
@@ -1439,6 +1460,6 @@ mod tests {
         let events = state.storage().events_after("run_t", 2).expect("events");
         let expected = crate::args_hash::jcs_sha256(&json!("{\"n\":")).expect("hash");
         assert_eq!(events[0].payload["argsHash"], expected);
-        assert_eq!(events[1].payload["error"]["code"], "invalid_args");
+        assert_eq!(events[1].payload["error"]["code"], "validation_error");
     }
 }

@@ -33,7 +33,8 @@ use crate::turn::trust::ContentTrust;
 pub const AGENT_NODE_ID: &str = "agent";
 
 /// `run.failed` code: a held call's interrupt was not resolved in time.
-pub const APPROVAL_EXPIRED: &str = "approval_expired";
+/// Vendor-namespaced (HOOKS-FAIL-7).
+pub const APPROVAL_EXPIRED: &str = "refhost.approval_expired";
 
 /// What to do with a call that cleared every gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

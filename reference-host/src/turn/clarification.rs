@@ -20,8 +20,8 @@
 //!   without running ([`ended_turn`]). The bound principal answers with
 //!   `{"answers": {...}}`; the answers are fed back as the ask's
 //!   structured result and the loop goes on. Nobody answering within the
-//!   approval timeout fails the run with `clarification_expired`;
-//! - one ask more is refused with `clarification_rounds_exceeded` and NO
+//!   approval timeout fails the run with `refhost.clarification_expired`;
+//! - one ask more is refused with `refhost.clarification_rounds_exceeded` and NO
 //!   new interrupt (a typed error, never a silent drop), and the loop goes
 //!   on.
 //!
@@ -50,7 +50,8 @@ use crate::turn::trust::ContentTrust;
 pub const DESCRIPTION: &str = "Ask the user a question and wait for the answer";
 
 /// `run.failed` code: a clarification ask was not answered in time.
-pub const CLARIFICATION_EXPIRED: &str = "clarification_expired";
+/// Vendor-namespaced (HOOKS-FAIL-7).
+pub const CLARIFICATION_EXPIRED: &str = "refhost.clarification_expired";
 
 /// The clarification tool's input schema:
 /// `{question: non-empty string}`, nothing else.
@@ -313,7 +314,7 @@ impl Raised {
 
 /// Settles a call that came after a raised ask in the same round: not
 /// executed, outcome `ended-turn` (TURN-E2): `agent.tool-called`, then
-/// `agent.tool-returned {status: "error", error: {code: "ended_turn"}}` with
+/// `agent.tool-returned {status: "error", error: {code: "refhost.ended_turn"}}` with
 /// no `durationMs`, and an error result fed back.
 pub fn ended_turn(
     scope: &TurnScope<'_>,

@@ -46,6 +46,7 @@ use tokio::sync::watch;
 
 use crate::app::AppState;
 use crate::catalog::FixtureTool;
+use crate::event_codes;
 use crate::events::{
     NODE_FAILED, NODE_RETRYING, NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED,
     RUN_COMPLETED, RUN_FAILED, RUN_STARTED,
@@ -57,6 +58,7 @@ use crate::turn::Outcome;
 use crate::turn::admission::{
     self, AdmissionError, Admitted, Deferred, Journal, NodeHalt, RepeatMemory, TurnScope,
 };
+use crate::turn::allowlist;
 use crate::turn::approval::{AGENT_NODE_ID, APPROVAL_EXPIRED, RoundContext};
 use crate::turn::channels::{self, Channel, Classified, OutputPlan, plan_output};
 use crate::turn::clarification::{self, AskBudget, AskStep, ClarificationTool};
@@ -74,21 +76,24 @@ use crate::turn::trust::{self, ContentTrust};
 /// The host-authored system message of every run.
 pub const SYSTEM_PROMPT: &str = "You are the reference host's test agent.";
 
+// `run.failed` codes. HOOKS-FAIL-7: each is registered or namespaced
+// `refhost.` (no registered v2 code says any of the vendor ones).
+
 /// `run.failed` code: the provider answered non-2xx, failed, timed out or
 /// cut its stream.
-pub const PROVIDER_ERROR: &str = "provider_error";
+pub const PROVIDER_ERROR: &str = "refhost.provider_error";
 /// `run.failed` code: the model refused (TURN-B2).
-pub const MODEL_REFUSED: &str = "model_refused";
+pub const MODEL_REFUSED: &str = "refhost.model_refused";
 /// `run.failed` code: the model's output was truncated (TURN-B1).
-pub const MODEL_OUTPUT_TRUNCATED: &str = "model_output_truncated";
+pub const MODEL_OUTPUT_TRUNCATED: &str = "refhost.model_output_truncated";
 /// `run.failed` code: one more model round was needed than allowed.
-pub const MODEL_ROUNDS_EXCEEDED: &str = "model_rounds_exceeded";
+pub const MODEL_ROUNDS_EXCEEDED: &str = "refhost.model_rounds_exceeded";
 /// `run.failed` code: the requested answer is not JSON matching its schema.
-pub const OUTPUT_INVALID: &str = "output_invalid";
+pub const OUTPUT_INVALID: &str = "refhost.output_invalid";
 /// `run.failed` code: the host shut down mid-run.
-pub const HOST_SHUTDOWN: &str = "host_shutdown";
-/// `run.failed` code: the host's own store failed.
-pub const INTERNAL_ERROR: &str = "internal_error";
+pub const HOST_SHUTDOWN: &str = "refhost.host_shutdown";
+/// `run.failed` code: the host's own store failed (registered).
+pub const INTERNAL_ERROR: &str = event_codes::INTERNAL_ERROR;
 
 /// The run a replay fork serves its tool results from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,6 +136,9 @@ pub struct TurnPlan {
     pub provider_tools: Vec<ProviderTool>,
     /// `provider.toolSupport` (TURN-E3).
     pub tool_support: bool,
+    /// `toolAllowlist` entries that resolve to no tool: each is refused at
+    /// loop start, before the first provider request (HOOKS-AUTH-7).
+    pub unresolved_refs: Vec<String>,
 }
 
 impl TurnPlan {
@@ -156,6 +164,7 @@ impl TurnPlan {
             clarification,
             provider_tools: request.provider_tools,
             tool_support: request.tool_support,
+            unresolved_refs: request.unresolved_refs,
         }
     }
 
@@ -170,7 +179,7 @@ impl TurnPlan {
     }
 }
 
-/// Why a run failed (`run.failed {error: {code, message}}`).
+/// Why a run failed (`run.failed {error: {code, message, details?}}`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct RunFailure {
@@ -178,6 +187,9 @@ pub struct RunFailure {
     pub code: &'static str,
     /// What happened; never a copy of provider or model text.
     pub message: String,
+    /// Structured facts, when the code needs them (e.g.
+    /// `capability_not_provided` names the capability).
+    pub details: Option<Value>,
     /// Whether the agent node failed first (`node.failed` before
     /// `run.failed`: a lost record, a replay miss, an outcome unknown).
     pub node_failed: bool,
@@ -189,16 +201,33 @@ impl RunFailure {
         Self {
             code,
             message: message.into(),
+            details: None,
             node_failed: false,
         }
+    }
+
+    /// Attaches `details` to the failure's error.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
     }
 
     fn node(halt: NodeHalt) -> Self {
         Self {
             code: halt.code,
             message: halt.message,
+            details: None,
             node_failed: true,
         }
+    }
+
+    /// The `error` member of `node.failed` / `run.failed`.
+    fn error(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let (Some(details), Some(object)) = (&self.details, error.as_object_mut()) {
+            object.insert("details".to_owned(), details.clone());
+        }
+        error
     }
 }
 
@@ -368,7 +397,7 @@ fn settle(state: &AppState, run_id: &str, ended: Ended) -> Result<(), StorageErr
 /// Fails the run: `node.failed` first when the node failed, then
 /// `run.failed` with the same code (and the status) in one transaction.
 pub fn fail_run(state: &AppState, run_id: &str, failure: &RunFailure) -> Result<(), StorageError> {
-    let error = json!({"code": failure.code, "message": failure.message});
+    let error = failure.error();
     if failure.node_failed {
         state.storage().append_event(
             run_id,
@@ -416,13 +445,13 @@ fn record_prompt(
 /// attempts remain; the next one starts from round 1 with fresh state
 /// (TURN-D9).
 async fn run_loop(state: &AppState, plan: &TurnPlan) -> Result<RunAnswer, RunFailure> {
+    // HOOKS-AUTH-7: unresolvable allowlist entries are refused at load,
+    // before any provider request; the run goes on with the rest.
+    allowlist::refuse_unresolved(state, plan)?;
     // TURN-E3: a typed failure before any provider request, never a guess.
     let needs = plan.tool_needs();
     if tool_support::mode(needs, state.mutant()) == ToolMode::Unsupported {
-        return Err(RunFailure::new(
-            tool_support::PROVIDER_TOOLS_UNSUPPORTED,
-            tool_support::unsupported_message(needs.tool_count),
-        ));
+        return Err(tool_support::unsupported(needs.tool_count));
     }
     let mut attempt = plan.attempt;
     let mut resume = plan.resume;
@@ -1031,5 +1060,41 @@ mod tests {
         let failure = RunFailure::from(ProviderError::Status(502));
         assert_eq!(failure.code, PROVIDER_ERROR);
         assert_eq!(failure.message, "provider answered HTTP 502");
+        assert!(event_codes::is_vendor_namespaced(failure.code));
+    }
+
+    #[test]
+    fn run_failure_codes_are_registered_or_vendor_namespaced() {
+        // HOOKS-FAIL-7.
+        for code in [
+            PROVIDER_ERROR,
+            MODEL_REFUSED,
+            MODEL_OUTPUT_TRUNCATED,
+            MODEL_ROUNDS_EXCEEDED,
+            OUTPUT_INVALID,
+            HOST_SHUTDOWN,
+            INTERNAL_ERROR,
+            APPROVAL_EXPIRED,
+            clarification::CLARIFICATION_EXPIRED,
+            admission::RECORD_FAILED,
+            admission::REPLAY_SOURCE_MISSING,
+            admission::TOOL_OUTCOME_UNKNOWN,
+            admission::TOOL_TRANSIENT_FAILURE,
+            tool_support::unsupported(1).code,
+        ] {
+            assert!(event_codes::is_conformant(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn details_ride_on_the_error_only_when_given() {
+        assert_eq!(
+            RunFailure::new(OUTPUT_INVALID, "m").error(),
+            json!({"code": OUTPUT_INVALID, "message": "m"})
+        );
+        assert_eq!(
+            tool_support::unsupported(2).error()["details"],
+            json!({"capability": "tools"})
+        );
     }
 }

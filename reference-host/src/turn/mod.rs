@@ -8,11 +8,14 @@
 //! emission ([`feedback`]), and ends the run with `run.completed` or
 //! `run.failed` ([`driver`]). Each round's prompt has a content trust
 //! ([`trust`], TTC §C), and a call that needs approval in that round is held
-//! until the run's principal resolves its interrupt ([`approval`]). The
-//! seam itself ([`seam`], [`request`]) only sets a run up; it never calls
-//! admission directly.
+//! until the run's principal resolves its interrupt ([`approval`]). A
+//! `toolAllowlist` narrows the tools offered, and its entries that resolve
+//! to no tool are refused at loop start ([`allowlist`]). The seam itself
+//! ([`seam`], [`request`]) only sets a run up; it never calls admission
+//! directly.
 
 pub mod admission;
+pub mod allowlist;
 pub mod approval;
 pub mod channels;
 pub mod clarification;

@@ -30,6 +30,7 @@ const FIELDS: &[&str] = &[
     "faults",
     "clarificationTool",
     "providerTools",
+    "toolAllowlist",
 ];
 const PROVIDER_FIELDS: &[&str] = &["wire", "baseUrl", "model", "stream", "toolSupport"];
 const TOOL_FIELDS: &[&str] = &[
@@ -73,6 +74,12 @@ pub const MAX_MODEL_ROUNDS: u32 = 32;
 
 /// Longest accepted tool id (provider function names are capped at 64).
 pub const MAX_TOOL_ID_LEN: usize = 64;
+
+/// Most entries of `toolAllowlist` (HOOKS-AUTH-7).
+pub const MAX_ALLOWLIST_ENTRIES: usize = 64;
+
+/// Longest `toolAllowlist` entry, in characters.
+pub const MAX_ALLOWLIST_REF_CHARS: usize = 200;
 
 /// What to do with a call identical to one already executed in the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -138,8 +145,14 @@ pub struct TurnRunRequest {
     pub principal: String,
     /// The model provider.
     pub provider: ProviderSpec,
-    /// The run-scoped fixture tools.
+    /// The run-scoped fixture tools the run offers (to the model, and in
+    /// `GET /tools`): every tool of `tools`, or, with a `toolAllowlist`,
+    /// only those an entry resolves to, in `tools` order (HOOKS-AUTH-7).
+    /// A call to any other tool is an unknown tool.
     pub tools: Vec<Arc<FixtureTool>>,
+    /// The `toolAllowlist` entries that resolve to no tool, in allowlist
+    /// order: refused at loop start (forbidden-at-load, HOOKS-AUTH-7).
+    pub unresolved_refs: Vec<String>,
     /// The user's task text.
     pub input: String,
     /// The requested structured answer, if any.
@@ -209,10 +222,29 @@ impl TurnRunRequest {
                 )));
             }
         }
+        // HOOKS-AUTH-7: an entry equal to a toolId resolves to that tool;
+        // only resolved tools are offered, and the rest are refused at
+        // loop start. No allowlist offers every tool.
+        let allowlist = parse_allowlist(fields.optional_value("toolAllowlist"))?;
+        let (tools, unresolved_refs) = match allowlist {
+            None => (tools, Vec::new()),
+            Some(refs) => {
+                let offered = tools
+                    .into_iter()
+                    .filter(|tool| refs.contains(&tool.tool_id))
+                    .collect::<Vec<_>>();
+                let unresolved = refs
+                    .into_iter()
+                    .filter(|entry| !offered.iter().any(|tool| &tool.tool_id == entry))
+                    .collect();
+                (offered, unresolved)
+            }
+        };
         Ok(Self {
             principal,
             provider,
             tools,
+            unresolved_refs,
             input,
             output,
             limits,
@@ -435,6 +467,54 @@ fn parse_faults(map: Map<String, Value>) -> Result<TurnFaults, ApiError> {
     Ok(TurnFaults {
         record_failure_at_ordinal,
     })
+}
+
+/// `toolAllowlist`: absent, or 1..=64 unique strings of 1..=200
+/// characters. Each problem is a 400 naming the entry both as
+/// `toolAllowlist[i]` (the style of every other message) and as the JSON
+/// pointer `/toolAllowlist/i`, and saying what would fix it.
+fn parse_allowlist(value: Option<Value>) -> Result<Option<Vec<String>>, ApiError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let Value::Array(items) = value else {
+        return Err(ApiError::validation(format!(
+            "field `toolAllowlist` (/toolAllowlist) must be an array of 1 to {MAX_ALLOWLIST_ENTRIES} unique tool refs, got {}; leave it out to offer every tool",
+            kind(&value)
+        )));
+    };
+    if items.is_empty() {
+        return Err(ApiError::validation(
+            "field `toolAllowlist` (/toolAllowlist) must not be empty; list at least one ref, or leave it out to offer every tool",
+        ));
+    }
+    if items.len() > MAX_ALLOWLIST_ENTRIES {
+        return Err(ApiError::validation(format!(
+            "field `toolAllowlist[{MAX_ALLOWLIST_ENTRIES}]` (/toolAllowlist/{MAX_ALLOWLIST_ENTRIES}) is one entry too many; send at most {MAX_ALLOWLIST_ENTRIES} refs"
+        )));
+    }
+    let mut refs: Vec<String> = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        let at = format!("field `toolAllowlist[{index}]` (/toolAllowlist/{index})");
+        let Value::String(entry) = item else {
+            return Err(ApiError::validation(format!(
+                "{at} must be a string (a tool ref), got {}",
+                kind(&item)
+            )));
+        };
+        if !(1..=MAX_ALLOWLIST_REF_CHARS).contains(&entry.chars().count()) {
+            return Err(ApiError::validation(format!(
+                "{at} must be 1 to {MAX_ALLOWLIST_REF_CHARS} characters long; send a non-empty ref no longer than that"
+            )));
+        }
+        if refs.contains(&entry) {
+            return Err(ApiError::validation(format!(
+                "{at} repeats an earlier entry; list each ref once"
+            )));
+        }
+        refs.push(entry);
+    }
+    Ok(Some(refs))
 }
 
 /// Compiles a schema; failure is a 400 naming `field`.
@@ -698,6 +778,66 @@ mod tests {
             assert!(
                 err.message.contains(&format!("`{field}`")),
                 "{field}: {}",
+                err.message
+            );
+        }
+    }
+
+    #[test]
+    fn an_allowlist_offers_only_the_tools_it_resolves() {
+        let mut body = minimal();
+        body["tools"] = json!([tool("a"), tool("b"), tool("c")]);
+        let all = parse(&body).expect("valid");
+        let ids = |request: &TurnRunRequest| -> Vec<String> {
+            request.tools.iter().map(|t| t.tool_id.clone()).collect()
+        };
+        assert_eq!(ids(&all), ["a", "b", "c"]);
+        assert!(all.unresolved_refs.is_empty());
+        // Offered in `tools` order; unresolved refs in allowlist order.
+        body["toolAllowlist"] = json!(["zeta", "c", "pack/x", "a"]);
+        let narrowed = parse(&body).expect("valid");
+        assert_eq!(ids(&narrowed), ["a", "c"]);
+        assert_eq!(narrowed.unresolved_refs, ["zeta", "pack/x"]);
+        // Refs are compared exactly (no case folding).
+        body["toolAllowlist"] = json!(["A"]);
+        let none = parse(&body).expect("valid");
+        assert!(none.tools.is_empty());
+        assert_eq!(none.unresolved_refs, ["A"]);
+        body["toolAllowlist"] = json!(["ä".repeat(200)]);
+        assert!(parse(&body).is_ok(), "200 characters, not bytes");
+    }
+
+    #[test]
+    fn allowlist_problems_name_the_entry_and_the_fix() {
+        let too_many: Vec<String> = (0..=MAX_ALLOWLIST_ENTRIES)
+            .map(|i| format!("r{i}"))
+            .collect();
+        let cases = [
+            (json!("a"), "/toolAllowlist", "must be an array"),
+            (json!(null), "/toolAllowlist", "must be an array"),
+            (json!([]), "/toolAllowlist", "must not be empty"),
+            (json!(too_many), "/toolAllowlist/64", "at most 64"),
+            (json!(["a", 3]), "/toolAllowlist/1", "must be a string"),
+            (json!(["a", ""]), "/toolAllowlist/1", "1 to 200 characters"),
+            (
+                json!(["x".repeat(201)]),
+                "/toolAllowlist/0",
+                "1 to 200 characters",
+            ),
+            (
+                json!(["a", "b", "a"]),
+                "/toolAllowlist/2",
+                "list each ref once",
+            ),
+        ];
+        for (allowlist, pointer, fix) in cases {
+            let mut body = minimal();
+            body["toolAllowlist"] = allowlist.clone();
+            let err = parse(&body).expect_err("rejected");
+            assert_eq!(err.code, crate::error::ErrorCode::ValidationError);
+            assert!(
+                err.message.contains(&format!("({pointer})")) && err.message.contains(fix),
+                "{allowlist}: {}",
                 err.message
             );
         }

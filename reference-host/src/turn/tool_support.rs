@@ -3,22 +3,29 @@
 //! `provider.toolSupport: false` says the model cannot take native tools.
 //! A run that has any tool (fixture tools, the clarification tool or
 //! provider-executed tools) then fails BEFORE any provider request with
-//! `run.failed {error: {code: "provider_tools_unsupported"}}`: a typed
-//! failure, never a guess. The guess (describing the tools in the prompt
+//! `run.failed {error: {code: "capability_not_provided", details:
+//! {capability: "tools"}}}`: a typed failure, never a guess. The guess (describing the tools in the prompt
 //! and mining the answer text for calls) is the `tool-support-guessed`
 //! mutant, and lives here too.
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::catalog::FixtureTool;
+use crate::event_codes;
 use crate::mutants::Mutant;
 use crate::turn::channels::minted_call_id;
+use crate::turn::driver::RunFailure;
 use crate::turn::provider::ToolEmission;
 
 /// `run.failed` code: the run has tools and the model has no tool support.
-pub const PROVIDER_TOOLS_UNSUPPORTED: &str = "provider_tools_unsupported";
+/// The registered `capability_not_provided` (HOOKS-FAIL-7), with
+/// [`MISSING_CAPABILITY`] in `details.capability`.
+pub const PROVIDER_TOOLS_UNSUPPORTED: &str = event_codes::CAPABILITY_NOT_PROVIDED;
+
+/// `details.capability` of [`PROVIDER_TOOLS_UNSUPPORTED`].
+pub const MISSING_CAPABILITY: &str = "tools";
 
 /// What the run offers and what the model supports.
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +66,13 @@ pub fn unsupported_message(tool_count: usize) -> String {
     format!(
         "the run has {tool_count} tool(s) and provider.toolSupport is false; the host does not imitate tool calls in text, so no provider request was made (TURN-E3)"
     )
+}
+
+/// The run failure of [`ToolMode::Unsupported`]: `capability_not_provided`
+/// with `details: {capability: "tools"}` (TURN-E3, HOOKS-FAIL-7).
+pub fn unsupported(tool_count: usize) -> RunFailure {
+    RunFailure::new(PROVIDER_TOOLS_UNSUPPORTED, unsupported_message(tool_count))
+        .with_details(json!({"capability": MISSING_CAPABILITY}))
 }
 
 /// The system prompt of a guessed run (mutant only): the tools described

@@ -514,8 +514,8 @@ pub const DURABLE_MUTANTS: [Mutant; 10] = [
 ];
 
 /// The human-input and provider-executed-tool mutants (TTC §E, §F), in
-/// `mutants::ALL` order (only [`REPLAY_SURFACE_MUTANTS`] follow them);
-/// probed by tests/human_input.rs.
+/// `mutants::ALL` order (only [`REPLAY_SURFACE_MUTANTS`] and
+/// [`REFUSAL_MUTANTS`] follow them); probed by tests/human_input.rs.
 pub const HUMAN_INPUT_MUTANTS: [Mutant; 6] = [
     Mutant::ClarificationUnbounded,
     Mutant::AskDoesNotEndTurn,
@@ -525,8 +525,9 @@ pub const HUMAN_INPUT_MUTANTS: [Mutant; 6] = [
     Mutant::ProviderToolRefiredOnReplay,
 ];
 
-/// The replay-surface mutants that close `mutants::ALL`. They are killed by
-/// toolcert's turn scenarios (the root crate's mutation matrix), not probed here.
+/// The replay-surface mutants, in `mutants::ALL` order (only
+/// [`REFUSAL_MUTANTS`] follow them). They are killed by toolcert's turn
+/// scenarios (the root crate's mutation matrix), not probed here.
 pub const REPLAY_SURFACE_MUTANTS: [Mutant; 5] = [
     Mutant::ForkOverlayAccepted,
     Mutant::EffectSeamsUnserved,
@@ -534,6 +535,29 @@ pub const REPLAY_SURFACE_MUTANTS: [Mutant; 5] = [
     Mutant::ResultOnReturn,
     Mutant::ReplayModelFromRecord,
 ];
+
+/// The event-code, forbidden-at-load and host-service refusal mutants
+/// (HOOKS-FAIL-7, HOOKS-AUTH-7, HOOKS-EVT-5, HOOKS-AUTH-5) that close
+/// `mutants::ALL`, in order; probed by tests/refusals.rs.
+pub const REFUSAL_MUTANTS: [Mutant; 5] = [
+    Mutant::EventCodesUnregistered,
+    Mutant::ForbiddenAtLoadPlaceholderCall,
+    Mutant::SafeFetchBlockedUnaudited,
+    Mutant::ServiceRefusalWithoutService,
+    Mutant::ServiceRefusalReasonSnake,
+];
+
+/// The `error.code` of every event payload in `events` (top-level
+/// `error.code` of `agent.tool-returned`, `node.failed`, `run.failed`, …)
+/// that is neither registered nor vendor-namespaced (HOOKS-FAIL-7).
+pub fn nonconformant_codes(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| event["payload"]["error"]["code"].as_str())
+        .filter(|code| !reference_host::event_codes::is_conformant(code))
+        .map(str::to_owned)
+        .collect()
+}
 
 /// An Anthropic Messages answer with `content` blocks and `stop_reason`.
 pub fn anthropic_answer(content: Value, stop_reason: &str) -> Canned {
