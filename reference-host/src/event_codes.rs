@@ -25,6 +25,10 @@ pub const REPLAY_SOURCE_MISSING: &str = "replay_source_missing";
 pub const CAPABILITY_NOT_PROVIDED: &str = "capability_not_provided";
 /// `upstream_unavailable` (registered).
 pub const UPSTREAM_UNAVAILABLE: &str = "upstream_unavailable";
+/// `replay_diverged_at_refusal` (registered; C-27 status 409): a replay
+/// fork refused where its source answered, or answered where it refused
+/// (RPL-7).
+pub const REPLAY_DIVERGED_AT_REFUSAL: &str = "replay_diverged_at_refusal";
 /// `tool_outcome_unknown`: bare, because TURN-D8 requires this exact name.
 pub const TOOL_OUTCOME_UNKNOWN: &str = "tool_outcome_unknown";
 
@@ -43,7 +47,7 @@ pub const REGISTERED: &[&str] = &[
     "interop_version_unsupported",
     "mcp_mrtr_rounds_exceeded",
     REPLAY_SOURCE_MISSING,
-    "replay_diverged_at_refusal",
+    REPLAY_DIVERGED_AT_REFUSAL,
     "replay_memory_snapshot_unavailable",
     CAPABILITY_NOT_PROVIDED,
     "unauthenticated",

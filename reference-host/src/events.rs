@@ -40,6 +40,17 @@ pub const NODE_RETRYING: &str = "node.retrying";
 /// `node.failed`: the node failed; payload `{nodeId, error {code, message}}`.
 pub const NODE_FAILED: &str = "node.failed";
 
+/// `replay.diverged`: a replay fork's live model round differs from the
+/// source's recorded round and the fork carries on (RPL-7); payload
+/// `{originalEventId, replayEventId, divergencePoint}`. Written at most once
+/// per fork ([`crate::turn::divergence`]).
+pub const REPLAY_DIVERGED: &str = "replay.diverged";
+/// `replay.diverged-at-refusal`: exactly one of the source's round and the
+/// fork's live round is a refusal (RPL-7); same payload as
+/// [`REPLAY_DIVERGED`], and `run.failed` `replay_diverged_at_refusal`
+/// follows.
+pub const REPLAY_DIVERGED_AT_REFUSAL: &str = "replay.diverged-at-refusal";
+
 /// The schema version of every event this host writes.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -160,6 +171,9 @@ mod tests {
         assert!(!visible_in_updates(TOOL_CALLED));
         assert!(!visible_in_updates(TOOL_RETURNED));
         assert!(visible_in_updates(AUTHORIZATION_DECIDED));
+        // RPL-7: divergence is a run-level fact, shown in updates too.
+        assert!(visible_in_updates(REPLAY_DIVERGED));
+        assert!(visible_in_updates(REPLAY_DIVERGED_AT_REFUSAL));
     }
 
     #[test]

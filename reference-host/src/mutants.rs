@@ -201,6 +201,16 @@ pub enum Mutant {
     /// The blocked safeFetch refusal's `details.reason` is snake_case
     /// (HOOKS-AUTH-5).
     ServiceRefusalReasonSnake,
+    /// A replay fork whose live model round differs from the source's
+    /// carries on without `replay.diverged` (RPL-7).
+    ReplayDivergenceSilent,
+    /// A fork that refuses where the source answered is treated as a plain
+    /// divergence: `replay.diverged` and the ordinary refusal failure, not
+    /// `replay.diverged-at-refusal` and `replay_diverged_at_refusal` (RPL-7).
+    RefusalDivergenceContinues,
+    /// A replay fork's served `agent.tool-returned` payloads carry an extra
+    /// `replayed: true` (RPL-6 says inherited events are byte-equivalent).
+    ForkEventsAnnotated,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -661,6 +671,21 @@ pub const ALL: &[MutantInfo] = &[
         name: "service-refusal-reason-snake",
         breaks: "a host-service refusal's details.reason is snake_case (private_address) (HOOKS-AUTH-5)",
     },
+    MutantInfo {
+        mutant: Mutant::ReplayDivergenceSilent,
+        name: "replay-divergence-silent",
+        breaks: "a diverging replay fork emits no replay.diverged (it continues silently) (RPL-7)",
+    },
+    MutantInfo {
+        mutant: Mutant::RefusalDivergenceContinues,
+        name: "refusal-divergence-continues",
+        breaks: "a fork that refuses where the source answered is treated as a plain divergence (RPL-7)",
+    },
+    MutantInfo {
+        mutant: Mutant::ForkEventsAnnotated,
+        name: "fork-events-annotated",
+        breaks: "a replay fork's served tool returns carry an extra replayed: true field (RPL-6)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -739,8 +764,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_89_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 89);
+    fn list_has_92_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 92);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -847,8 +872,8 @@ mod tests {
             ]
         );
         // The event-code, forbidden-at-load and host-service mutants (issue
-        // 2: HOOKS-FAIL-7, HOOKS-AUTH-7, HOOKS-EVT-5, HOOKS-AUTH-5) close it.
-        let refusals: Vec<&str> = ALL[84..].iter().map(|i| i.name).collect();
+        // 2: HOOKS-FAIL-7, HOOKS-AUTH-7, HOOKS-EVT-5, HOOKS-AUTH-5) follow.
+        let refusals: Vec<&str> = ALL[84..89].iter().map(|i| i.name).collect();
         assert_eq!(
             refusals,
             [
@@ -857,6 +882,17 @@ mod tests {
                 "safe-fetch-blocked-unaudited",
                 "service-refusal-without-service",
                 "service-refusal-reason-snake",
+            ]
+        );
+        // The replay divergence (RPL-7) and byte-equivalence (RPL-6)
+        // mutants close it.
+        let divergence: Vec<&str> = ALL[89..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            divergence,
+            [
+                "replay-divergence-silent",
+                "refusal-divergence-continues",
+                "fork-events-annotated",
             ]
         );
     }

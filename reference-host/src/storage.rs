@@ -579,6 +579,33 @@ impl Storage {
         Ok(doc)
     }
 
+    /// Appends the event `build` returns for the slot it will occupy: its
+    /// id and sequence are fixed first, so the payload may name them (a
+    /// `replay.diverged` event names its own `eventId` and the source
+    /// event at its sequence, RPL-7). `build` runs inside the append's
+    /// transaction and may read other rows through it; if it fails, nothing
+    /// is written.
+    pub fn append_event_in_slot(
+        &self,
+        run_id: &str,
+        build: impl FnOnce(&Transaction<'_>, &EventSlot) -> Result<NewEvent, StorageError>,
+    ) -> Result<RunEventDoc, StorageError> {
+        let doc = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let slot = EventSlot {
+                event_id: new_event_id(),
+                sequence: next_sequence(&tx, run_id)?,
+            };
+            let event = build(&tx, &slot)?;
+            let doc = insert_event_at(&tx, run_id, event, slot)?;
+            tx.commit()?;
+            doc
+        };
+        self.notify(run_id);
+        Ok(doc)
+    }
+
     /// The run's events with `sequence > after`, in sequence order.
     pub fn events_after(&self, run_id: &str, after: i64) -> Result<Vec<RunEventDoc>, StorageError> {
         let rows = {
@@ -642,29 +669,56 @@ fn is_not_a_database(err: &rusqlite::Error) -> bool {
     )
 }
 
+/// Where an event is about to be appended: its id and sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSlot {
+    /// The event's id (`evt_` + uuid).
+    pub event_id: String,
+    /// The event's sequence in its run.
+    pub sequence: i64,
+}
+
 /// Inserts `event` at the run's next sequence inside `tx`.
 pub(crate) fn insert_event(
     tx: &Transaction<'_>,
     run_id: &str,
     event: NewEvent,
 ) -> Result<RunEventDoc, StorageError> {
-    let payload_text = encode(&event.payload)?;
-    let mut doc = RunEventDoc {
+    let slot = EventSlot {
         event_id: new_event_id(),
+        sequence: next_sequence(tx, run_id)?,
+    };
+    insert_event_at(tx, run_id, event, slot)
+}
+
+/// The run's next sequence number (0 for a run with no events).
+fn next_sequence(tx: &Transaction<'_>, run_id: &str) -> Result<i64, StorageError> {
+    Ok(tx.query_row(
+        "SELECT COALESCE(MAX(sequence), -1) + 1 FROM events WHERE run_id = ?1",
+        params![run_id],
+        |row| row.get(0),
+    )?)
+}
+
+/// Inserts `event` into `slot` (which must be the run's next sequence).
+fn insert_event_at(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    event: NewEvent,
+    slot: EventSlot,
+) -> Result<RunEventDoc, StorageError> {
+    let payload_text = encode(&event.payload)?;
+    let doc = RunEventDoc {
+        event_id: slot.event_id,
         run_id: run_id.to_owned(),
         event_type: event.event_type.to_owned(),
         payload: event.payload,
         timestamp: now_rfc3339(),
-        sequence: 0,
+        sequence: slot.sequence,
         schema_version: SCHEMA_VERSION,
         node_id: event.node_id,
         causation_id: event.causation_id,
     };
-    doc.sequence = tx.query_row(
-        "SELECT COALESCE(MAX(sequence), -1) + 1 FROM events WHERE run_id = ?1",
-        params![run_id],
-        |row| row.get(0),
-    )?;
     tx.execute(
         "INSERT INTO events (run_id, sequence, event_id, type, node_id, causation_id, payload, timestamp)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -680,6 +734,24 @@ pub(crate) fn insert_event(
         ],
     )?;
     Ok(doc)
+}
+
+/// The id of `run_id`'s event at `sequence`, or, when the run has no event
+/// there, of its last event before it (`None` for a run with no events at
+/// or before `sequence`).
+pub(crate) fn event_id_at_or_before(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    sequence: i64,
+) -> Result<Option<String>, StorageError> {
+    Ok(tx
+        .query_row(
+            "SELECT event_id FROM events WHERE run_id = ?1 AND sequence <= ?2
+             ORDER BY sequence DESC LIMIT 1",
+            params![run_id, sequence],
+            |row| row.get(0),
+        )
+        .optional()?)
 }
 
 /// JSON text of a value to store.

@@ -801,6 +801,7 @@ pub fn serve_replay(
         }
         _ => None,
     };
+    let from_record = served.is_some();
     let (mut returned, result, outcome, halt) = match served {
         Some((returned, result, outcome)) => (returned, result, outcome, None),
         // Bug under `replay-miss-empty-success`: a success is synthesized.
@@ -871,6 +872,12 @@ pub fn serve_replay(
     if let (Some(object), Some(fields)) = (payload.as_object_mut(), returned.as_object()) {
         for (name, value) in fields {
             object.insert(name.clone(), value.clone());
+        }
+        // Bug under `fork-events-annotated`: a served return is marked as
+        // replayed, so it is no longer byte-equivalent to the source's
+        // (RPL-6). Only the event is annotated, never the fork's record.
+        if from_record && mutant == Some(Mutant::ForkEventsAnnotated) {
+            object.insert("replayed".to_owned(), Value::Bool(true));
         }
     }
     // The fork keeps its own record too, so a fork of the fork (or its own

@@ -20,7 +20,9 @@
 //! recorded rounds and results and re-runs only the one call in doubt; a
 //! replay fork serves the source's tool records and never dispatches; a
 //! transient tool failure ends a node attempt while attempts remain, and a
-//! new attempt never reads an earlier attempt's records.
+//! new attempt never reads an earlier attempt's records. A replay fork's
+//! live model rounds are compared with the source's (RPL-7,
+//! [`crate::turn::divergence`]).
 //!
 //! Human input and tool support (TTC §E): a call of the run's
 //! clarification tool raises a `clarification` interrupt and ends the turn
@@ -62,6 +64,7 @@ use crate::turn::allowlist;
 use crate::turn::approval::{AGENT_NODE_ID, APPROVAL_EXPIRED, RoundContext};
 use crate::turn::channels::{self, Channel, Classified, OutputPlan, plan_output};
 use crate::turn::clarification::{self, AskBudget, AskStep, ClarificationTool};
+use crate::turn::divergence;
 use crate::turn::feedback::{CallToolResult, ToolResult};
 use crate::turn::provider::{
     Completion, HostTool, ModelRequest, ModelResponse, ProviderError, ProviderSpec, Round,
@@ -673,6 +676,13 @@ impl<'a> Attempt<'a> {
         }
         let response = ask_model(self.state, self.plan, transcript).await?;
         records::put_model(storage, run_id, self.attempt, round, &response)?;
+        // RPL-7: a replay fork's live round is compared with the source's
+        // round of the same number before anything of it is acted on; a
+        // divergence at a refusal ends the run here, with no further
+        // provider request.
+        if let Some(source) = &self.plan.replay {
+            divergence::check(self.state, run_id, source, round, &response)?;
+        }
         // Only under `record-after-next-round`: the previous round's tool
         // records are written now, after the next response has arrived.
         for deferred in self.deferred.drain(..) {
@@ -1076,6 +1086,7 @@ mod tests {
             INTERNAL_ERROR,
             APPROVAL_EXPIRED,
             clarification::CLARIFICATION_EXPIRED,
+            divergence::REPLAY_DIVERGED_AT_REFUSAL,
             admission::RECORD_FAILED,
             admission::REPLAY_SOURCE_MISSING,
             admission::TOOL_OUTCOME_UNKNOWN,

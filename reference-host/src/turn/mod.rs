@@ -20,6 +20,7 @@ pub mod approval;
 pub mod channels;
 pub mod clarification;
 pub mod control;
+pub mod divergence;
 pub mod driver;
 pub mod feedback;
 pub mod fork;
