@@ -114,7 +114,27 @@ impl Approval {
     }
 }
 
-/// A run-scoped tool played by a loopback HTTP receiver.
+/// Where a run-scoped tool is played: exactly one of a receiver or an MCP
+/// server (EFF-12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolEndpoint {
+    /// A loopback HTTP receiver: the arguments are POSTed to it.
+    Receiver(Url),
+    /// A tool of a loopback MCP server, called with JSON-RPC `tools/call`
+    /// (see [`crate::turn::mcp`]).
+    Mcp(McpEndpoint),
+}
+
+/// The `mcp` member of a turn-seam tool: which server tool plays it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpEndpoint {
+    /// The server's endpoint (loopback `http` only).
+    pub server_url: Url,
+    /// The server's name for the tool (`params.name`), 1..=128 characters.
+    pub name: String,
+}
+
+/// A run-scoped tool played by a loopback HTTP receiver or MCP server.
 #[derive(Debug)]
 pub struct FixtureTool {
     /// Provider-safe name (`^[A-Za-z0-9_-]{1,64}$`), unique within its run.
@@ -136,7 +156,7 @@ pub struct FixtureTool {
     /// Approval policy (enforced by the tool loop, TTC §C).
     pub approval: Approval,
     /// Where the tool is played (loopback `http` only).
-    pub receiver_url: Url,
+    pub endpoint: ToolEndpoint,
 }
 
 /// `auth` of a descriptor.
@@ -192,6 +212,14 @@ impl FixtureTool {
             auth: DescriptorAuth {
                 scopes: self.required_scopes.clone(),
             },
+        }
+    }
+
+    /// The MCP server tool that plays this tool, if it is an MCP tool.
+    pub fn mcp(&self) -> Option<&McpEndpoint> {
+        match &self.endpoint {
+            ToolEndpoint::Mcp(mcp) => Some(mcp),
+            ToolEndpoint::Receiver(_) => None,
         }
     }
 
@@ -319,7 +347,9 @@ mod tests {
             safety_tier: SafetyTier::Write,
             required_scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             approval: Approval::Never,
-            receiver_url: Url::parse("http://127.0.0.1:9/t").expect("url"),
+            endpoint: crate::catalog::ToolEndpoint::Receiver(
+                Url::parse("http://127.0.0.1:9/t").expect("url"),
+            ),
         })
     }
 

@@ -108,6 +108,25 @@ pub enum Delivery {
     Unreachable,
 }
 
+/// How one JSON POST with extra headers ended (the transport of the MCP
+/// client, [`crate::turn::mcp`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonExchange {
+    /// The server answered with this status and (bounded) body.
+    Answered {
+        /// HTTP status.
+        status: u16,
+        /// The body as read (at most [`MAX_RECEIVER_BODY`] bytes).
+        body: Vec<u8>,
+        /// False when the body was longer than the cap and was cut.
+        complete: bool,
+    },
+    /// No complete answer within the timeout.
+    TimedOut,
+    /// The connection failed or broke before a complete answer.
+    Unreachable,
+}
+
 /// Calls tools. Holds one HTTP client for the host's lifetime.
 #[derive(Debug, Clone)]
 pub struct ToolInvoker {
@@ -227,6 +246,57 @@ impl ToolInvoker {
         tokio::time::timeout(timeout, exchange)
             .await
             .unwrap_or(Delivery::TimedOut)
+    }
+
+    /// POSTs `body` as JSON to `url` with `headers` added, reading at most
+    /// [`MAX_RECEIVER_BODY`] bytes of the answer; the whole call is bounded
+    /// by `timeout`.
+    pub async fn post_json_with(
+        &self,
+        url: &Url,
+        body: &Value,
+        headers: &[(&str, &str)],
+        timeout: Duration,
+    ) -> JsonExchange {
+        let mut request = self.client.post(url.clone()).timeout(timeout).json(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let exchange = async {
+            let mut response = match request.send().await {
+                Ok(response) => response,
+                Err(err) if err.is_timeout() => return JsonExchange::TimedOut,
+                Err(_) => return JsonExchange::Unreachable,
+            };
+            let status = response.status().as_u16();
+            let mut body = Vec::new();
+            loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => {
+                        let room = MAX_RECEIVER_BODY.saturating_sub(body.len());
+                        if chunk.len() > room {
+                            return JsonExchange::Answered {
+                                status,
+                                body,
+                                complete: false,
+                            };
+                        }
+                        body.extend_from_slice(&chunk);
+                    }
+                    Ok(None) => break,
+                    Err(err) if err.is_timeout() => return JsonExchange::TimedOut,
+                    Err(_) => return JsonExchange::Unreachable,
+                }
+            }
+            JsonExchange::Answered {
+                status,
+                body,
+                complete: true,
+            }
+        };
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .unwrap_or(JsonExchange::TimedOut)
     }
 
     async fn post(

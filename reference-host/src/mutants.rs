@@ -211,6 +211,23 @@ pub enum Mutant {
     /// A replay fork's served `agent.tool-returned` payloads carry an extra
     /// `replayed: true` (RPL-6 says inherited events are byte-equivalent).
     ForkEventsAnnotated,
+    /// An MCP tool result is fed back without the UNTRUSTED marker
+    /// (TRUST-3).
+    McpResultUnwrapped,
+    /// An MCP result's `_meta.scopes` count as the principal's scopes for
+    /// the rest of the run (TRUST-5).
+    McpMetaGrantsScopes,
+    /// An MRTR retry carries a different `Idempotency-Key` than the request
+    /// it continues (EFF-12).
+    MrtrRetryNewIdentity,
+    /// An MRTR retry omits `requestState` (MCP-9).
+    MrtrStateDropped,
+    /// A replay fork sends the recorded final MRTR retry to the MCP server
+    /// again (RPL-10).
+    ReplayReissuesMrtr,
+    /// MCP tools are also declared to the provider as Anthropic
+    /// `mcp_servers` connectors (TURN-F4).
+    McpDelegatedToProvider,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -686,6 +703,36 @@ pub const ALL: &[MutantInfo] = &[
         name: "fork-events-annotated",
         breaks: "a replay fork's served tool returns carry an extra replayed: true field (RPL-6)",
     },
+    MutantInfo {
+        mutant: Mutant::McpResultUnwrapped,
+        name: "mcp-result-unwrapped",
+        breaks: "an MCP tool result is fed back without the UNTRUSTED marker (TRUST-3)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpMetaGrantsScopes,
+        name: "mcp-meta-grants-scopes",
+        breaks: "an MCP result's _meta.scopes are added to the principal's scopes for the rest of the run (TRUST-5)",
+    },
+    MutantInfo {
+        mutant: Mutant::MrtrRetryNewIdentity,
+        name: "mrtr-retry-new-identity",
+        breaks: "an MRTR retry carries a different Idempotency-Key than the request it continues (EFF-12)",
+    },
+    MutantInfo {
+        mutant: Mutant::MrtrStateDropped,
+        name: "mrtr-state-dropped",
+        breaks: "an MRTR retry omits requestState (MCP-9)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayReissuesMrtr,
+        name: "replay-reissues-mrtr",
+        breaks: "a replay fork re-sends the recorded MRTR retry to the MCP server (RPL-10)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpDelegatedToProvider,
+        name: "mcp-delegated-to-provider",
+        breaks: "MCP tools are passed to the provider as an Anthropic mcp_servers connector (TURN-F4)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -764,8 +811,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_92_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 92);
+    fn list_has_98_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 98);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -885,14 +932,28 @@ mod tests {
             ]
         );
         // The replay divergence (RPL-7) and byte-equivalence (RPL-6)
-        // mutants close it.
-        let divergence: Vec<&str> = ALL[89..].iter().map(|i| i.name).collect();
+        // mutants follow.
+        let divergence: Vec<&str> = ALL[89..92].iter().map(|i| i.name).collect();
         assert_eq!(
             divergence,
             [
                 "replay-divergence-silent",
                 "refusal-divergence-continues",
                 "fork-events-annotated",
+            ]
+        );
+        // The MCP tool mutants (EFF-12, TRUST-3, TRUST-5, RPL-10, TURN-F4)
+        // close it.
+        let mcp: Vec<&str> = ALL[92..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            mcp,
+            [
+                "mcp-result-unwrapped",
+                "mcp-meta-grants-scopes",
+                "mrtr-retry-new-identity",
+                "mrtr-state-dropped",
+                "replay-reissues-mrtr",
+                "mcp-delegated-to-provider",
             ]
         );
     }

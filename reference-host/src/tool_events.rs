@@ -123,6 +123,18 @@ pub enum ToolErrorCode {
     /// `upstream_unavailable` (registered): `ctx.http.safeFetch` could not
     /// get an answer (connection failure or timeout).
     UpstreamUnavailable,
+    /// `refhost.mcp_tool_error`: an MCP tool answered a complete result
+    /// with `isError: true` (EFF-12).
+    McpToolError,
+    /// `mcp_error` (registered): the MCP server answered a JSON-RPC error,
+    /// a non-200 status or an unparseable body, or could not be reached.
+    McpError,
+    /// `mcp_mrtr_rounds_exceeded` (registered): an MCP tool asked for input
+    /// again after `mcp.mrtr.maxRounds` retries (EFF-12).
+    McpMrtrRoundsExceeded,
+    /// `refhost.mcp_input_expired`: nobody answered an MCP tool's request
+    /// for input in time; the call was not retried.
+    McpInputExpired,
     /// Bare `tool_execution_failed`, neither registered nor vendor: only the
     /// `event-codes-unregistered` mutant emits it (HOOKS-FAIL-7).
     BareToolExecutionFailed,
@@ -152,6 +164,10 @@ impl ToolErrorCode {
             Self::ClarificationRoundsExceeded => "refhost.clarification_rounds_exceeded",
             Self::ClarificationExpired => "refhost.clarification_expired",
             Self::UpstreamUnavailable => event_codes::UPSTREAM_UNAVAILABLE,
+            Self::McpToolError => "refhost.mcp_tool_error",
+            Self::McpError => "mcp_error",
+            Self::McpMrtrRoundsExceeded => "mcp_mrtr_rounds_exceeded",
+            Self::McpInputExpired => "refhost.mcp_input_expired",
             Self::BareToolExecutionFailed => "tool_execution_failed",
             Self::BareInvalidArgs => "invalid_args",
         }
@@ -367,7 +383,7 @@ mod tests {
     use serde_json::json;
 
     /// Every variant, so the code tables below are total.
-    const ALL_CODES: [ToolErrorCode; 19] = [
+    const ALL_CODES: [ToolErrorCode; 23] = [
         ToolErrorCode::ValidationError,
         ToolErrorCode::Forbidden,
         ToolErrorCode::RateLimited,
@@ -385,6 +401,10 @@ mod tests {
         ToolErrorCode::ClarificationRoundsExceeded,
         ToolErrorCode::ClarificationExpired,
         ToolErrorCode::UpstreamUnavailable,
+        ToolErrorCode::McpToolError,
+        ToolErrorCode::McpError,
+        ToolErrorCode::McpMrtrRoundsExceeded,
+        ToolErrorCode::McpInputExpired,
         ToolErrorCode::BareToolExecutionFailed,
         ToolErrorCode::BareInvalidArgs,
     ];

@@ -24,7 +24,7 @@ use crate::suite::{Level, Scenario, Suite};
 use crate::template;
 use crate::transcript::{Transcript, redact};
 use crate::verdict::{CheckOutcome, CheckStatus, Disposition, RowVerdict, fold_rows};
-use crate::witness::Receiver;
+use crate::witness::{McpServer, Receiver};
 
 /// Options of one run.
 #[derive(Debug, Clone)]
@@ -110,6 +110,7 @@ pub struct Session {
     client: HostClient,
     receiver: Receiver,
     provider: mock_provider::MockProvider,
+    mcp: McpServer,
     discovery: Result<Discovery, String>,
     profile: HostProfile,
     spawner: Option<SpawnCommand>,
@@ -134,6 +135,7 @@ impl Session {
         let provider = mock_provider::MockProvider::start()
             .await
             .map_err(TargetError::Provider)?;
+        let mcp = McpServer::start().await.map_err(TargetError::Receiver)?;
         let discovery = discover(&client).await.map_err(|e| e.to_string());
         if let Ok(d) = &discovery {
             client.set_wire(d.wire);
@@ -146,6 +148,7 @@ impl Session {
             client,
             receiver,
             provider,
+            mcp,
             discovery,
             profile: target.profile.clone(),
             spawner: target.spawner.clone(),
@@ -308,6 +311,8 @@ impl Session {
             client: scenario_client.as_ref().unwrap_or(&self.client),
             receiver: &self.receiver,
             provider: &self.provider,
+            mcp: &self.mcp,
+            mcp_servers: Vec::new(),
             providers: Vec::new(),
             discovery,
             doc,
@@ -333,8 +338,10 @@ impl Session {
         }
         ctx.observe_receivers();
         ctx.observe_providers();
+        ctx.observe_mcp_servers();
         let checks = crate::expect::evaluate(scenario, &ctx.doc);
         self.receiver.forget(&nonce);
+        self.mcp.forget(&nonce);
         for (_, model) in &ctx.providers {
             self.provider.forget(model);
         }

@@ -45,7 +45,7 @@ fn concept_of(wire_name: &str) -> Option<&'static str> {
 }
 
 /// Whether a run status means the run will not append more events without outside help.
-fn settled(status: &Value) -> bool {
+pub(super) fn settled(status: &Value) -> bool {
     !matches!(
         status.as_str(),
         None | Some("running" | "pending" | "queued" | "created")
@@ -401,6 +401,7 @@ mod tests {
         .unwrap();
         let receiver = Receiver::start().await.unwrap();
         let provider = mock_provider::MockProvider::start().await.unwrap();
+        let mcp = crate::witness::McpServer::start().await.unwrap();
         let discovery = Discovery {
             document: json!({}),
             wire: WireMajor::V2,
@@ -412,6 +413,8 @@ mod tests {
             client: &client,
             receiver: &receiver,
             provider: &provider,
+            mcp: &mcp,
+            mcp_servers: Vec::new(),
             providers: Vec::new(),
             discovery: &discovery,
             doc: json!({"steps": {}}),

@@ -8,9 +8,11 @@
 mod burst;
 mod discovery;
 mod events;
+mod fire_effect_seams;
 mod foreach;
 mod host;
 mod http;
+mod mcp_server;
 mod provider;
 mod receiver;
 mod release;
@@ -23,7 +25,7 @@ use crate::host::{Discovery, HostClient, HostRequest, HostResponse, TransportErr
 use crate::suite::Step;
 use crate::template::{self, TemplateError};
 use crate::transcript::Transcript;
-use crate::witness::Receiver;
+use crate::witness::{McpServer, Receiver};
 
 /// Everything a step may touch while a scenario runs.
 pub struct ScenarioCtx<'a> {
@@ -33,6 +35,10 @@ pub struct ScenarioCtx<'a> {
     pub receiver: &'a Receiver,
     /// toolcert's mock model provider.
     pub provider: &'a mock_provider::MockProvider,
+    /// toolcert's MCP server double.
+    pub mcp: &'a McpServer,
+    /// Registered MCP server endpoints: name ⇒ id.
+    pub mcp_servers: Vec<(String, String)>,
     /// Loaded provider scripts: step name ⇒ model key.
     pub providers: Vec<(String, String)>,
     /// The captured discovery document.
@@ -90,12 +96,14 @@ impl ScenarioCtx<'_> {
             Step::Host(spec) => host::run(self, spec).await,
             Step::Release(spec) => (release::run(self, spec), Flow::Continue),
             Step::Wait(spec) => (host::wait(self, spec).await, Flow::Continue),
+            Step::McpServer(spec) => (mcp_server::run(self, spec), Flow::Continue),
+            Step::FireEffectSeams(spec) => fire_effect_seams::run(self, spec).await,
         };
         if let Step::Provider(spec) = step {
             self.doc["providers"][&spec.name] = obs;
             return flow;
         }
-        if !matches!(step, Step::Receiver(_)) {
+        if !matches!(step, Step::Receiver(_) | Step::McpServer(_)) {
             if obs.get("$blocked").is_some() || obs.get("$error").is_some() {
                 self.taint_doubles_of(step, &obs);
             }
@@ -124,6 +132,7 @@ impl ScenarioCtx<'_> {
             .iter()
             .map(|(n, _)| ("receivers", n))
             .chain(self.providers.iter().map(|(n, _)| ("providers", n)))
+            .chain(self.mcp_servers.iter().map(|(n, _)| ("mcpServers", n)))
             .map(|(kind, n)| (kind.to_string(), n.clone()))
             .collect();
         for (kind, name) in doubles {
@@ -142,10 +151,25 @@ impl ScenarioCtx<'_> {
 
     /// Record that a step was skipped because the host was lost earlier.
     pub fn skip(&mut self, step: &Step, reason: &str) {
-        if !matches!(step, Step::Receiver(_)) {
+        if !matches!(step, Step::Receiver(_) | Step::McpServer(_)) {
             let obs = error(format!("not run: an earlier step lost the host ({reason})"));
             self.taint_doubles_of(step, &obs);
             self.doc["steps"][step.name()] = obs;
+        }
+    }
+
+    /// Refresh every MCP server double's observation (`/mcpServers/<name>`).
+    pub fn observe_mcp_servers(&mut self) {
+        for (name, id) in self.mcp_servers.clone() {
+            let qualified = format!("mcpServers.{name}");
+            let obs = match self.tainted.iter().find(|(n, _)| n == &qualified) {
+                Some((_, state)) => state.clone(),
+                None => {
+                    let url = self.doc["mcpServers"][&name]["url"].clone();
+                    mcp_server::observe(self.mcp, &id, &url)
+                }
+            };
+            self.doc["mcpServers"][&name] = obs;
         }
     }
 
@@ -230,7 +254,11 @@ fn template_failure(e: &TemplateError, doc: &Value) -> Value {
         Some(p) if p.starts_with("facts.") => blocked(format!(
             "the host cannot advertise {p} and the host profile does not state it (add it under \"facts\" in the profile file)"
         )),
-        Some(p) if p.starts_with("steps.") || p.starts_with("receivers.") => {
+        Some(p)
+            if p.starts_with("steps.")
+                || p.starts_with("receivers.")
+                || p.starts_with("mcpServers.") =>
+        {
             let mut parts = p.splitn(3, '.');
             let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
             let earlier = &doc[kind][name];

@@ -14,9 +14,9 @@ mod schema;
 pub use error::SuiteError;
 pub use registry::{Family, Level, Registry, Row};
 pub use scenario::{
-    BurstSpec, Check, EventsRead, FailFirst, ForeachSpec, HostAction, HostActionKind, HttpCall,
-    IgnoringSpec, KillPoint, Matcher, ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec,
-    Scenario, SeamCall, Step, WaitSpec,
+    BurstSpec, Check, EventsRead, FailFirst, FireEffectSeamsSpec, ForeachSpec, HostAction,
+    HostActionKind, HttpCall, IgnoringSpec, KillPoint, Matcher, McpServerSpec, ProviderScript,
+    ReceiverSpec, ReleaseSpec, RepeatSpec, Scenario, SeamCall, Step, WaitSpec,
 };
 pub use schema::SchemaSet;
 

@@ -83,6 +83,10 @@ pub enum Step {
     Release(ReleaseSpec),
     /// Wait (bounded) until a double has seen a number of requests.
     Wait(WaitSpec),
+    /// Register an endpoint of toolcert's MCP server double with scripted answers.
+    McpServer(McpServerSpec),
+    /// Fire every effect-seam manifest row, fork each fired run, and count re-fires (RPL-11).
+    FireEffectSeams(FireEffectSeamsSpec),
 }
 
 impl Step {
@@ -101,8 +105,34 @@ impl Step {
             Step::Host(s) => &s.name,
             Step::Release(s) => &s.name,
             Step::Wait(s) => &s.name,
+            Step::McpServer(s) => &s.name,
+            Step::FireEffectSeams(s) => &s.name,
         }
     }
+}
+
+/// `{"step": "fireEffectSeams"}`: fire each row of the host's effect-seam manifest (one receiver
+/// per row), fork each fired run in replay mode, and count re-fires at the receivers and in the
+/// fork's effect ledger.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FireEffectSeamsSpec {
+    /// Name of the observation.
+    pub name: String,
+    /// The role that fires, forks and reads.
+    pub role: String,
+}
+
+/// `{"step": "mcpServer"}`: an MCP server double endpoint and its scripted `tools/call`
+/// answers, consumed in order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpServerSpec {
+    /// Name (observation at `/mcpServers/<name>`, URL at `{{mcpServers.<name>.url}}`).
+    pub name: String,
+    /// One answer per `tools/call`, in order; a call past the end gets a JSON-RPC error and
+    /// is recorded as a problem.
+    pub answers: Vec<crate::witness::McpAnswer>,
 }
 
 /// `{"step": "receiver"}`: a receiver endpoint and how it answers.

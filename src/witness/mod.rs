@@ -1,5 +1,7 @@
 //! Doubles toolcert owns. Effects are counted here, never taken from a host's self-report.
 
+mod mcp;
 mod receiver;
 
+pub use mcp::{MCP_REVISION, McpAnswer, McpRequest, McpServer};
 pub use receiver::{Arrival, Endpoint, Receiver};

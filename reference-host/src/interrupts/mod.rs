@@ -45,6 +45,10 @@ pub const KIND_APPROVAL: &str = "approval";
 /// `interrupt.requested.kind` of a clarification ask (TURN-E1).
 pub const KIND_CLARIFICATION: &str = "clarification";
 
+/// `interrupt.requested.kind` of an MCP tool's request for input (MRTR,
+/// EFF-12).
+pub const KIND_MCP_INPUT: &str = "mcp-input";
+
 /// What an interrupt waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InterruptKind {
@@ -52,6 +56,9 @@ pub enum InterruptKind {
     Approval,
     /// A clarification ask waits for the user's answers (TTC §E).
     Clarification,
+    /// An MCP tool answered `input_required`: the human's answers to its
+    /// `inputRequests` are awaited before the host retries (EFF-12).
+    McpInput,
 }
 
 impl InterruptKind {
@@ -60,14 +67,21 @@ impl InterruptKind {
         match self {
             Self::Approval => KIND_APPROVAL,
             Self::Clarification => KIND_CLARIFICATION,
+            Self::McpInput => KIND_MCP_INPUT,
         }
+    }
+
+    /// Whether the interrupt is answered with `{"answers": {...}}` (a
+    /// clarification or an MCP input request) rather than accept/reject.
+    pub fn takes_answers(self) -> bool {
+        matches!(self, Self::Clarification | Self::McpInput)
     }
 
     /// The run status while an interrupt of this kind is open.
     fn waiting_status(self) -> RunStatus {
         match self {
             Self::Approval => RunStatus::WaitingApproval,
-            Self::Clarification => RunStatus::WaitingInput,
+            Self::Clarification | Self::McpInput => RunStatus::WaitingInput,
         }
     }
 }
@@ -162,6 +176,19 @@ pub struct Ticket {
     pub content_trust: ContentTrust,
     /// The signed link token.
     pub token: String,
+    /// The keys an `mcp-input` answer must carry (every key of the MCP
+    /// result's `inputRequests`, EFF-12); empty for the other kinds.
+    pub input_keys: Vec<String>,
+}
+
+/// One entry of an MCP `input_required` result's `inputRequests`, as the
+/// human sees it on `interrupt.requested`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputPrompt {
+    /// The `inputRequests` key (the answer's key).
+    pub key: String,
+    /// The request's `params.message` (empty when it has none).
+    pub message: String,
 }
 
 /// What the loop asks for when it holds a call.
@@ -185,6 +212,8 @@ pub struct HoldRequest<'a> {
     pub content_trust: ContentTrust,
     /// The call event (`interrupt.requested` is caused by it).
     pub causation: &'a str,
+    /// What an `mcp-input` interrupt asks for (empty for the other kinds).
+    pub inputs: &'a [InputPrompt],
 }
 
 /// Why a resolution did not happen.
@@ -277,6 +306,7 @@ impl Interrupts {
             bound_principal: request.bound_principal.to_owned(),
             content_trust: request.content_trust,
             token,
+            input_keys: request.inputs.iter().map(|p| p.key.clone()).collect(),
         };
         let payload = match request.kind {
             InterruptKind::Approval => json!({
@@ -299,6 +329,25 @@ impl Interrupts {
                 "boundPrincipal": ticket.bound_principal,
                 "contentTrust": ticket.content_trust.as_str(),
             }),
+            // EFF-12: the MCP tool's questions, keyed as its `inputRequests`;
+            // no link token either (answers come from the bound principal).
+            InterruptKind::McpInput => {
+                let requests: serde_json::Map<String, Value> = request
+                    .inputs
+                    .iter()
+                    .map(|p| (p.key.clone(), json!({"message": p.message})))
+                    .collect();
+                json!({
+                    "kind": KIND_MCP_INPUT,
+                    "nodeId": ticket.node_id,
+                    "callId": ticket.call_id,
+                    "toolName": ticket.tool_name,
+                    "toolId": ticket.tool_name,
+                    "inputRequests": requests,
+                    "boundPrincipal": ticket.bound_principal,
+                    "contentTrust": ticket.content_trust.as_str(),
+                })
+            }
         };
         let event = NewEvent::new(INTERRUPT_REQUESTED, payload)
             .at_node(request.node_id)
@@ -395,8 +444,8 @@ impl Interrupts {
                 "by": resolution.by,
                 "via": resolution.via.as_str(),
             }),
-            InterruptKind::Clarification => json!({
-                "kind": KIND_CLARIFICATION,
+            InterruptKind::Clarification | InterruptKind::McpInput => json!({
+                "kind": entry.ticket.kind.as_str(),
                 "nodeId": entry.ticket.node_id,
                 "callId": entry.ticket.call_id,
                 "by": resolution.by,
@@ -489,6 +538,7 @@ mod tests {
             bound_principal: "alice",
             content_trust: ContentTrust::Untrusted,
             causation: "evt_call",
+            inputs: &[],
         }
     }
 

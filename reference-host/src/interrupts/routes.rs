@@ -58,17 +58,36 @@ pub fn parse_answers(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// The body for the open interrupt's kind: an approval takes
-/// `resumeValue`, a clarification `answers` (a body with `resumeValue`
-/// stays the approval path and is refused for a clarification).
-fn parse_for(kind: InterruptKind, body: &[u8]) -> Result<(Action, Option<Value>), ApiError> {
+/// `resumeValue`, a clarification or an MCP input request `answers` (a body
+/// with `resumeValue` stays the approval path and is refused for those).
+/// An `mcp-input` answer must carry every key the MCP tool asked for
+/// (`input_keys`, EFF-12); a missing one is a 400 naming it, and the
+/// interrupt stays open.
+fn parse_for(
+    kind: InterruptKind,
+    input_keys: &[String],
+    body: &[u8],
+) -> Result<(Action, Option<Value>), ApiError> {
     let has_answers = serde_json::from_slice::<Value>(body)
         .ok()
         .is_some_and(|value| value.get("answers").is_some());
     match (kind, has_answers) {
         (InterruptKind::Clarification, true) => Ok((Action::Accept, Some(parse_answers(body)?))),
-        (InterruptKind::Clarification, false) => Err(ApiError::validation(
-            "field `answers` is required: the open interrupt is a clarification (TURN-E1); send {\"answers\": {...}}",
-        )),
+        (InterruptKind::McpInput, true) => {
+            let answers = parse_answers(body)?;
+            if let Some(missing) = input_keys.iter().find(|key| answers.get(key).is_none()) {
+                return Err(ApiError::validation(format!(
+                    "field `answers.{missing}` is required: the MCP tool asked for input `{missing}` (EFF-12); answer every key of the interrupt's inputRequests"
+                )));
+            }
+            Ok((Action::Accept, Some(answers)))
+        }
+        (InterruptKind::Clarification | InterruptKind::McpInput, false) => {
+            Err(ApiError::validation(format!(
+                "field `answers` is required: the open interrupt is a {} (TURN-E1, EFF-12); send {{\"answers\": {{...}}}}",
+                kind.as_str()
+            )))
+        }
         (InterruptKind::Approval, true) => Err(ApiError::validation(
             "field `answers` answers a clarification, but the open interrupt is an approval; send {\"resumeValue\": {\"action\": \"accept\" | \"reject\"}}",
         )),
@@ -118,7 +137,7 @@ pub async fn resolve_at_node(
         ));
     }
     let body = body.map_err(|rejection| body_rejection(&rejection))?;
-    let (action, answers) = parse_for(ticket.kind, &body)?;
+    let (action, answers) = parse_for(ticket.kind, &ticket.input_keys, &body)?;
     let resolution = Resolution {
         action,
         answers,
@@ -192,11 +211,11 @@ fn resolve(
                     "action": action.as_str(),
                     "by": by,
                 }),
-                InterruptKind::Clarification => json!({
+                InterruptKind::Clarification | InterruptKind::McpInput => json!({
                     "runId": ticket.run_id,
                     "nodeId": ticket.node_id,
                     "callId": ticket.call_id,
-                    "kind": InterruptKind::Clarification.as_str(),
+                    "kind": ticket.kind.as_str(),
                     "by": by,
                 }),
             },
@@ -255,9 +274,40 @@ mod tests {
     }
 
     #[test]
+    fn mcp_input_answers_must_carry_every_requested_key() {
+        let keys = ["city".to_owned(), "units".to_owned()];
+        let ok = parse_for(
+            InterruptKind::McpInput,
+            &keys,
+            br#"{"answers": {"city": "Oslo", "units": "metric", "extra": 1}}"#,
+        )
+        .expect("every key");
+        assert_eq!(ok.0, Action::Accept);
+        let err = parse_for(
+            InterruptKind::McpInput,
+            &keys,
+            br#"{"answers": {"city": "Oslo"}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::ValidationError);
+        assert!(err.message.contains("`answers.units`"), "{}", err.message);
+        let err = parse_for(
+            InterruptKind::McpInput,
+            &keys,
+            br#"{"resumeValue": {"action": "accept"}}"#,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("`answers`"), "{}", err.message);
+    }
+
+    #[test]
     fn bodies_must_fit_the_open_interrupts_kind() {
-        let answered =
-            parse_for(InterruptKind::Clarification, br#"{"answers": {"a": 1}}"#).expect("answers");
+        let answered = parse_for(
+            InterruptKind::Clarification,
+            &[],
+            br#"{"answers": {"a": 1}}"#,
+        )
+        .expect("answers");
         assert_eq!(answered.1, Some(serde_json::json!({"a": 1})));
         for (kind, body, field) in [
             (
@@ -277,7 +327,7 @@ mod tests {
             ),
             (InterruptKind::Approval, br#"{"answers": {}}"#, "answers"),
         ] {
-            let err = parse_for(kind, body).unwrap_err();
+            let err = parse_for(kind, &[], body).unwrap_err();
             assert_eq!(err.code, ErrorCode::ValidationError);
             assert!(
                 err.message.contains(&format!("`{field}`")),

@@ -37,7 +37,7 @@ use crate::app::AppState;
 use crate::args_hash::{ArgsHashError, args_hash};
 use crate::args_schema::Violation;
 use crate::authz::{self, Decision, DenyReason};
-use crate::catalog::{FixtureTool, ReplayPolicy, SafetyTier};
+use crate::catalog::{FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
 use crate::event_codes;
 use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
@@ -53,9 +53,11 @@ use crate::turn::Outcome;
 use crate::turn::approval::{self, AGENT_NODE_ID, RoundContext, Verdict};
 use crate::turn::channels::minted_call_id;
 use crate::turn::feedback::{self, CallToolResult, ToolResult};
+use crate::turn::mcp;
 use crate::turn::provider::{Completion, ToolEmission};
 use crate::turn::records;
 use crate::turn::request::RepeatedCall;
+use crate::turn::trust::ContentTrust;
 
 /// A gate of the admission pipeline (the ones that can stop a call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +149,10 @@ pub struct TurnScope<'a> {
 #[derive(Debug, Default)]
 pub struct RepeatMemory {
     executed: HashMap<String, CallToolResult>,
+    /// Scopes MCP results' `_meta` claimed: always empty on a correct host
+    /// (TRUST-5: a peer's `_meta` is never authority); only the
+    /// `mcp-meta-grants-scopes` mutant fills it.
+    meta_scopes: Vec<String>,
 }
 
 impl RepeatMemory {
@@ -159,6 +165,14 @@ impl RepeatMemory {
 
     fn earlier(&self, tool: &str, args: &Value) -> Option<&CallToolResult> {
         Self::key(tool, args).and_then(|key| self.executed.get(&key))
+    }
+
+    fn grant_meta_scopes(&mut self, scopes: Vec<String>) {
+        for scope in scopes {
+            if !self.meta_scopes.contains(&scope) {
+                self.meta_scopes.push(scope);
+            }
+        }
     }
 
     fn remember(&mut self, tool: &str, args: &Value, result: &CallToolResult) {
@@ -247,12 +261,21 @@ pub fn check_gates<'t>(
             Gate::Authorization => {
                 let tool = tool.ok_or(Stop::UnknownTool)?;
                 // RFC 0064 §C: the host resolves the principal's scopes and
-                // denies whatever it cannot evaluate.
+                // denies whatever it cannot evaluate. TRUST-5: nothing an MCP
+                // result said changes them, so `meta_scopes` is empty; only
+                // the `mcp-meta-grants-scopes` mutant ([`crate::turn::mcp`])
+                // fills it, and then those scopes count as held.
+                let required: Vec<String> = tool
+                    .required_scopes
+                    .iter()
+                    .filter(|required| !memory.meta_scopes.contains(required))
+                    .cloned()
+                    .collect();
                 if let Decision::Deny { reason, message } = authz::decide(
                     scope.state.principals(),
                     scope.principal,
                     &tool.tool_id,
-                    &tool.required_scopes,
+                    &required,
                     mutant,
                 ) {
                     return Err(Stop::Forbidden { reason, message });
@@ -424,12 +447,22 @@ pub async fn admit_journaled(
     let key = records::tool_key_for(scope.run_id, journal.ordinal, scope.state.mutant());
 
     let mut transient = false;
+    let mut mrtr = None;
     let (outcome, ret, result) = match check_gates(scope, memory, emission, completion) {
         Err(stop) => settle_stop(scope, emission, stop)?,
         Ok((tool, args)) => match approval::verdict(tool, round.content_trust, mutant) {
             Verdict::Dispatch => {
-                let dispatched = dispatch(state, tool, &args, Some(&key)).await;
+                let on = On {
+                    scope,
+                    call_id: &call_id,
+                    call_event_id: &call_event_id,
+                    content_trust: round.content_trust,
+                    key: &key,
+                };
+                let dispatched = dispatch(&on, tool, &args).await?;
                 transient = dispatched.transient;
+                mrtr = dispatched.mrtr;
+                memory.grant_meta_scopes(dispatched.meta_scopes);
                 memory.remember(&tool.tool_id, &args, &dispatched.result);
                 (Outcome::Executed, dispatched.ret, dispatched.result)
             }
@@ -448,16 +481,26 @@ pub async fn admit_journaled(
                     bound_principal: scope.principal,
                     content_trust: round.content_trust,
                     causation: &call_event_id,
+                    inputs: &[],
                 };
                 match approval::hold(state, request, round).await? {
                     WaitEnd::Resolved(resolution) if resolution.action == Action::Accept => {
+                        let on = On {
+                            scope,
+                            call_id: &call_id,
+                            call_event_id: &call_event_id,
+                            content_trust: round.content_trust,
+                            key: &key,
+                        };
                         // The approved call runs ONCE, through the normal path.
-                        let dispatched = dispatch(state, tool, &args, Some(&key)).await;
+                        let dispatched = dispatch(&on, tool, &args).await?;
                         if mutant == Some(Mutant::ApprovedCallRunsTwice) {
                             // Bug: the approval is spent twice.
-                            let _ = dispatch(state, tool, &args, Some(&key)).await;
+                            let _ = dispatch(&on, tool, &args).await?;
                         }
                         transient = dispatched.transient;
+                        mrtr = dispatched.mrtr;
+                        memory.grant_meta_scopes(dispatched.meta_scopes);
                         memory.remember(&tool.tool_id, &args, &dispatched.result);
                         (Outcome::Executed, dispatched.ret, dispatched.result)
                     }
@@ -489,6 +532,7 @@ pub async fn admit_journaled(
         outcome,
         ret,
         result,
+        mrtr,
     };
     let mut admitted = record_return(scope, journal, emission, returned)?;
     admitted.transient = transient;
@@ -503,7 +547,12 @@ fn record_call(
     emission: &ToolEmission,
     call_id: &str,
 ) -> Result<String, AdmissionError> {
-    record_call_via(scope, journal, emission, call_id, Transport::Http)
+    // An MCP tool is reached over MCP; every other run tool over HTTP.
+    let transport = match find_tool(scope.tools, &emission.name) {
+        Some(tool) if tool.mcp().is_some() => Transport::Mcp,
+        _ => Transport::Http,
+    };
+    record_call_via(scope, journal, emission, call_id, transport)
 }
 
 /// [`record_call`] for a tool reached over `transport` (the host's own
@@ -561,6 +610,8 @@ pub(crate) struct Returned {
     pub(crate) ret: ToolReturn,
     /// The result to feed back.
     pub(crate) result: CallToolResult,
+    /// The final MRTR retry of an MCP call (kept in the record, RPL-10).
+    pub(crate) mrtr: Option<mcp::Continuation>,
 }
 
 /// Appends `agent.tool-returned` (caused by the call event) and, in the
@@ -579,6 +630,7 @@ pub(crate) fn record_return(
         outcome,
         ret,
         result,
+        mrtr,
     } = returned;
     let payload = ReturnPayload {
         agent_id: Some(HOST_AGENT_ID.to_owned()),
@@ -605,6 +657,7 @@ pub(crate) fn record_return(
         outcome: outcome.as_str().to_owned(),
         returned: returned_fields(&payload),
         result: result.clone(),
+        mrtr: mrtr.as_ref().map(mcp::Continuation::to_record),
     };
     let row = records::RecordRow::of(&record, journal.record_limit)?;
     // Bug under `record-after-next-round`: the row is handed back to the
@@ -714,6 +767,7 @@ pub async fn resume_in_doubt(
     let state = scope.state;
     let mutant = state.mutant();
     let key = records::tool_key_for(scope.run_id, journal.ordinal, scope.state.mutant());
+    let mut mrtr = None;
     let (outcome, ret, result, halt) = match check_gates(scope, memory, emission, completion) {
         Err(stop) => {
             let (outcome, ret, result) = settle_stop(scope, emission, stop)?;
@@ -724,7 +778,18 @@ pub async fn resume_in_doubt(
             let may_rerun = tool.replay_policy != ReplayPolicy::NonDeterministic
                 || mutant == Some(Mutant::RecoveryRerunsInDoubt);
             if may_rerun {
-                let dispatched = dispatch(state, tool, &args, Some(&key)).await;
+                // The turn's trust is not known after a restart: assume the
+                // stricter one.
+                let on = On {
+                    scope,
+                    call_id: &intent.call_id,
+                    call_event_id: &intent.called_event_id,
+                    content_trust: ContentTrust::Untrusted,
+                    key: &key,
+                };
+                let dispatched = dispatch(&on, tool, &args).await?;
+                mrtr = dispatched.mrtr;
+                memory.grant_meta_scopes(dispatched.meta_scopes);
                 memory.remember(&tool.tool_id, &args, &dispatched.result);
                 (Outcome::Executed, dispatched.ret, dispatched.result, None)
             } else {
@@ -755,6 +820,7 @@ pub async fn resume_in_doubt(
         outcome,
         ret,
         result,
+        mrtr,
     };
     let mut admitted = record_return(scope, journal, emission, returned)?;
     if halt.is_some() {
@@ -782,12 +848,18 @@ pub fn serve_replay(
         emission.id.clone()
     };
     let call_event_id = record_call(scope, journal, emission, &call_id)?;
+    let mut mrtr = None;
     let served = match source {
-        Some(records::ToolRecord::Recorded(record)) => Some((
-            record.returned,
-            record.result,
-            outcome_named(&record.outcome),
-        )),
+        Some(records::ToolRecord::Recorded(record)) => {
+            // RPL-10: an MCP call's recorded answers are part of the
+            // record; the fork keeps them and never asks again.
+            mrtr = record.mrtr;
+            Some((
+                record.returned,
+                record.result,
+                outcome_named(&record.outcome),
+            ))
+        }
         // Bug under `oversized-served-on-replay`: the digest stands in for
         // the result (TURN-D10 says it is a miss).
         Some(records::ToolRecord::Digest(digest))
@@ -889,6 +961,7 @@ pub fn serve_replay(
         outcome: outcome.as_str().to_owned(),
         returned,
         result: result.clone(),
+        mrtr,
     };
     let row = records::RecordRow::of(&record, journal.record_limit)?;
     let write = journal.enabled && halt.is_none();
@@ -1056,13 +1129,64 @@ struct Dispatched {
     ret: ToolReturn,
     result: CallToolResult,
     transient: bool,
+    /// The final MRTR retry of an MCP call.
+    mrtr: Option<mcp::Continuation>,
+    /// `_meta.scopes` of an MCP result (only under `mcp-meta-grants-scopes`).
+    meta_scopes: Vec<String>,
+}
+
+/// The emission a dispatch belongs to.
+struct On<'s, 'a> {
+    scope: &'s TurnScope<'a>,
+    call_id: &'s str,
+    call_event_id: &'s str,
+    content_trust: ContentTrust,
+    /// The tool identity, sent as `Idempotency-Key` (TURN-D2).
+    key: &'s str,
+}
+
+/// Dispatches a cleared call: to its MCP server tool ([`mcp`], EFF-12) or
+/// its receiver, with the tool identity as `Idempotency-Key` either way.
+async fn dispatch(
+    on: &On<'_, '_>,
+    tool: &FixtureTool,
+    args: &Value,
+) -> Result<Dispatched, AdmissionError> {
+    let state = on.scope.state;
+    let receiver = match &tool.endpoint {
+        ToolEndpoint::Receiver(url) => url,
+        ToolEndpoint::Mcp(endpoint) => {
+            let call = mcp::McpCall {
+                state,
+                run_id: on.scope.run_id,
+                principal: on.scope.principal,
+                call_id: on.call_id,
+                call_event_id: on.call_event_id,
+                content_trust: on.content_trust,
+                tool,
+                endpoint,
+                args,
+                idempotency_key: on.key,
+            };
+            let outcome = call.run().await?;
+            return Ok(Dispatched {
+                ret: outcome.ret,
+                result: outcome.result,
+                transient: false,
+                mrtr: outcome.continuation,
+                meta_scopes: outcome.meta_scopes,
+            });
+        }
+    };
+    Ok(dispatch_to_receiver(state, tool, receiver, args, Some(on.key)).await)
 }
 
 /// Calls the tool's receiver with the arguments and the tool identity as
 /// `Idempotency-Key` (TURN-D2); every arm has a duration.
-async fn dispatch(
+async fn dispatch_to_receiver(
     state: &AppState,
     tool: &FixtureTool,
+    receiver: &reqwest::Url,
     args: &Value,
     idempotency_key: Option<&str>,
 ) -> Dispatched {
@@ -1070,7 +1194,7 @@ async fn dispatch(
     let called = state
         .invoker()
         .invoke_keyed(
-            Some(&tool.receiver_url),
+            Some(receiver),
             args,
             idempotency_key,
             state.default_tool_timeout(),
@@ -1084,6 +1208,8 @@ async fn dispatch(
             ret: ToolReturn::failed(ToolStatus::Error, code, message, Some(duration_ms)),
             result,
             transient: called.transient,
+            mrtr: None,
+            meta_scopes: Vec::new(),
         }
     };
     match called.invocation.result {
@@ -1109,6 +1235,8 @@ async fn dispatch(
                 ret: ToolReturn::ok(duration_ms),
                 result: CallToolResult::success(&data),
                 transient: false,
+                mrtr: None,
+                meta_scopes: Vec::new(),
             }
         }
     }
@@ -1164,7 +1292,9 @@ mod tests {
             required_scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             approval: Approval::Never,
             // Port 9 (discard) is never dispatched to in these tests.
-            receiver_url: Url::parse("http://127.0.0.1:9/t").expect("url"),
+            endpoint: crate::catalog::ToolEndpoint::Receiver(
+                Url::parse("http://127.0.0.1:9/t").expect("url"),
+            ),
         })
     }
 
@@ -1376,7 +1506,9 @@ mod tests {
             required_scopes: vec!["tools:write".into()],
             approval: Approval::Always,
             // Never dispatched: the hold expires.
-            receiver_url: Url::parse("http://127.0.0.1:9/t").expect("url"),
+            endpoint: crate::catalog::ToolEndpoint::Receiver(
+                Url::parse("http://127.0.0.1:9/t").expect("url"),
+            ),
         })];
         let scope = TurnScope {
             state: &state,

@@ -208,7 +208,9 @@ mod tests {
             safety_tier,
             required_scopes: Vec::new(),
             approval,
-            receiver_url: Url::parse("http://127.0.0.1:9/t").expect("url"),
+            endpoint: crate::catalog::ToolEndpoint::Receiver(
+                Url::parse("http://127.0.0.1:9/t").expect("url"),
+            ),
         }
     }
 

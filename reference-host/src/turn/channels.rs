@@ -300,7 +300,9 @@ mod tests {
             safety_tier: SafetyTier::Write,
             required_scopes: vec![],
             approval: Approval::Never,
-            receiver_url: Url::parse("http://127.0.0.1:9/t").expect("url"),
+            endpoint: crate::catalog::ToolEndpoint::Receiver(
+                Url::parse("http://127.0.0.1:9/t").expect("url"),
+            ),
         })]
     }
 

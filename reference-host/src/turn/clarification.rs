@@ -188,6 +188,7 @@ pub fn ask(
             outcome,
             ret: ret.with_admission(outcome.as_str()),
             result,
+            mrtr: None,
         };
         admission::record_return(scope, journal, emission, returned).map(AskStep::Settled)
     };
@@ -233,6 +234,7 @@ pub fn ask(
             bound_principal: scope.principal,
             content_trust,
             causation: &call_event_id,
+            inputs: &[],
         },
     )?;
     Ok(AskStep::Raised(Raised {
@@ -306,6 +308,7 @@ impl Raised {
             outcome,
             ret: ret.with_admission(outcome.as_str()),
             result,
+            mrtr: None,
         };
         let admitted = admission::record_return(scope, &journal, &emission, returned)?;
         Ok(Answered { admitted, expired })
@@ -349,6 +352,7 @@ pub fn ended_turn(
         outcome,
         ret,
         result,
+        mrtr: None,
     };
     admission::record_return(scope, journal, emission, returned)
 }

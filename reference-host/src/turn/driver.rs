@@ -66,6 +66,7 @@ use crate::turn::channels::{self, Channel, Classified, OutputPlan, plan_output};
 use crate::turn::clarification::{self, AskBudget, AskStep, ClarificationTool};
 use crate::turn::divergence;
 use crate::turn::feedback::{CallToolResult, ToolResult};
+use crate::turn::mcp;
 use crate::turn::provider::{
     Completion, HostTool, ModelRequest, ModelResponse, ProviderError, ProviderSpec, Round,
     ToolEmission, Transcript,
@@ -933,6 +934,19 @@ impl<'a> Attempt<'a> {
             && mutant != Some(Mutant::ReplayExecutesTool)
         {
             let record = records::tool(storage, &source.run_id, source.attempt, self.ordinal)?;
+            // RPL-10: an MCP call is served from its record like any other;
+            // nothing is sent and nobody is asked again. Bug under
+            // `replay-reissues-mrtr`: the recorded final MRTR retry is sent
+            // to the server again (and the record served anyway).
+            if mutant == Some(Mutant::ReplayReissuesMrtr)
+                && let Some(ToolRecord::Recorded(recorded)) = &record
+                && let Some(continuation) = &recorded.mrtr
+                && let Some(tool) = self.plan.tools.iter().find(|t| t.tool_id == emission.name)
+                && let Ok(args) = serde_json::from_str::<Value>(&emission.arguments_text)
+            {
+                let key = records::tool_key_for(run_id, self.ordinal, mutant);
+                mcp::reissue_recorded_retry(state, tool, &args, &key, continuation).await;
+            }
             return Ok(admission::serve_replay(
                 &self.scope,
                 emission,
@@ -966,6 +980,7 @@ impl<'a> Attempt<'a> {
                     outcome: Outcome::Executed.as_str().to_owned(),
                     returned: json!({"status": "ok"}),
                     result: crate::turn::feedback::CallToolResult::success(&digest),
+                    mrtr: None,
                 },
             );
         }
@@ -1041,6 +1056,10 @@ async fn ask_model(
         server_tools,
         transcript,
         response_schema: plan.output.as_ref().and_then(OutputPlan::enforced_schema),
+        // TURN-F4: MCP tools are never delegated to the provider; the host
+        // calls their servers itself. Bug under `mcp-delegated-to-provider`:
+        // they are declared as Anthropic `mcp_servers` connectors too.
+        delegate_mcp: state.mutant_is(Mutant::McpDelegatedToProvider),
     };
     if tool_support::mode(plan.tool_needs(), state.mutant()) == ToolMode::Guessed {
         // Only under `tool-support-guessed`: the tools go into the prompt.

@@ -24,6 +24,12 @@ pub struct CallToolResult {
     pub structured: Option<Value>,
     /// Whether this reports a failure the model can correct.
     pub is_error: bool,
+    /// The tool id of an MCP tool whose server produced this result: its
+    /// content is fed back wrapped as untrusted (TRUST-3, see
+    /// [`CallToolResult::to_text`]). Absent for every other result, and in
+    /// records written before MCP tools existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted_tool: Option<String>,
 }
 
 impl CallToolResult {
@@ -36,6 +42,7 @@ impl CallToolResult {
             text: data.to_string(),
             structured: data.is_object().then(|| data.clone()),
             is_error: false,
+            untrusted_tool: None,
         }
     }
 
@@ -49,7 +56,14 @@ impl CallToolResult {
             text: message.into(),
             structured: None,
             is_error,
+            untrusted_tool: None,
         }
+    }
+
+    /// Marks the result as content of the MCP tool `tool_id` (TRUST-3).
+    pub fn from_mcp_tool(mut self, tool_id: &str) -> Self {
+        self.untrusted_tool = Some(tool_id.to_owned());
+        self
     }
 
     /// The MCP JSON shape.
@@ -64,9 +78,17 @@ impl CallToolResult {
         value
     }
 
-    /// The JSON text sent as the tool result's content.
+    /// The text sent as the tool result's content: the JSON text of
+    /// [`CallToolResult::to_json`]; for an MCP tool's result wrapped as
+    /// `<UNTRUSTED tool="<toolId>">` … `</UNTRUSTED>` (TRUST-3: what a peer
+    /// server returned is data, never instructions). Tool ids are
+    /// provider-safe names, so the attribute needs no escaping.
     pub fn to_text(&self) -> String {
-        self.to_json().to_string()
+        let json = self.to_json().to_string();
+        match &self.untrusted_tool {
+            Some(tool) => format!("<UNTRUSTED tool=\"{tool}\">{json}</UNTRUSTED>"),
+            None => json,
+        }
     }
 }
 
@@ -172,6 +194,26 @@ mod tests {
         );
         let text: Value = serde_json::from_str(&result.to_text()).expect("json text");
         assert_eq!(text["isError"], false);
+    }
+
+    #[test]
+    fn mcp_results_are_wrapped_as_untrusted_and_records_stay_compatible() {
+        let plain = CallToolResult::success(&json!("hi"));
+        let wrapped = plain.clone().from_mcp_tool("fetch_page");
+        assert_eq!(wrapped.to_json(), plain.to_json());
+        assert_eq!(
+            wrapped.to_text(),
+            format!(
+                "<UNTRUSTED tool=\"fetch_page\">{}</UNTRUSTED>",
+                plain.to_text()
+            )
+        );
+        // TRUST-3 is on the fed-back text only; older records (no field)
+        // still load, and non-MCP results serialize as before.
+        let stored = serde_json::to_value(&plain).expect("ser");
+        assert!(stored.get("untrusted_tool").is_none());
+        let loaded: CallToolResult = serde_json::from_value(stored).expect("de");
+        assert_eq!(loaded, plain);
     }
 
     #[test]

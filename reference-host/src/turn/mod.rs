@@ -12,7 +12,8 @@
 //! `toolAllowlist` narrows the tools offered, and its entries that resolve
 //! to no tool are refused at loop start ([`allowlist`]). The seam itself
 //! ([`seam`], [`request`]) only sets a run up; it never calls admission
-//! directly.
+//! directly. A tool played by an MCP server is admitted the same way and
+//! dispatched by the host's own MCP client ([`mcp`]).
 
 pub mod admission;
 pub mod allowlist;
@@ -24,6 +25,7 @@ pub mod divergence;
 pub mod driver;
 pub mod feedback;
 pub mod fork;
+pub mod mcp;
 pub mod provider;
 pub mod provider_tools;
 pub mod records;

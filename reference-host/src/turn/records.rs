@@ -114,6 +114,12 @@ pub struct Recorded {
     pub returned: Value,
     /// The result fed back to the model.
     pub result: CallToolResult,
+    /// An MCP call that went through MRTR: the final retry's
+    /// `{inputResponses, requestState?}`, so a replay fork has the human's
+    /// answers without asking again (RPL-10). Interim `input_required`
+    /// results are never recorded (MCP-9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mrtr: Option<Value>,
 }
 
 /// What the log holds for one tool emission.
@@ -396,6 +402,7 @@ mod tests {
             outcome: "executed".into(),
             returned: json!({"status": "ok", "durationMs": 3}),
             result: CallToolResult::success(&json!({"text": text})),
+            mrtr: None,
         }
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::args_schema::ArgsSchema;
-use crate::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier};
+use crate::catalog::{Approval, FixtureTool, McpEndpoint, ReplayPolicy, SafetyTier, ToolEndpoint};
 use crate::error::ApiError;
 use crate::json_body::{Fields, kind, parse_object};
 use crate::seams::request::require_loopback_http;
@@ -43,7 +43,12 @@ const TOOL_FIELDS: &[&str] = &[
     "requiredScopes",
     "approval",
     "receiverUrl",
+    "mcp",
 ];
+const MCP_FIELDS: &[&str] = &["serverUrl", "name"];
+
+/// Longest accepted `tools[i].mcp.name`, in characters.
+pub const MAX_MCP_NAME_CHARS: usize = 128;
 const OUTPUT_FIELDS: &[&str] = &["mode", "schema"];
 const LIMITS_FIELDS: &[&str] = &[
     "modelRounds",
@@ -400,8 +405,21 @@ fn parse_tool(path: &str, map: Map<String, Value>) -> Result<FixtureTool, ApiErr
         .optional_enum("approval", Approval::NAMES)?
         .and_then(Approval::parse)
         .unwrap_or_default();
-    let receiver_url = fields.required_string("receiverUrl")?;
-    let receiver_url = require_loopback_http(&fields.name("receiverUrl"), &receiver_url)?;
+    let receiver_url = fields.optional_string("receiverUrl")?;
+    let mcp = fields.optional_object("mcp")?;
+    // EFF-12: a tool is played by exactly one of a receiver or an MCP
+    // server tool.
+    let endpoint = match (receiver_url, mcp) {
+        (Some(url), None) => {
+            ToolEndpoint::Receiver(require_loopback_http(&fields.name("receiverUrl"), &url)?)
+        }
+        (None, Some(map)) => ToolEndpoint::Mcp(parse_mcp(&fields.name("mcp"), map)?),
+        _ => {
+            return Err(ApiError::validation(format!(
+                "field `{path}` must have exactly one of receiverUrl or mcp (the tool is played by a receiver or by an MCP server tool)"
+            )));
+        }
+    };
     Ok(FixtureTool {
         tool_id,
         description,
@@ -412,8 +430,24 @@ fn parse_tool(path: &str, map: Map<String, Value>) -> Result<FixtureTool, ApiErr
         safety_tier,
         required_scopes,
         approval,
-        receiver_url,
+        endpoint,
     })
+}
+
+/// `tools[i].mcp`: `{serverUrl: loopback http URL, name: 1..=128 chars}`,
+/// closed (EFF-12).
+fn parse_mcp(path: &str, map: Map<String, Value>) -> Result<McpEndpoint, ApiError> {
+    let mut fields = Fields::closed_at(path, map, MCP_FIELDS)?;
+    let server_url = fields.required_string("serverUrl")?;
+    let server_url = require_loopback_http(&fields.name("serverUrl"), &server_url)?;
+    let name = fields.required_string("name")?;
+    if name.chars().count() > MAX_MCP_NAME_CHARS {
+        return Err(ApiError::validation(format!(
+            "field `{}` must be 1 to {MAX_MCP_NAME_CHARS} characters long",
+            fields.name("name")
+        )));
+    }
+    Ok(McpEndpoint { server_url, name })
 }
 
 fn parse_output(map: Map<String, Value>) -> Result<OutputSpec, ApiError> {
@@ -778,6 +812,71 @@ mod tests {
             assert!(
                 err.message.contains(&format!("`{field}`")),
                 "{field}: {}",
+                err.message
+            );
+        }
+    }
+
+    #[test]
+    fn mcp_tools_have_exactly_one_endpoint() {
+        let mut body = minimal();
+        let mut t = tool("weather");
+        t.as_object_mut().map(|o| o.remove("receiverUrl"));
+        t["mcp"] = json!({"serverUrl": "http://127.0.0.1:9/mcp/a", "name": "get_weather"});
+        body["tools"] = json!([t.clone()]);
+        let request = parse(&body).expect("valid");
+        let mcp = request.tools[0].mcp().expect("an MCP tool");
+        assert_eq!(mcp.name, "get_weather");
+        assert_eq!(mcp.server_url.as_str(), "http://127.0.0.1:9/mcp/a");
+        t["mcp"]["name"] = json!("ä".repeat(128));
+        body["tools"] = json!([t.clone()]);
+        assert!(parse(&body).is_ok(), "128 characters, not bytes");
+        let cases = [
+            (
+                json!({"serverUrl": "http://10.0.0.1/mcp", "name": "x"}),
+                "`tools[0].mcp.serverUrl`",
+            ),
+            (
+                json!({"serverUrl": "https://127.0.0.1/mcp", "name": "x"}),
+                "`tools[0].mcp.serverUrl`",
+            ),
+            (json!({"name": "x"}), "`tools[0].mcp.serverUrl`"),
+            (
+                json!({"serverUrl": "http://127.0.0.1:9/mcp"}),
+                "`tools[0].mcp.name`",
+            ),
+            (
+                json!({"serverUrl": "http://127.0.0.1:9/mcp", "name": ""}),
+                "`tools[0].mcp.name`",
+            ),
+            (
+                json!({"serverUrl": "http://127.0.0.1:9/mcp", "name": "x".repeat(129)}),
+                "`tools[0].mcp.name`",
+            ),
+            (
+                json!({"serverUrl": "http://127.0.0.1:9/mcp", "name": "x", "extra": 1}),
+                "`tools[0].mcp.extra`",
+            ),
+            (json!("http://127.0.0.1:9/mcp"), "`tools[0].mcp`"),
+        ];
+        for (mcp, field) in cases {
+            t["mcp"] = mcp.clone();
+            body["tools"] = json!([t.clone()]);
+            let err = parse(&body).unwrap_err();
+            assert!(err.message.contains(field), "{mcp}: {}", err.message);
+        }
+        // Both, or neither.
+        let mut both = tool("weather");
+        both["mcp"] = json!({"serverUrl": "http://127.0.0.1:9/mcp", "name": "x"});
+        let mut neither = tool("weather");
+        neither.as_object_mut().map(|o| o.remove("receiverUrl"));
+        for t in [both, neither] {
+            body["tools"] = json!([t]);
+            let err = parse(&body).unwrap_err();
+            assert!(
+                err.message.contains("exactly one of receiverUrl or mcp")
+                    && err.message.contains("`tools[0]`"),
+                "{}",
                 err.message
             );
         }

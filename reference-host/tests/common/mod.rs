@@ -515,7 +515,7 @@ pub const DURABLE_MUTANTS: [Mutant; 10] = [
 
 /// The human-input and provider-executed-tool mutants (TTC §E, §F), in
 /// `mutants::ALL` order (only [`REPLAY_SURFACE_MUTANTS`],
-/// [`REFUSAL_MUTANTS`] and [`DIVERGENCE_MUTANTS`] follow them); probed by
+/// [`REFUSAL_MUTANTS`], [`DIVERGENCE_MUTANTS`] and [`MCP_MUTANTS`] follow them); probed by
 /// tests/human_input.rs.
 pub const HUMAN_INPUT_MUTANTS: [Mutant; 6] = [
     Mutant::ClarificationUnbounded,
@@ -527,7 +527,7 @@ pub const HUMAN_INPUT_MUTANTS: [Mutant; 6] = [
 ];
 
 /// The replay-surface mutants, in `mutants::ALL` order (only
-/// [`REFUSAL_MUTANTS`] and [`DIVERGENCE_MUTANTS`] follow them). They are killed by toolcert's turn
+/// [`REFUSAL_MUTANTS`], [`DIVERGENCE_MUTANTS`] and [`MCP_MUTANTS`] follow them). They are killed by toolcert's turn
 /// scenarios (the root crate's mutation matrix), not probed here.
 pub const REPLAY_SURFACE_MUTANTS: [Mutant; 5] = [
     Mutant::ForkOverlayAccepted,
@@ -539,7 +539,8 @@ pub const REPLAY_SURFACE_MUTANTS: [Mutant; 5] = [
 
 /// The event-code, forbidden-at-load and host-service refusal mutants
 /// (HOOKS-FAIL-7, HOOKS-AUTH-7, HOOKS-EVT-5, HOOKS-AUTH-5), in
-/// `mutants::ALL` order (only [`DIVERGENCE_MUTANTS`] follow them); probed
+/// `mutants::ALL` order (only [`DIVERGENCE_MUTANTS`] and [`MCP_MUTANTS`]
+/// follow them); probed
 /// by tests/refusals.rs.
 pub const REFUSAL_MUTANTS: [Mutant; 5] = [
     Mutant::EventCodesUnregistered,
@@ -549,12 +550,24 @@ pub const REFUSAL_MUTANTS: [Mutant; 5] = [
     Mutant::ServiceRefusalReasonSnake,
 ];
 
-/// The replay divergence (RPL-7) and fork byte-equivalence (RPL-6) mutants
-/// that close `mutants::ALL`, in order; probed by tests/divergence.rs.
+/// The replay divergence (RPL-7) and fork byte-equivalence (RPL-6)
+/// mutants, in `mutants::ALL` order (only [`MCP_MUTANTS`] follow them);
+/// probed by tests/divergence.rs.
 pub const DIVERGENCE_MUTANTS: [Mutant; 3] = [
     Mutant::ReplayDivergenceSilent,
     Mutant::RefusalDivergenceContinues,
     Mutant::ForkEventsAnnotated,
+];
+
+/// The MCP tool mutants (EFF-12, TRUST-3, TRUST-5, RPL-10, TURN-F4) that
+/// close `mutants::ALL`, in order; probed by tests/mcp.rs.
+pub const MCP_MUTANTS: [Mutant; 6] = [
+    Mutant::McpResultUnwrapped,
+    Mutant::McpMetaGrantsScopes,
+    Mutant::MrtrRetryNewIdentity,
+    Mutant::MrtrStateDropped,
+    Mutant::ReplayReissuesMrtr,
+    Mutant::McpDelegatedToProvider,
 ];
 
 /// The `error.code` of every event payload in `events` (top-level

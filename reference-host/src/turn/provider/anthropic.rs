@@ -84,6 +84,22 @@ pub fn request_body(request: &ModelRequest<'_>) -> Value {
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
+    // TURN-F4: the request never carries a remote MCP server parameter;
+    // MCP tools are function tools like any other. Only the
+    // `mcp-delegated-to-provider` mutant (`delegate_mcp`) adds one.
+    let connectors: Vec<Value> = request
+        .tools
+        .iter()
+        .filter(|_| request.delegate_mcp)
+        .filter_map(|tool| {
+            tool.mcp().map(
+                |mcp| json!({"type": "url", "url": mcp.server_url.as_str(), "name": tool.tool_id}),
+            )
+        })
+        .collect();
+    if !connectors.is_empty() {
+        body.insert("mcp_servers".into(), Value::Array(connectors));
+    }
     body.insert("stream".into(), json!(request.spec.stream));
     Value::Object(body)
 }
@@ -485,6 +501,7 @@ mod tests {
             server_tools: &[],
             transcript: &transcript,
             response_schema: None,
+            delegate_mcp: false,
         });
         assert_eq!(body["max_tokens"], 1024);
         assert_eq!(body["system"], "sys");
@@ -497,5 +514,90 @@ mod tests {
         assert_eq!(result["type"], "tool_result");
         assert_eq!(result["tool_use_id"], "toolu_1");
         assert_eq!(result["is_error"], true);
+    }
+
+    /// A run tool played by an MCP server.
+    fn mcp_tool() -> std::sync::Arc<crate::catalog::FixtureTool> {
+        use crate::catalog::{
+            Approval, FixtureTool, McpEndpoint, ReplayPolicy, SafetyTier, ToolEndpoint,
+        };
+        let input_schema = json!({"type": "object"});
+        std::sync::Arc::new(FixtureTool {
+            tool_id: "weather".into(),
+            description: "weather".into(),
+            input_validator: crate::args_schema::ArgsSchema::compile(&input_schema)
+                .expect("compiles"),
+            input_schema,
+            output_schema: None,
+            replay_policy: ReplayPolicy::Idempotent,
+            safety_tier: SafetyTier::Read,
+            required_scopes: Vec::new(),
+            approval: Approval::Never,
+            endpoint: ToolEndpoint::Mcp(McpEndpoint {
+                server_url: Url::parse("http://127.0.0.1:9/mcp/a").expect("url"),
+                name: "get_weather".into(),
+            }),
+        })
+    }
+
+    #[test]
+    fn mcp_tools_are_function_tools_never_provider_connectors() {
+        // TURN-F4: the host calls the MCP server itself, so the request has
+        // no remote MCP server parameter, only a function tool; the tool's
+        // result goes back wrapped as untrusted (TRUST-3).
+        let response = parse_response(&json!({"content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
+        ], "stop_reason": "tool_use"}))
+        .expect("parses");
+        let transcript = Transcript {
+            system: "sys".into(),
+            user: "task".into(),
+            rounds: vec![Round {
+                response,
+                results: vec![ToolResult {
+                    call_id: "toolu_1".into(),
+                    result: CallToolResult::success(&json!("sunny")).from_mcp_tool("weather"),
+                }],
+            }],
+        };
+        let spec = ProviderSpec {
+            wire: Wire::AnthropicMessages,
+            base_url: Url::parse("http://127.0.0.1:9").expect("url"),
+            model: "tc-model".into(),
+            stream: false,
+        };
+        let tools = [mcp_tool()];
+        let mut request = ModelRequest {
+            spec: &spec,
+            tools: &tools,
+            host_tools: &[],
+            server_tools: &[],
+            transcript: &transcript,
+            response_schema: None,
+            delegate_mcp: false,
+        };
+        let body = request_body(&request);
+        assert!(body.get("mcp_servers").is_none());
+        assert!(!body.to_string().contains("/mcp/a"), "{body}");
+        assert_eq!(
+            body["tools"],
+            json!([{"name": "weather", "description": "weather", "input_schema": {"type": "object"}}])
+        );
+        let fed = &body["messages"][2]["content"][0]["content"];
+        assert_eq!(
+            fed.as_str().expect("text"),
+            r#"<UNTRUSTED tool="weather">{"content":[{"text":"\"sunny\"","type":"text"}],"isError":false}</UNTRUSTED>"#
+        );
+        request.delegate_mcp = true;
+        let delegated = request_body(&request);
+        assert_eq!(
+            delegated["mcp_servers"],
+            json!([{"type": "url", "url": "http://127.0.0.1:9/mcp/a", "name": "weather"}])
+        );
+        assert_eq!(delegated["tools"], body["tools"]);
+        // OpenAI Chat has no such parameter at all, mutant or not.
+        let openai = super::super::openai::request_body(&request);
+        assert!(openai.get("mcp_servers").is_none());
+        assert!(!openai.to_string().contains("/mcp/a"));
     }
 }

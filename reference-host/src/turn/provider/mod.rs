@@ -176,6 +176,10 @@ pub struct ModelRequest<'a> {
     pub transcript: &'a Transcript,
     /// The schema to enforce with OpenAI `response_format`, if any.
     pub response_schema: Option<&'a Value>,
+    /// Declare the run's MCP tools as Anthropic `mcp_servers` connectors:
+    /// only the `mcp-delegated-to-provider` mutant sets it (TURN-F4 says
+    /// the host calls MCP servers itself and never delegates them).
+    pub delegate_mcp: bool,
 }
 
 /// Why a provider request failed. Display text is what `run.failed` says:

@@ -381,6 +381,7 @@ mod tests {
             server_tools: &[],
             transcript: &transcript,
             response_schema: Some(&schema),
+            delegate_mcp: false,
         });
         assert!(body.get("tools").is_none(), "no tools ⇒ no tools member");
         assert_eq!(body["stream"], false);

@@ -1,0 +1,208 @@
+//! `fireEffectSeams`: drive every row of the host's effect-seam manifest, then fork each fired
+//! run and look for a re-fire (RPL-11).
+//!
+//! For each manifest row the step registers a receiver of its own, fires the row
+//! (`effect-seams/fire {seam, receiverUrl}`, `fireEffectSeam` of RFC 0173 §C.2), waits for the
+//! run to settle, reads its effect ledger, forks it in replay mode, waits for the fork, and
+//! reads the fork's ledger. A re-fire is counted two ways, neither of them the host's word:
+//! arrivals at toolcert's receiver after the fork, and fork ledger rows that do not
+//! multiset-match a parent row on `(nodeId, attempt, at)`.
+//!
+//! Observation: `manifestRows` (how many rows the manifest lists) and `rows`, one per manifest
+//! row: `seam`, `fireStatus`, `parentRunId`, `parentRunStatus`, `deliveredAtFire`,
+//! `parentEffects`, `forkStatus`, `forkRunId`, `forkRunStatus`, `deliveredByFork`,
+//! `forkEffects`, `reFires`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::{Flow, ScenarioCtx, blocked, error, require_role, transport_failure};
+use crate::host::HostRequest;
+use crate::suite::FireEffectSeamsSpec;
+
+/// How often a run's status is read while waiting for it to settle.
+const POLL: Duration = Duration::from_millis(50);
+
+pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &FireEffectSeamsSpec) -> (Value, Flow) {
+    if let Some(obs) = require_role(ctx, &spec.role) {
+        return (obs, Flow::Continue);
+    }
+    let Some(path) = ctx.discovery.document["replay"]["effectSeamsManifest"]
+        .as_str()
+        .map(str::to_string)
+    else {
+        return (
+            blocked("the host advertises no effect-seam manifest (replay.effectSeamsManifest)"),
+            Flow::Continue,
+        );
+    };
+    let manifest = match send(
+        ctx,
+        &spec.name,
+        HostRequest::get(path.clone()).role(spec.role.clone()),
+    )
+    .await
+    {
+        Ok(resp) if resp.status == 200 => resp.body,
+        Ok(resp) => {
+            return (
+                error(format!(
+                    "GET {path} answered HTTP {}; RPL-1 judges the manifest itself",
+                    resp.status
+                )),
+                Flow::Continue,
+            );
+        }
+        Err(flow) => return flow,
+    };
+    let seams: Vec<Value> = manifest["seams"].as_array().cloned().unwrap_or_default();
+    let mut rows = Vec::with_capacity(seams.len());
+    for (index, seam) in seams.iter().enumerate() {
+        let seam_id = seam["id"].as_str().unwrap_or("").to_string();
+        let receiver_id = format!("{}-{}-{index}", ctx.nonce, spec.name);
+        let url =
+            ctx.receiver
+                .register(&receiver_id, 200, json!({"ok": true}), Duration::ZERO, None);
+        let fire_path = ctx.client.wire().seam_path("effect-seams/fire");
+        let fire = HostRequest::post(
+            fire_path.clone(),
+            json!({"seam": seam_id, "receiverUrl": url}),
+        )
+        .role(spec.role.clone());
+        let fired = match send(ctx, &spec.name, fire).await {
+            Ok(resp) => resp,
+            Err(flow) => return flow,
+        };
+        if index == 0
+            && matches!(fired.status, 404 | 405 | 501)
+            && fired.body["error"] != "not_found"
+        {
+            return (
+                blocked(format!(
+                    "seam {fire_path} is not wired on this host (HTTP {})",
+                    fired.status
+                )),
+                Flow::Continue,
+            );
+        }
+        let mut row = json!({"seam": seam_id, "fireStatus": fired.status});
+        let Some(parent) = fired.body["runId"].as_str().map(str::to_string) else {
+            rows.push(row);
+            continue;
+        };
+        row["parentRunId"] = json!(parent);
+        row["parentRunStatus"] = settle(ctx, &spec.name, &spec.role, &parent).await;
+        row["deliveredAtFire"] = json!(ctx.receiver.arrivals(&receiver_id).len());
+        let parent_effects = effects(ctx, &spec.name, &spec.role, &parent).await;
+        row["parentEffects"] = json!(parent_effects.len());
+        let fork_path = ctx.client.wire().api_path(&format!("/runs/{parent}:fork"));
+        let fork = HostRequest::post(fork_path, json!({"mode": "replay"})).role(spec.role.clone());
+        let forked = match send(ctx, &spec.name, fork).await {
+            Ok(resp) => resp,
+            Err(flow) => return flow,
+        };
+        row["forkStatus"] = json!(forked.status);
+        if let Some(fork_id) = forked.body["runId"].as_str().map(str::to_string) {
+            row["forkRunId"] = json!(fork_id);
+            row["forkRunStatus"] = settle(ctx, &spec.name, &spec.role, &fork_id).await;
+            let fork_effects = effects(ctx, &spec.name, &spec.role, &fork_id).await;
+            row["forkEffects"] = json!(fork_effects.len());
+            row["reFires"] = json!(re_fires(&parent_effects, &fork_effects));
+        }
+        let total = ctx.receiver.arrivals(&receiver_id).len();
+        row["deliveredByFork"] =
+            json!(total.saturating_sub(row["deliveredAtFire"].as_u64().unwrap_or(0) as usize));
+        rows.push(row);
+    }
+    (
+        json!({"manifestRows": seams.len(), "rows": rows}),
+        Flow::Continue,
+    )
+}
+
+/// Send one request; a transport failure ends the step with its observation and flow.
+async fn send(
+    ctx: &mut ScenarioCtx<'_>,
+    step: &str,
+    req: HostRequest,
+) -> Result<crate::host::HostResponse, (Value, Flow)> {
+    ctx.send(step, &req)
+        .await
+        .map_err(|e| transport_failure(&e))
+}
+
+/// Read the run's status until it settles or the request budget runs out; its last status.
+async fn settle(ctx: &mut ScenarioCtx<'_>, step: &str, role: &str, run_id: &str) -> Value {
+    let deadline = Instant::now() + ctx.client.budgets().request;
+    let path = ctx.client.wire().api_path(&format!("/runs/{run_id}"));
+    loop {
+        let status = match ctx
+            .send(step, &HostRequest::get(path.clone()).role(role.to_string()))
+            .await
+        {
+            Ok(resp) => resp.body["status"].clone(),
+            Err(_) => Value::Null,
+        };
+        if super::events::settled(&status) || Instant::now() >= deadline {
+            return status;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The run's effect ledger rows (`GET /runs/{runId}/effects`), empty when unreadable.
+async fn effects(ctx: &mut ScenarioCtx<'_>, step: &str, role: &str, run_id: &str) -> Vec<Value> {
+    let path = ctx
+        .client
+        .wire()
+        .api_path(&format!("/runs/{run_id}/effects"));
+    match ctx
+        .send(step, &HostRequest::get(path).role(role.to_string()))
+        .await
+    {
+        Ok(resp) => resp.body["effects"].as_array().cloned().unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Fork rows that do not multiset-match a parent row on `(nodeId, attempt, at)` (RPL-11).
+fn re_fires(parent: &[Value], fork: &[Value]) -> Vec<Value> {
+    let key = |row: &Value| {
+        (
+            row["nodeId"].clone(),
+            row["attempt"].clone(),
+            row["at"].clone(),
+        )
+    };
+    let mut unmatched: Vec<_> = parent.iter().map(key).collect();
+    fork.iter()
+        .filter(|row| {
+            let k = key(row);
+            match unmatched.iter().position(|p| *p == k) {
+                Some(i) => {
+                    unmatched.swap_remove(i);
+                    false
+                }
+                None => true,
+            }
+        })
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_re_fire_is_a_fork_row_without_a_parent_twin() {
+        let row = |at: &str| json!({"nodeId": "agent", "attempt": 1, "at": at, "effectId": "e"});
+        let parent = [row("t1"), row("t1")];
+        assert!(re_fires(&parent, &[row("t1"), row("t1")]).is_empty());
+        assert_eq!(re_fires(&parent, &[row("t1"), row("t2")]), vec![row("t2")]);
+        // Multiset: one parent row matches one fork row only.
+        assert_eq!(re_fires(&[row("t1")], &[row("t1"), row("t1")]).len(), 1);
+        assert!(re_fires(&parent, &[]).is_empty());
+    }
+}
