@@ -211,6 +211,12 @@ pub enum Mutant {
     /// A replay fork's served `agent.tool-returned` payloads carry an extra
     /// `replayed: true` (RPL-6 says inherited events are byte-equivalent).
     ForkEventsAnnotated,
+    /// A replay fork of an effect-seam fire run dispatches the
+    /// `tool-receiver` call again and writes a new ledger row (RPL-11).
+    FireSeamRefiresOnFork,
+    /// A fork's inherited effect ledger rows get the fork's creation time
+    /// as their `at` (RPL-11).
+    ForkLedgerRestamped,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -686,6 +692,16 @@ pub const ALL: &[MutantInfo] = &[
         name: "fork-events-annotated",
         breaks: "a replay fork's served tool returns carry an extra replayed: true field (RPL-6)",
     },
+    MutantInfo {
+        mutant: Mutant::FireSeamRefiresOnFork,
+        name: "fire-seam-refires-on-fork",
+        breaks: "a replay fork of a fired run delivers the tool-receiver effect again (RPL-11)",
+    },
+    MutantInfo {
+        mutant: Mutant::ForkLedgerRestamped,
+        name: "fork-ledger-restamped",
+        breaks: "a fork's inherited effect rows get a fresh `at` (RPL-11)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -764,8 +780,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_92_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 92);
+    fn list_has_94_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 94);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -885,8 +901,8 @@ mod tests {
             ]
         );
         // The replay divergence (RPL-7) and byte-equivalence (RPL-6)
-        // mutants close it.
-        let divergence: Vec<&str> = ALL[89..].iter().map(|i| i.name).collect();
+        // mutants follow.
+        let divergence: Vec<&str> = ALL[89..92].iter().map(|i| i.name).collect();
         assert_eq!(
             divergence,
             [
@@ -895,6 +911,9 @@ mod tests {
                 "fork-events-annotated",
             ]
         );
+        // The effect-seam fire (RPL-11) mutants close it.
+        let fire: Vec<&str> = ALL[92..].iter().map(|i| i.name).collect();
+        assert_eq!(fire, ["fire-seam-refires-on-fork", "fork-ledger-restamped"]);
     }
 
     #[test]

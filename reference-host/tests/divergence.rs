@@ -14,8 +14,9 @@ use axum::Router;
 use axum::extract::State;
 use axum::routing::post;
 use common::{
-    Canned, DIVERGENCE_MUTANTS, FakeProvider, Loopback, OPERATOR, assert_observable, bounded,
-    client, events_until, nonconformant_codes, of_type, openai_calls, openai_text, seam_host, send,
+    Canned, DIVERGENCE_MUTANTS, EFFECT_FIRE_MUTANTS, FakeProvider, Loopback, OPERATOR,
+    assert_observable, bounded, client, events_until, nonconformant_codes, of_type, openai_calls,
+    openai_text, seam_host, send,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, RunningHost};
@@ -391,8 +392,9 @@ async fn a_fork_answering_where_the_source_refused_fails_with_replay_diverged_at
 // The mutants.
 
 #[test]
-fn the_divergence_mutants_close_the_list() {
-    let tail: Vec<Mutant> = ALL[ALL.len() - DIVERGENCE_MUTANTS.len()..]
+fn the_divergence_mutants_precede_the_effect_fire_ones() {
+    let end = ALL.len() - EFFECT_FIRE_MUTANTS.len();
+    let tail: Vec<Mutant> = ALL[end - DIVERGENCE_MUTANTS.len()..end]
         .iter()
         .map(|info| info.mutant)
         .collect();

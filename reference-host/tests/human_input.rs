@@ -14,10 +14,10 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, DIVERGENCE_MUTANTS, FakeProvider, HUMAN_INPUT_MUTANTS, Loopback, OPERATOR,
-    REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, Reply, anthropic_answer, assert_observable,
-    assert_valid, bounded, client, events_until, fed_back, get_json, of_type, openai_calls,
-    openai_text, seam_host, send,
+    ALICE, BOB, DIVERGENCE_MUTANTS, EFFECT_FIRE_MUTANTS, FakeProvider, HUMAN_INPUT_MUTANTS,
+    Loopback, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, Reply, anthropic_answer,
+    assert_observable, assert_valid, bounded, client, events_until, fed_back, get_json, of_type,
+    openai_calls, openai_text, seam_host, send,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -964,8 +964,11 @@ async fn every_human_input_mutant_is_observable() {
 
 #[test]
 fn the_human_input_mutants_precede_the_replay_surface_refusal_and_divergence_ones() {
-    let end =
-        ALL.len() - REPLAY_SURFACE_MUTANTS.len() - REFUSAL_MUTANTS.len() - DIVERGENCE_MUTANTS.len();
+    let end = ALL.len()
+        - REPLAY_SURFACE_MUTANTS.len()
+        - REFUSAL_MUTANTS.len()
+        - DIVERGENCE_MUTANTS.len()
+        - EFFECT_FIRE_MUTANTS.len();
     let tail: Vec<Mutant> = ALL[end - HUMAN_INPUT_MUTANTS.len()..end]
         .iter()
         .map(|info| info.mutant)
