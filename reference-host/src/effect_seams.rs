@@ -42,6 +42,19 @@ pub fn manifest(mutant: Option<Mutant>) -> Value {
     })
 }
 
+/// The ids of the manifest's rows, in manifest order: the seams
+/// `POST /conformance/seams/sample/effect-seams/fire` can drive (RPL-11).
+pub fn seam_ids(mutant: Option<Mutant>) -> Vec<String> {
+    manifest(mutant)["seams"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|row| row["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Handler for `GET /host/effect-seams`, authenticated like `GET /tools`.
 pub async fn get_effect_seams(
     State(state): State<AppState>,
@@ -74,5 +87,10 @@ mod tests {
         assert_eq!(doc["seams"][1]["suppression"], "recorded-outcome");
         let unlisted = manifest(Some(Mutant::ProviderToolUnlisted));
         assert_eq!(unlisted["seams"].as_array().map(Vec::len), Some(1));
+        assert_eq!(seam_ids(None), ["tool-receiver", "provider:web_search"]);
+        assert_eq!(
+            seam_ids(Some(Mutant::ProviderToolUnlisted)),
+            ["tool-receiver"]
+        );
     }
 }

@@ -228,6 +228,12 @@ pub enum Mutant {
     /// MCP tools are also declared to the provider as Anthropic
     /// `mcp_servers` connectors (TURN-F4).
     McpDelegatedToProvider,
+    /// A replay fork of an effect-seam fire run dispatches the
+    /// `tool-receiver` call again and writes a new ledger row (RPL-11).
+    FireSeamRefiresOnFork,
+    /// A fork's inherited effect ledger rows get the fork's creation time
+    /// as their `at` (RPL-11).
+    ForkLedgerRestamped,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -733,6 +739,16 @@ pub const ALL: &[MutantInfo] = &[
         name: "mcp-delegated-to-provider",
         breaks: "MCP tools are passed to the provider as an Anthropic mcp_servers connector (TURN-F4)",
     },
+    MutantInfo {
+        mutant: Mutant::FireSeamRefiresOnFork,
+        name: "fire-seam-refires-on-fork",
+        breaks: "a replay fork of a fired run delivers the tool-receiver effect again (RPL-11)",
+    },
+    MutantInfo {
+        mutant: Mutant::ForkLedgerRestamped,
+        name: "fork-ledger-restamped",
+        breaks: "a fork's inherited effect rows get a fresh `at` (RPL-11)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -811,8 +827,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_98_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 98);
+    fn list_has_100_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 100);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -944,7 +960,7 @@ mod tests {
         );
         // The MCP tool mutants (EFF-12, TRUST-3, TRUST-5, RPL-10, TURN-F4)
         // close it.
-        let mcp: Vec<&str> = ALL[92..].iter().map(|i| i.name).collect();
+        let mcp: Vec<&str> = ALL[92..98].iter().map(|i| i.name).collect();
         assert_eq!(
             mcp,
             [
@@ -956,6 +972,9 @@ mod tests {
                 "mcp-delegated-to-provider",
             ]
         );
+        // The effect-seam fire (RPL-11) mutants close it.
+        let fire: Vec<&str> = ALL[98..].iter().map(|i| i.name).collect();
+        assert_eq!(fire, ["fire-seam-refires-on-fork", "fork-ledger-restamped"]);
     }
 
     #[test]

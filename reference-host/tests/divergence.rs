@@ -14,9 +14,9 @@ use axum::Router;
 use axum::extract::State;
 use axum::routing::post;
 use common::{
-    Canned, DIVERGENCE_MUTANTS, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR, assert_observable,
-    bounded, client, events_until, nonconformant_codes, of_type, openai_calls, openai_text,
-    seam_host, send,
+    Canned, DIVERGENCE_MUTANTS, EFFECT_FIRE_MUTANTS, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR,
+    assert_observable, bounded, client, events_until, nonconformant_codes, of_type, openai_calls,
+    openai_text, seam_host, send,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, RunningHost};
@@ -392,8 +392,8 @@ async fn a_fork_answering_where_the_source_refused_fails_with_replay_diverged_at
 // The mutants.
 
 #[test]
-fn the_divergence_mutants_precede_the_mcp_ones() {
-    let end = ALL.len() - MCP_MUTANTS.len();
+fn the_divergence_mutants_precede_the_mcp_and_effect_fire_ones() {
+    let end = ALL.len() - MCP_MUTANTS.len() - EFFECT_FIRE_MUTANTS.len();
     let tail: Vec<Mutant> = ALL[end - DIVERGENCE_MUTANTS.len()..end]
         .iter()
         .map(|info| info.mutant)

@@ -16,9 +16,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, Canned, DIVERGENCE_MUTANTS, DURABLE_MUTANTS, ERIN, FakeProvider, HUMAN_INPUT_MUTANTS,
-    Loopback, MCP_MUTANTS, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, bounded, client,
-    fed_back, openai_calls, openai_text, seam_host,
+    ALICE, Canned, DIVERGENCE_MUTANTS, DURABLE_MUTANTS, EFFECT_FIRE_MUTANTS, ERIN, FakeProvider,
+    HUMAN_INPUT_MUTANTS, Loopback, MCP_MUTANTS, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS,
+    bounded, client, fed_back, openai_calls, openai_text, seam_host,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, HostError, start};
@@ -1106,7 +1106,8 @@ fn the_durable_mutants_precede_the_human_input_ones_and_each_is_probed_here() {
         - REPLAY_SURFACE_MUTANTS.len()
         - REFUSAL_MUTANTS.len()
         - DIVERGENCE_MUTANTS.len()
-        - MCP_MUTANTS.len();
+        - MCP_MUTANTS.len()
+        - EFFECT_FIRE_MUTANTS.len();
     let range: Vec<Mutant> = ALL[end - DURABLE_MUTANTS.len()..end]
         .iter()
         .map(|info| info.mutant)

@@ -14,10 +14,10 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, DIVERGENCE_MUTANTS, FakeProvider, HUMAN_INPUT_MUTANTS, Loopback, MCP_MUTANTS,
-    OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, Reply, anthropic_answer, assert_observable,
-    assert_valid, bounded, client, events_until, fed_back, get_json, of_type, openai_calls,
-    openai_text, seam_host, send,
+    ALICE, BOB, DIVERGENCE_MUTANTS, EFFECT_FIRE_MUTANTS, FakeProvider, HUMAN_INPUT_MUTANTS,
+    Loopback, MCP_MUTANTS, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, Reply,
+    anthropic_answer, assert_observable, assert_valid, bounded, client, events_until, fed_back,
+    get_json, of_type, openai_calls, openai_text, seam_host, send,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -968,7 +968,8 @@ fn the_human_input_mutants_precede_the_replay_surface_refusal_and_divergence_one
         - REPLAY_SURFACE_MUTANTS.len()
         - REFUSAL_MUTANTS.len()
         - DIVERGENCE_MUTANTS.len()
-        - MCP_MUTANTS.len();
+        - MCP_MUTANTS.len()
+        - EFFECT_FIRE_MUTANTS.len();
     let tail: Vec<Mutant> = ALL[end - HUMAN_INPUT_MUTANTS.len()..end]
         .iter()
         .map(|info| info.mutant)

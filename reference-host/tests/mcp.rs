@@ -17,9 +17,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR, Reply, anthropic_answer,
-    assert_observable, assert_valid, bounded, client, events_until, get_json, of_type,
-    openai_calls, openai_text, seam_host, send,
+    ALICE, BOB, EFFECT_FIRE_MUTANTS, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR, Reply,
+    anthropic_answer, assert_observable, assert_valid, bounded, client, events_until, get_json,
+    of_type, openai_calls, openai_text, seam_host, send,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::turn::records::tool_key;
@@ -922,8 +922,9 @@ async fn tool_endpoints_are_validated() {
 // The mutants.
 
 #[test]
-fn the_mcp_mutants_close_the_list() {
-    let tail: Vec<Mutant> = ALL[ALL.len() - MCP_MUTANTS.len()..]
+fn the_mcp_mutants_precede_the_effect_fire_ones() {
+    let end = ALL.len() - EFFECT_FIRE_MUTANTS.len();
+    let tail: Vec<Mutant> = ALL[end - MCP_MUTANTS.len()..end]
         .iter()
         .map(|info| info.mutant)
         .collect();

@@ -15,10 +15,10 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, DIVERGENCE_MUTANTS, DURABLE_MUTANTS, ERIN, FakeProvider, HUMAN_INPUT_MUTANTS,
-    Loopback, MCP_MUTANTS, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, Reply, TRUST_MUTANTS,
-    assert_observable, assert_valid, bounded, client, events_until, fed_back, get_json, of_type,
-    openai_answer, openai_calls, openai_text, seam_host, send,
+    ALICE, BOB, DIVERGENCE_MUTANTS, DURABLE_MUTANTS, EFFECT_FIRE_MUTANTS, ERIN, FakeProvider,
+    HUMAN_INPUT_MUTANTS, Loopback, MCP_MUTANTS, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS,
+    Reply, TRUST_MUTANTS, assert_observable, assert_valid, bounded, client, events_until, fed_back,
+    get_json, of_type, openai_answer, openai_calls, openai_text, seam_host, send,
 };
 use reference_host::mutants::{ALL, Mutant};
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -859,6 +859,7 @@ async fn every_trust_mutant_is_observable() {
     bounded(MUTANTS_TIMEOUT, async {
         let end = ALL.len()
             - MCP_MUTANTS.len()
+            - EFFECT_FIRE_MUTANTS.len()
             - DIVERGENCE_MUTANTS.len()
             - REFUSAL_MUTANTS.len()
             - REPLAY_SURFACE_MUTANTS.len()

@@ -12,6 +12,12 @@
 //! attempt and fires nothing; its ledger shows one reference row for it
 //! (`attempt: 0`, the state it found, the same effectId), so every entry
 //! point can see which effect its business operation was.
+//!
+//! RPL-11: an effect fired through an effect seam
+//! (`POST /conformance/seams/sample/effect-seams/fire`) writes one
+//! `delivered` row keyed `seam:<seam id>` ([`record_seam_delivery`]), and a
+//! fork carries its source's rows over unchanged ([`inherit_rows`]): an
+//! inherited effect, not a new delivery.
 
 use rusqlite::params;
 use serde::Serialize;
@@ -56,6 +62,9 @@ pub enum AttemptState {
     Released,
     /// This was the last attempt and the effect did not go through.
     Escaped,
+    /// An effect fired once through an effect seam reached its receiver
+    /// (RPL-11); the row's `at` is the time of that delivery.
+    Delivered,
 }
 
 impl AttemptState {
@@ -66,6 +75,7 @@ impl AttemptState {
             Self::Completed => "completed",
             Self::Released => "released",
             Self::Escaped => "escaped",
+            Self::Delivered => "delivered",
         }
     }
 
@@ -76,6 +86,7 @@ impl AttemptState {
             "completed" => Some(Self::Completed),
             "released" => Some(Self::Released),
             "escaped" => Some(Self::Escaped),
+            "delivered" => Some(Self::Delivered),
             _ => None,
         }
     }
@@ -114,8 +125,9 @@ pub struct LedgerRow {
     pub node_id: String,
     /// 1-based attempt number.
     pub attempt: u32,
-    /// `business-identity` or `activity-recipe`.
-    pub keying: &'static str,
+    /// `business-identity` or `activity-recipe`, or `seam:<seam id>` for
+    /// an effect fired through an effect seam (RPL-11).
+    pub keying: String,
     /// The attempt's state.
     pub state: AttemptState,
     /// RFC 3339 time of the row's last change.
@@ -235,6 +247,77 @@ pub fn close_attempt(
     Ok(())
 }
 
+/// The `keying` prefix of a row written by an effect seam (RPL-11).
+pub const SEAM_KEYING_PREFIX: &str = "seam:";
+
+/// One effect delivered through an effect seam (RPL-11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeamDelivery<'a> {
+    /// The effect id.
+    pub effect_id: &'a str,
+    /// The run that fired it.
+    pub run_id: &'a str,
+    /// The run's tenant.
+    pub tenant: &'a str,
+    /// The node that fired it.
+    pub node_id: &'a str,
+    /// The manifest row id of the seam (the row's keying is `seam:<id>`).
+    pub seam: &'a str,
+    /// When the receiver answered, as Unix milliseconds.
+    pub at_ms: i64,
+}
+
+/// Writes the one `delivered` row (attempt 1) of an effect fired through
+/// an effect seam (RPL-11). Content-free like every row.
+pub fn record_seam_delivery(
+    storage: &Storage,
+    delivery: &SeamDelivery<'_>,
+) -> Result<(), StorageError> {
+    storage.with_conn(|conn| {
+        conn.execute(
+            "INSERT INTO effect_ledger (effect_id, run_id, tenant, node_id, attempt, keying, state,
+                 at, at_ms, invocation_id, provider_key, args)
+             VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, NULL, NULL, NULL)",
+            params![
+                delivery.effect_id,
+                delivery.run_id,
+                delivery.tenant,
+                delivery.node_id,
+                format!("{SEAM_KEYING_PREFIX}{}", delivery.seam),
+                AttemptState::Delivered.as_str(),
+                rfc3339_at_ms(delivery.at_ms),
+                delivery.at_ms
+            ],
+        )
+        .map(|_| ())
+    })
+}
+
+/// Copies every row of `source_run_id` into the ledger of `fork_run_id`, in
+/// order, in one statement (RPL-11): a fork inherits its source's effects
+/// as they were (same effectId, nodeId, attempt, keying, state and `at`),
+/// so they read as inherited effects, not new deliveries. With
+/// `restamp_at_ms` (only the `fork-ledger-restamped` mutant passes one)
+/// the copies get that time instead. Returns how many rows were copied.
+pub fn inherit_rows(
+    storage: &Storage,
+    source_run_id: &str,
+    fork_run_id: &str,
+    restamp_at_ms: Option<i64>,
+) -> Result<usize, StorageError> {
+    let restamp_at = restamp_at_ms.map(rfc3339_at_ms);
+    storage.with_conn(|conn| {
+        conn.execute(
+            "INSERT INTO effect_ledger (effect_id, run_id, tenant, node_id, attempt, keying, state,
+                 at, at_ms, invocation_id, provider_key, args)
+             SELECT effect_id, ?2, tenant, node_id, attempt, keying, state,
+                 COALESCE(?3, at), COALESCE(?4, at_ms), invocation_id, provider_key, args
+             FROM effect_ledger WHERE run_id = ?1 ORDER BY row_id",
+            params![source_run_id, fork_run_id, restamp_at, restamp_at_ms],
+        )
+    })
+}
+
 /// The run's rows in the order they were written.
 pub fn rows_for_run(storage: &Storage, run_id: &str) -> Result<Vec<LedgerRow>, StorageError> {
     type Raw = (
@@ -282,10 +365,14 @@ pub fn rows_for_run(storage: &Storage, run_id: &str) -> Result<Vec<LedgerRow>, S
                 provider_key,
                 args,
             )| {
-                let keying = Keying::parse(&keying).ok_or_else(|| StorageError::Corrupt {
-                    column: "effect_ledger.keying",
-                    problem: format!("unknown keying `{keying}`"),
-                })?;
+                // RPL-11: seam rows carry `seam:<id>`; anything else must be
+                // one of the identity keyings.
+                if !keying.starts_with(SEAM_KEYING_PREFIX) && Keying::parse(&keying).is_none() {
+                    return Err(StorageError::Corrupt {
+                        column: "effect_ledger.keying",
+                        problem: format!("unknown keying `{keying}`"),
+                    });
+                }
                 let state = AttemptState::parse(&state).ok_or_else(|| StorageError::Corrupt {
                     column: "effect_ledger.state",
                     problem: format!("unknown state `{state}`"),
@@ -302,7 +389,7 @@ pub fn rows_for_run(storage: &Storage, run_id: &str) -> Result<Vec<LedgerRow>, S
                     effect_id,
                     node_id,
                     attempt,
-                    keying: keying.as_str(),
+                    keying,
                     state,
                     at,
                     invocation_id,
@@ -399,6 +486,39 @@ mod tests {
         assert_eq!(
             (&rows[0].invocation_id, &rows[0].provider_key),
             (&None, &None)
+        );
+    }
+
+    #[test]
+    fn seam_rows_are_delivered_and_forks_inherit_them_unchanged() {
+        let store = Storage::open_in_memory().expect("open");
+        let delivery = SeamDelivery {
+            effect_id: "eff_s",
+            run_id: "run_p",
+            tenant: "tenant-a",
+            node_id: "agent",
+            seam: "tool-receiver",
+            at_ms: 1_700_000_000_123,
+        };
+        record_seam_delivery(&store, &delivery).expect("write");
+        let parent = rows_for_run(&store, "run_p").expect("rows");
+        assert_eq!(parent.len(), 1);
+        assert_eq!(parent[0].keying, "seam:tool-receiver");
+        assert_eq!(parent[0].state, AttemptState::Delivered);
+        assert_eq!(parent[0].attempt, 1);
+        assert_eq!(parent[0].at, "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            inherit_rows(&store, "run_p", "run_f", None).expect("copy"),
+            1
+        );
+        assert_eq!(rows_for_run(&store, "run_f").expect("rows"), parent);
+        inherit_rows(&store, "run_p", "run_g", Some(1_800_000_000_000)).expect("copy");
+        let restamped = rows_for_run(&store, "run_g").expect("rows");
+        assert_eq!(restamped[0].effect_id, parent[0].effect_id);
+        assert_ne!(restamped[0].at, parent[0].at);
+        assert_eq!(
+            inherit_rows(&store, "run_none", "run_h", None).expect("copy"),
+            0
         );
     }
 

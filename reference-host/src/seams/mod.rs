@@ -4,6 +4,7 @@
 //! unknown routes (404 `not_found`). Every seam requires the caller to hold
 //! [`SEAMS_SCOPE`].
 
+pub mod effect_fire;
 pub mod idempotency;
 pub mod request;
 pub mod safe_fetch;
@@ -30,6 +31,10 @@ pub const TURN_RUN_PATH: &str = "/conformance/seams/sample/turn/run";
 /// own (HOOKS-EVT-4, HOOKS-EVT-5, HOOKS-AUTH-5).
 pub const SAFE_FETCH_RUN_PATH: &str = "/conformance/seams/sample/http/safe-fetch-run";
 
+/// Path of the effect-seam fire seam: one effect through one row of the
+/// effect-seam manifest, in a run of its own (RPL-11).
+pub const EFFECT_SEAMS_FIRE_PATH: &str = "/conformance/seams/sample/effect-seams/fire";
+
 /// Path of the concurrent-claim seam (EFF-4 race).
 pub const CONCURRENT_CLAIM_PATH: &str =
     "/conformance/seams/sample/test/idempotency/concurrent-claim";
@@ -52,6 +57,7 @@ pub fn router() -> Router<AppState> {
         .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
         .route(TURN_RUN_PATH, post(crate::turn::seam::run))
         .route(SAFE_FETCH_RUN_PATH, post(safe_fetch::run))
+        .route(EFFECT_SEAMS_FIRE_PATH, post(effect_fire::fire))
         .route(CONCURRENT_CLAIM_PATH, post(idempotency::concurrent_claim))
         .route(REDISPATCH_PATH, post(idempotency::redispatch))
         .route(EFFECT_RETRY_PATH, post(idempotency::effect_retry))

@@ -8,6 +8,9 @@
 //! that executes the source's plan: model rounds go live to the provider
 //! (RPL-5), and every tool emission is served from the source's records of
 //! its final attempt and never dispatched ([`crate::turn::admission::serve_replay`]).
+//! A fork of an effect-seam fire run serves the fired effect's record and
+//! sends nothing ([`crate::seams::effect_fire`]); every fork starts with
+//! its source's effect ledger rows carried over unchanged (RPL-11).
 
 use std::time::Duration;
 
@@ -19,11 +22,14 @@ use axum::response::Response;
 use serde_json::json;
 
 use crate::app::AppState;
+use crate::clock::now_unix_ms;
+use crate::effects::ledger;
 use crate::error::{ApiError, ErrorCode, json_response};
 use crate::events::{NewEvent, RUN_CANCELLED};
 use crate::json_body::{Fields, body_rejection, parse_object};
 use crate::mutants::Mutant;
 use crate::runs::{authorize_reader, find_visible_run};
+use crate::seams::effect_fire::{self, FireRequest};
 use crate::storage::RunStatus;
 use crate::turn::driver::{self, ReplaySource, TurnPlan};
 use crate::turn::records::{self, RunMode};
@@ -124,9 +130,18 @@ fn fork(
             ),
         ));
     };
-    let parsed = TurnRunRequest::parse(source_plan.request.as_bytes()).map_err(|_| {
-        ApiError::internal("the source run's stored plan no longer parses; it cannot be replayed")
-    })?;
+    // RPL-11: an effect-seam fire run stores a fire plan, not a turn
+    // request; its fork re-drives that plan without a model.
+    let plan = match FireRequest::from_stored(&source_plan.request) {
+        Some(fire) => StoredKind::Fire(fire),
+        None => StoredKind::Turn(Box::new(
+            TurnRunRequest::parse(source_plan.request.as_bytes()).map_err(|_| {
+                ApiError::internal(
+                    "the source run's stored plan no longer parses; it cannot be replayed",
+                )
+            })?,
+        )),
+    };
 
     let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
     state
@@ -139,13 +154,27 @@ fn fork(
         Some(&source.run_id),
         RunMode::Replay,
     )?;
-    state.catalog().register(&parsed.tools);
-    let mut plan = TurnPlan::new(run_id.clone(), parsed, state.mutant());
-    plan.replay = Some(ReplaySource {
+    inherit_effects(state, &source.run_id, &run_id)?;
+    let replay = ReplaySource {
         run_id: source.run_id.clone(),
         attempt: source_plan.attempt,
-    });
-    driver::start(state.clone(), plan)?;
+    };
+    match plan {
+        StoredKind::Fire(fire) => effect_fire::start_replay(
+            state,
+            &run_id,
+            &source.principal,
+            &source.tenant,
+            fire,
+            replay,
+        )?,
+        StoredKind::Turn(parsed) => {
+            state.catalog().register(&parsed.tools);
+            let mut plan = TurnPlan::new(run_id.clone(), *parsed, state.mutant());
+            plan.replay = Some(replay);
+            driver::start(state.clone(), plan)?;
+        }
+    }
     Ok(json_response(
         StatusCode::CREATED,
         &json!({
@@ -157,6 +186,30 @@ fn fork(
             "eventsUrl": format!("/runs/{run_id}/events"),
         }),
     ))
+}
+
+/// What a source run's stored plan is.
+enum StoredKind {
+    /// An effect-seam fire (RPL-11).
+    Fire(FireRequest),
+    /// A turn run's request (boxed: it is much larger than a fire plan).
+    Turn(Box<TurnRunRequest>),
+}
+
+/// RPL-11: a fork inherits its source's effect ledger rows at creation,
+/// unchanged (same nodeId, attempt and `at`): they are effects the source
+/// delivered, not new deliveries. Bug under `fork-ledger-restamped`: the
+/// copies are stamped with the fork's creation time.
+fn inherit_effects(
+    state: &AppState,
+    source_run_id: &str,
+    fork_run_id: &str,
+) -> Result<(), ApiError> {
+    let restamp = state
+        .mutant_is(Mutant::ForkLedgerRestamped)
+        .then(now_unix_ms);
+    ledger::inherit_rows(state.storage(), source_run_id, fork_run_id, restamp)?;
+    Ok(())
 }
 
 async fn cancel(state: &AppState, run_id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {

@@ -270,7 +270,9 @@ pub fn put_model(
     })
 }
 
-/// The recorded model response of `round`, if any.
+/// The recorded model response of `round`, if any. A `raw` row (an
+/// effect-seam fire's provider answer, RPL-11) is not a model response and
+/// reads as none.
 pub fn model(
     storage: &Storage,
     run_id: &str,
@@ -278,13 +280,50 @@ pub fn model(
     round: u32,
 ) -> Result<Option<ModelResponse>, StorageError> {
     let body = row(storage, run_id, attempt, "model", round)?;
-    body.map(|(_, body)| {
-        serde_json::from_str(&body).map_err(|err| StorageError::Corrupt {
-            column: "turn_records.body",
-            problem: err.to_string(),
+    body.filter(|(state, _)| state != RAW_STATE)
+        .map(|(_, body)| {
+            serde_json::from_str(&body).map_err(|err| StorageError::Corrupt {
+                column: "turn_records.body",
+                problem: err.to_string(),
+            })
         })
+        .transpose()
+}
+
+/// The `state` of a model row that holds a provider's raw answer.
+const RAW_STATE: &str = "raw";
+
+/// Records the RAW answer of a provider to `round`, as it came: the
+/// round's record of an effect-seam fire through a `provider` row, whose
+/// receiver may answer any 2xx body (RPL-11). A replay fork serves it from
+/// here instead of asking again.
+pub fn put_raw_model(
+    storage: &Storage,
+    run_id: &str,
+    attempt: u32,
+    round: u32,
+    answer: &str,
+) -> Result<(), StorageError> {
+    storage.with_conn(|conn| {
+        conn.execute(
+            "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
+             VALUES (?1, ?2, 'model', ?3, ?4, ?5)",
+            params![run_id, attempt, round, RAW_STATE, answer],
+        )
+        .map(|_| ())
     })
-    .transpose()
+}
+
+/// The raw provider answer recorded for `round` by [`put_raw_model`], if any.
+pub fn raw_model(
+    storage: &Storage,
+    run_id: &str,
+    attempt: u32,
+    round: u32,
+) -> Result<Option<String>, StorageError> {
+    Ok(row(storage, run_id, attempt, "model", round)?
+        .filter(|(state, _)| state == RAW_STATE)
+        .map(|(_, body)| body))
 }
 
 /// Writes the intent of tool emission `ordinal` inside `tx` (with its
@@ -449,6 +488,12 @@ mod tests {
         assert_eq!(tool(&storage, "run_a", 2, 1).expect("read"), None);
         let plan = plan(&storage, "run_a").expect("read").expect("plan");
         assert_eq!(plan.attempt, 1);
+        put_raw_model(&storage, "run_a", 1, 1, "not json").expect("raw");
+        assert_eq!(
+            raw_model(&storage, "run_a", 1, 1).expect("read").as_deref(),
+            Some("not json")
+        );
+        assert_eq!(model(&storage, "run_a", 1, 1).expect("read"), None);
         assert_eq!(plan.mode, RunMode::Live);
     }
 }

@@ -515,8 +515,8 @@ pub const DURABLE_MUTANTS: [Mutant; 10] = [
 
 /// The human-input and provider-executed-tool mutants (TTC §E, §F), in
 /// `mutants::ALL` order (only [`REPLAY_SURFACE_MUTANTS`],
-/// [`REFUSAL_MUTANTS`], [`DIVERGENCE_MUTANTS`] and [`MCP_MUTANTS`] follow them); probed by
-/// tests/human_input.rs.
+/// [`REFUSAL_MUTANTS`], [`DIVERGENCE_MUTANTS`], [`MCP_MUTANTS`] and
+/// [`EFFECT_FIRE_MUTANTS`] follow them); probed by tests/human_input.rs.
 pub const HUMAN_INPUT_MUTANTS: [Mutant; 6] = [
     Mutant::ClarificationUnbounded,
     Mutant::AskDoesNotEndTurn,
@@ -527,7 +527,8 @@ pub const HUMAN_INPUT_MUTANTS: [Mutant; 6] = [
 ];
 
 /// The replay-surface mutants, in `mutants::ALL` order (only
-/// [`REFUSAL_MUTANTS`], [`DIVERGENCE_MUTANTS`] and [`MCP_MUTANTS`] follow them). They are killed by toolcert's turn
+/// [`REFUSAL_MUTANTS`], [`DIVERGENCE_MUTANTS`], [`MCP_MUTANTS`] and
+/// [`EFFECT_FIRE_MUTANTS`] follow them). They are killed by toolcert's turn
 /// scenarios (the root crate's mutation matrix), not probed here.
 pub const REPLAY_SURFACE_MUTANTS: [Mutant; 5] = [
     Mutant::ForkOverlayAccepted,
@@ -539,9 +540,8 @@ pub const REPLAY_SURFACE_MUTANTS: [Mutant; 5] = [
 
 /// The event-code, forbidden-at-load and host-service refusal mutants
 /// (HOOKS-FAIL-7, HOOKS-AUTH-7, HOOKS-EVT-5, HOOKS-AUTH-5), in
-/// `mutants::ALL` order (only [`DIVERGENCE_MUTANTS`] and [`MCP_MUTANTS`]
-/// follow them); probed
-/// by tests/refusals.rs.
+/// `mutants::ALL` order (only [`DIVERGENCE_MUTANTS`], [`MCP_MUTANTS`] and
+/// [`EFFECT_FIRE_MUTANTS`] follow them); probed by tests/refusals.rs.
 pub const REFUSAL_MUTANTS: [Mutant; 5] = [
     Mutant::EventCodesUnregistered,
     Mutant::ForbiddenAtLoadPlaceholderCall,
@@ -551,7 +551,8 @@ pub const REFUSAL_MUTANTS: [Mutant; 5] = [
 ];
 
 /// The replay divergence (RPL-7) and fork byte-equivalence (RPL-6)
-/// mutants, in `mutants::ALL` order (only [`MCP_MUTANTS`] follow them);
+/// mutants, in `mutants::ALL` order (only [`MCP_MUTANTS`] and
+/// [`EFFECT_FIRE_MUTANTS`] follow them);
 /// probed by tests/divergence.rs.
 pub const DIVERGENCE_MUTANTS: [Mutant; 3] = [
     Mutant::ReplayDivergenceSilent,
@@ -559,8 +560,8 @@ pub const DIVERGENCE_MUTANTS: [Mutant; 3] = [
     Mutant::ForkEventsAnnotated,
 ];
 
-/// The MCP tool mutants (EFF-12, TRUST-3, TRUST-5, RPL-10, TURN-F4) that
-/// close `mutants::ALL`, in order; probed by tests/mcp.rs.
+/// The MCP tool mutants (EFF-12, TRUST-3, TRUST-5, RPL-10, TURN-F4), in
+/// `mutants::ALL` order (only [`EFFECT_FIRE_MUTANTS`] follow them); probed by tests/mcp.rs.
 pub const MCP_MUTANTS: [Mutant; 6] = [
     Mutant::McpResultUnwrapped,
     Mutant::McpMetaGrantsScopes,
@@ -569,6 +570,11 @@ pub const MCP_MUTANTS: [Mutant; 6] = [
     Mutant::ReplayReissuesMrtr,
     Mutant::McpDelegatedToProvider,
 ];
+
+/// The effect-seam fire and fork-ledger mutants (RPL-11) that close
+/// `mutants::ALL`, in order; probed by tests/effect_fire.rs.
+pub const EFFECT_FIRE_MUTANTS: [Mutant; 2] =
+    [Mutant::FireSeamRefiresOnFork, Mutant::ForkLedgerRestamped];
 
 /// The `error.code` of every event payload in `events` (top-level
 /// `error.code` of `agent.tool-returned`, `node.failed`, `run.failed`, …)

@@ -264,6 +264,49 @@ impl ProviderClient {
         }
     }
 
+    /// POSTs an Anthropic Messages `body` to `url` itself (no wire path
+    /// appended) and returns the 2xx answer's bytes unparsed: an effect-seam
+    /// fire through a `provider` row, whose receiver plays the provider and
+    /// may answer any 2xx body (RPL-11). Bounded like [`Self::complete`];
+    /// never retried.
+    pub async fn post_raw_messages(
+        &self,
+        url: &Url,
+        body: &Value,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let exchange = async {
+            let mut response = self
+                .client
+                .post(url.clone())
+                .json(body)
+                .header("anthropic-version", anthropic::API_VERSION)
+                .header("x-api-key", anthropic::API_KEY)
+                .send()
+                .await
+                .map_err(|err| transport_error(&err))?;
+            let status = response.status();
+            if !status.is_success() {
+                return Err(ProviderError::Status(status.as_u16()));
+            }
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|err| transport_error(&err))?
+            {
+                if bytes.len().saturating_add(chunk.len()) > MAX_PROVIDER_BODY {
+                    return Err(ProviderError::TooLarge);
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            Ok(bytes)
+        };
+        match tokio::time::timeout(REQUEST_TIMEOUT, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(ProviderError::Timeout),
+        }
+    }
+
     async fn exchange(&self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError> {
         let spec = request.spec;
         let (path, body) = match spec.wire {

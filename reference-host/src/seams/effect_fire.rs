@@ -1,0 +1,626 @@
+//! The effect-seam fire seam: `POST /conformance/seams/sample/effect-seams/fire`
+//! (RPL-11; schemas/seams/effect-seams-fire.request.schema.json).
+//!
+//! RPL-11 asks that every row of the effect-seam manifest
+//! (`GET /host/effect-seams`) can be driven, and that a replay fork of the
+//! run that drove it does not drive it again. One request is one run,
+//! attributed to the caller, that performs EXACTLY ONE effect through the
+//! named seam against the caller's loopback `receiverUrl`, then completes:
+//!
+//! - `tool-receiver`: one tool call (tool `tool-receiver`, arguments `{}`)
+//!   admitted and dispatched by the turn loop's own admission
+//!   ([`admission::admit_journaled`]): `agent.tool-called`, a POST of `{}`
+//!   with the tool identity as `Idempotency-Key`, `agent.tool-returned`,
+//!   and the intent and record in the invocation log;
+//! - `provider:<name>`: one POST of a minimal Anthropic Messages body that
+//!   declares the server tool, to `receiverUrl` playing the provider; any
+//!   2xx answer counts as the provider having run it, and the raw answer is
+//!   the round's record ([`records::put_raw_model`]).
+//!
+//! A delivered effect writes ONE effect ledger row
+//! `{effectId, nodeId: "agent", attempt: 1, keying: "seam:<id>", state:
+//! "delivered", at}` ([`ledger::record_seam_delivery`]). The run's plan is
+//! stored like a turn run's (in `turn_runs`), so `POST /runs/{id}:fork
+//! {mode: "replay"}` accepts the run; the fork re-drives the plan WITHOUT
+//! sending anything: it serves the recorded outcome ([`start_replay`]) and
+//! carries the parent's ledger rows over unchanged (see
+//! [`crate::turn::fork`]).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use reqwest::Url;
+use serde_json::{Value, json};
+
+use crate::app::AppState;
+use crate::args_hash::sha256_hex;
+use crate::args_schema::ArgsSchema;
+use crate::auth::{authenticate, require_scope};
+use crate::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
+use crate::clock::now_unix_ms;
+use crate::effect_seams;
+use crate::effects::ledger::{self, SeamDelivery};
+use crate::error::{ApiError, json_response};
+use crate::events::{NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_COMPLETED, RUN_STARTED};
+use crate::json_body::{Fields, body_rejection, parse_object};
+use crate::mutants::Mutant;
+use crate::seams::SEAMS_SCOPE;
+use crate::seams::request::require_loopback_http;
+use crate::storage::{RunStatus, StorageError, insert_event};
+use crate::tool_events::HOST_AGENT_ID;
+use crate::turn::admission::{self, Journal, RepeatMemory, TurnScope};
+use crate::turn::approval::{AGENT_NODE_ID, RoundContext};
+use crate::turn::driver::{self, INTERNAL_ERROR, PROVIDER_ERROR, ReplaySource, RunFailure};
+use crate::turn::provider::{
+    Completion, ModelRequest, ProviderSpec, ToolEmission, Transcript, Wire,
+};
+use crate::turn::provider_tools;
+use crate::turn::records::{self, RunMode, ToolRecord};
+use crate::turn::request::{ProviderTool, RepeatedCall, SUPPORTED_PROVIDER_TOOLS};
+use crate::turn::trust::ContentTrust;
+use crate::workflows::new_run_id;
+
+/// Every member the request may carry (the shape is closed).
+const FIELDS: &[&str] = &["seam", "receiverUrl"];
+
+/// The manifest id (and tool name) of the tool-call seam.
+pub const TOOL_RECEIVER_SEAM: &str = "tool-receiver";
+
+/// The call id of the one tool emission of a `tool-receiver` fire; a fork
+/// serves the record under the same id.
+pub const FIRE_CALL_ID: &str = "call_effect_seam_1";
+
+/// The `model` of the Messages body a `provider` fire sends.
+pub const FIRE_MODEL: &str = "refhost-effect-seam";
+
+/// The versioned server tool type declared for each supported
+/// provider-executed tool (`<name>_20250305`).
+pub const SERVER_TOOL_VERSION: &str = "20250305";
+
+/// The user message of a `provider` fire's Messages body.
+pub const FIRE_PROMPT: &str = "Run the declared server tool once (RPL-11 effect-seam fire).";
+
+/// `run.failed` code: the receiver was reached but the effect was not
+/// delivered (it answered an error, or the call was refused). Vendor
+/// namespaced: no registered v2 code says this (HOOKS-FAIL-7).
+pub const EFFECT_NOT_DELIVERED: &str = "refhost.effect_not_delivered";
+
+/// The member under which a fire's plan is stored in `turn_runs.request`.
+/// A turn request can never carry it (its shape is closed), so a stored
+/// plan is one or the other.
+const STORED_PLAN_MEMBER: &str = "effectSeamFire";
+
+/// Which kind of manifest row is fired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FireSeam {
+    /// `tool-receiver` (kind `http`): one turn-loop tool call.
+    ToolReceiver,
+    /// `provider:<name>` (kind `provider`): one provider round that offers
+    /// the provider-executed tool `<name>`.
+    Provider(String),
+}
+
+impl FireSeam {
+    /// The seam of a manifest row id this host knows how to fire.
+    fn of_id(id: &str) -> Option<Self> {
+        if id == TOOL_RECEIVER_SEAM {
+            return Some(Self::ToolReceiver);
+        }
+        id.strip_prefix("provider:")
+            .filter(|name| SUPPORTED_PROVIDER_TOOLS.contains(name))
+            .map(|name| Self::Provider(name.to_owned()))
+    }
+
+    /// The manifest row id.
+    pub fn id(&self) -> String {
+        match self {
+            Self::ToolReceiver => TOOL_RECEIVER_SEAM.to_owned(),
+            Self::Provider(name) => provider_tools::seam_id(name),
+        }
+    }
+}
+
+/// A parsed, checked fire request: also the fire run's stored plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FireRequest {
+    /// The seam to fire.
+    pub seam: FireSeam,
+    /// The loopback receiver that plays the tool or the provider.
+    pub receiver_url: Url,
+}
+
+impl FireRequest {
+    /// Parses and checks the body: a shape problem is a 400 naming the
+    /// field; a seam id the manifest does not list is a 404 naming the ids
+    /// it does list (under `mutant`, as `GET /host/effect-seams` serves it).
+    pub fn parse(body: &[u8], mutant: Option<Mutant>) -> Result<Self, ApiError> {
+        let mut fields = Fields::closed(parse_object(body)?, FIELDS)?;
+        let seam_id = fields.required_string("seam")?;
+        let raw_url = fields.required_string("receiverUrl")?;
+        // Loopback only: the host is never made a client of another machine.
+        let receiver_url = require_loopback_http("receiverUrl", &raw_url)?;
+        let listed = effect_seams::seam_ids(mutant);
+        let seam = listed
+            .iter()
+            .any(|id| id == &seam_id)
+            .then(|| FireSeam::of_id(&seam_id))
+            .flatten()
+            .ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "field `seam` names no row of the effect-seam manifest (GET {}); it lists: {}",
+                    effect_seams::MANIFEST_PATH,
+                    listed.join(", ")
+                ))
+            })?;
+        Ok(Self { seam, receiver_url })
+    }
+
+    /// The plan text stored in `turn_runs.request`.
+    fn stored(&self) -> String {
+        json!({STORED_PLAN_MEMBER: {"seam": self.seam.id(), "receiverUrl": self.receiver_url.as_str()}})
+            .to_string()
+    }
+
+    /// The fire plan in a stored plan text, if it is one (else a turn
+    /// run's request, or nothing usable).
+    pub fn from_stored(text: &str) -> Option<Self> {
+        let value: Value = serde_json::from_str(text).ok()?;
+        let plan = value.get(STORED_PLAN_MEMBER)?;
+        let seam = FireSeam::of_id(plan.get("seam")?.as_str()?)?;
+        let receiver_url =
+            require_loopback_http("receiverUrl", plan.get("receiverUrl")?.as_str()?).ok()?;
+        Some(Self { seam, receiver_url })
+    }
+}
+
+/// Handler for the seam: fires the effect, settles the run and answers
+/// `201 {runId}` once the run is terminal.
+pub async fn fire(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    // Caller checks first, as for every seam.
+    let caller = authenticate(&headers, state.principals())?;
+    require_scope(caller, SEAMS_SCOPE)?;
+    let body = body.map_err(|rejection| body_rejection(&rejection))?;
+    let request = FireRequest::parse(&body, state.mutant())?;
+
+    let run_id = new_run_id();
+    state
+        .storage()
+        .create_run_in(&run_id, &caller.id, &caller.tenant)?;
+    // RPL-11: a stored plan, so that `:fork` accepts the run and a replay
+    // fork can re-drive it without a model.
+    records::save_plan(
+        state.storage(),
+        &run_id,
+        &request.stored(),
+        None,
+        RunMode::Live,
+    )?;
+    let run = FireRun {
+        state: &state,
+        run_id: &run_id,
+        principal: &caller.id,
+        tenant: &caller.tenant,
+        request: &request,
+        replay: None,
+    };
+    run.begin()?;
+    let ended = run.perform().await;
+    run.settle(ended)?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"runId": run_id}),
+    ))
+}
+
+/// Starts the replay fork `run_id` (already created, its plan saved) of a
+/// fire run: `run.started` now, then a task that serves the source's
+/// recorded outcome and sends nothing (RPL-11).
+pub fn start_replay(
+    state: &AppState,
+    run_id: &str,
+    principal: &str,
+    tenant: &str,
+    request: FireRequest,
+    source: ReplaySource,
+) -> Result<(), StorageError> {
+    let run = FireRun {
+        state,
+        run_id,
+        principal,
+        tenant,
+        request: &request,
+        replay: Some(&source),
+    };
+    run.begin()?;
+    let state = state.clone();
+    let (run_id, principal, tenant) = (run_id.to_owned(), principal.to_owned(), tenant.to_owned());
+    tokio::spawn(async move {
+        let run = FireRun {
+            state: &state,
+            run_id: &run_id,
+            principal: &principal,
+            tenant: &tenant,
+            request: &request,
+            replay: Some(&source),
+        };
+        let ended = run.perform().await;
+        // If even the terminal write fails the store is gone; the run
+        // stays `running`, as a turn run's would.
+        let _ = run.settle(ended);
+    });
+    Ok(())
+}
+
+/// One fire run: the parent (live) or a replay fork of one.
+struct FireRun<'a> {
+    state: &'a AppState,
+    run_id: &'a str,
+    principal: &'a str,
+    tenant: &'a str,
+    request: &'a FireRequest,
+    /// For a replay fork: the fire run whose records are served.
+    replay: Option<&'a ReplaySource>,
+}
+
+impl FireRun<'_> {
+    /// `run.started` and `node.started {nodeId: "agent", attempt: 1}` in one
+    /// transaction, as a turn run starts.
+    fn begin(&self) -> Result<(), StorageError> {
+        let mut payload = json!({
+            "agentId": HOST_AGENT_ID,
+            "principal": self.principal,
+            "effectSeam": self.request.seam.id(),
+        });
+        if let (Some(source), Some(object)) = (self.replay, payload.as_object_mut()) {
+            object.insert(
+                "fork".into(),
+                json!({"sourceRunId": source.run_id, "mode": "replay"}),
+            );
+        }
+        let run_id = self.run_id;
+        self.state.storage().append_event_with(
+            run_id,
+            NewEvent::new(RUN_STARTED, payload),
+            |tx, _| {
+                let started =
+                    NewEvent::new(NODE_STARTED, json!({"nodeId": AGENT_NODE_ID, "attempt": 1}))
+                        .at_node(AGENT_NODE_ID);
+                insert_event(tx, run_id, started).map(|_| ())
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Performs (or, in a replay fork, serves) the one effect.
+    async fn perform(&self) -> Result<(), RunFailure> {
+        match &self.request.seam {
+            FireSeam::ToolReceiver => self.tool_call().await,
+            FireSeam::Provider(name) => self.provider_round(name).await,
+        }
+    }
+
+    /// `run.completed {result: {seam, effect: "delivered"}}` or the
+    /// failure; a run already terminal (cancelled meanwhile) is left so.
+    fn settle(&self, ended: Result<(), RunFailure>) -> Result<(), StorageError> {
+        let storage = self.state.storage();
+        if storage
+            .run(self.run_id)?
+            .is_some_and(|run| run.status.is_terminal())
+        {
+            return Ok(());
+        }
+        match ended {
+            Ok(()) => {
+                let result = json!({"seam": self.request.seam.id(), "effect": "delivered"});
+                storage.finish_run(
+                    self.run_id,
+                    RunStatus::Completed,
+                    None,
+                    NewEvent::new(RUN_COMPLETED, json!({ "result": result })),
+                )?;
+            }
+            Err(failure) => driver::fail_run(self.state, self.run_id, &failure)?,
+        }
+        Ok(())
+    }
+
+    /// The `tool-receiver` effect: one tool call through turn admission, or
+    /// in a replay fork the source's record served by
+    /// [`admission::serve_replay`] (nothing dispatched).
+    async fn tool_call(&self) -> Result<(), RunFailure> {
+        let state = self.state;
+        let storage = state.storage();
+        let tools = [receiver_tool(&self.request.receiver_url)?];
+        let scope = TurnScope {
+            state,
+            run_id: self.run_id,
+            principal: self.principal,
+            tools: &tools,
+            repeated_call: RepeatedCall::Suppress,
+        };
+        let emission = ToolEmission {
+            id: FIRE_CALL_ID.to_owned(),
+            name: TOOL_RECEIVER_SEAM.to_owned(),
+            arguments_text: "{}".to_owned(),
+        };
+        let journal = Journal {
+            enabled: true,
+            attempt: 1,
+            ordinal: 1,
+            record_limit: state.record_limit_bytes(),
+            record_fails: false,
+            retry_on_transient: false,
+        };
+        // Bug under `fire-seam-refires-on-fork`: the fork dispatches the
+        // call again instead of serving the record (RPL-11 says no re-fire).
+        let refire = state.mutant_is(Mutant::FireSeamRefiresOnFork);
+        let admitted = match self.replay {
+            Some(source) if !refire => {
+                let record = records::tool(storage, &source.run_id, source.attempt, 1)?;
+                admission::serve_replay(&scope, &emission, record, &journal)?
+            }
+            _ => {
+                admission::admit_journaled(
+                    &scope,
+                    &mut RepeatMemory::default(),
+                    &emission,
+                    Completion::Clean,
+                    &RoundContext::trusted(),
+                    &journal,
+                )
+                .await?
+            }
+        };
+        let answered_at = now_unix_ms();
+        if let Some(halt) = admitted.halt {
+            return Err(RunFailure {
+                code: halt.code,
+                message: halt.message,
+                details: None,
+                node_failed: true,
+            });
+        }
+        // The run's own record says what happened: executed and `ok` is a
+        // delivery (a served record says what the source's call did).
+        let delivered = matches!(
+            records::tool(storage, self.run_id, 1, 1)?,
+            Some(ToolRecord::Recorded(record))
+                if record.outcome == crate::turn::Outcome::Executed.as_str()
+                    && record.returned["status"] == "ok"
+        );
+        if !delivered {
+            return Err(RunFailure::new(
+                EFFECT_NOT_DELIVERED,
+                format!(
+                    "the `{TOOL_RECEIVER_SEAM}` call was not delivered (the receiver failed or the call was refused; agent.tool-returned says which)"
+                ),
+            ));
+        }
+        if self.replay.is_none() || refire {
+            self.record_delivery(answered_at)?;
+        }
+        Ok(())
+    }
+
+    /// A `provider:<name>` effect: one Messages request to the receiver,
+    /// its raw 2xx answer recorded as round 1; in a replay fork the
+    /// source's recorded answer is served and nothing is sent (RPL-11,
+    /// TURN-F2).
+    async fn provider_round(&self, name: &str) -> Result<(), RunFailure> {
+        let storage = self.state.storage();
+        if let Some(source) = self.replay {
+            let Some(answer) = records::raw_model(storage, &source.run_id, source.attempt, 1)?
+            else {
+                return Err(RunFailure {
+                    code: admission::REPLAY_SOURCE_MISSING,
+                    message: format!(
+                        "the source run `{}` has no recorded provider answer, so the replay cannot serve it and does not ask the provider (TURN-D6)",
+                        source.run_id
+                    ),
+                    details: None,
+                    node_failed: true,
+                });
+            };
+            // The fork keeps its own record, so a fork of the fork can be
+            // served too.
+            records::put_raw_model(storage, self.run_id, 1, 1, &answer)?;
+            return Ok(());
+        }
+        // TRUST-1 witness, as the turn loop writes before a model request.
+        self.state.storage().append_event(
+            self.run_id,
+            NewEvent::new(
+                PROMPT_COMPOSED,
+                json!({"contentTrust": ContentTrust::USER_INPUT.as_str(), "round": 1}),
+            )
+            .at_node(AGENT_NODE_ID),
+        )?;
+        let body = messages_body(&self.request.receiver_url, name);
+        let answer = self
+            .state
+            .provider()
+            .post_raw_messages(&self.request.receiver_url, &body)
+            .await
+            .map_err(|err| RunFailure::new(PROVIDER_ERROR, err.to_string()))?;
+        let answered_at = now_unix_ms();
+        records::put_raw_model(
+            storage,
+            self.run_id,
+            1,
+            1,
+            &String::from_utf8_lossy(&answer),
+        )?;
+        self.record_delivery(answered_at)
+    }
+
+    /// The run's one `delivered` ledger row for the seam.
+    fn record_delivery(&self, at_ms: i64) -> Result<(), RunFailure> {
+        let seam = self.request.seam.id();
+        let effect_id = seam_effect_id(&seam, self.run_id);
+        ledger::record_seam_delivery(
+            self.state.storage(),
+            &SeamDelivery {
+                effect_id: &effect_id,
+                run_id: self.run_id,
+                tenant: self.tenant,
+                node_id: AGENT_NODE_ID,
+                seam: &seam,
+                at_ms,
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// The effect id of a seam fire: `eff_` + 32 hex digits of SHA-256 over
+/// the seam id, the run and the node's first effect.
+pub fn seam_effect_id(seam: &str, run_id: &str) -> String {
+    let digest = sha256_hex(format!("seam:{seam}\0{run_id}\0{AGENT_NODE_ID}\01").as_bytes());
+    format!("eff_{}", digest.get(..32).unwrap_or(&digest))
+}
+
+/// The run-scoped tool a `tool-receiver` fire calls: any object, no scopes,
+/// no approval, a write (it is an effect) that is not safe to re-run.
+fn receiver_tool(receiver_url: &Url) -> Result<Arc<FixtureTool>, RunFailure> {
+    let input_schema = json!({"type": "object"});
+    let input_validator = ArgsSchema::compile(&input_schema)
+        .map_err(|_| RunFailure::new(INTERNAL_ERROR, "the fire tool's schema did not compile"))?;
+    Ok(Arc::new(FixtureTool {
+        tool_id: TOOL_RECEIVER_SEAM.to_owned(),
+        description: "The effect-seam fire's tool (RPL-11).".to_owned(),
+        input_schema,
+        input_validator,
+        output_schema: None,
+        replay_policy: ReplayPolicy::NonDeterministic,
+        safety_tier: SafetyTier::Write,
+        required_scopes: Vec::new(),
+        approval: Approval::Never,
+        endpoint: ToolEndpoint::Receiver(receiver_url.clone()),
+    }))
+}
+
+/// A minimal Anthropic Messages body offering the server tool `name`
+/// (`{type: "<name>_20250305", name}`), built by the turn loop's own body
+/// builder.
+fn messages_body(receiver_url: &Url, name: &str) -> Value {
+    let spec = ProviderSpec {
+        wire: Wire::AnthropicMessages,
+        base_url: receiver_url.clone(),
+        model: FIRE_MODEL.to_owned(),
+        stream: false,
+    };
+    let server_tools = [ProviderTool {
+        name: name.to_owned(),
+        tool_type: format!("{name}_{SERVER_TOOL_VERSION}"),
+    }];
+    let transcript = Transcript {
+        system: driver::SYSTEM_PROMPT.to_owned(),
+        user: FIRE_PROMPT.to_owned(),
+        rounds: Vec::new(),
+    };
+    crate::turn::provider::anthropic::request_body(&ModelRequest {
+        spec: &spec,
+        tools: &[],
+        host_tools: &[],
+        server_tools: &server_tools,
+        transcript: &transcript,
+        response_schema: None,
+        // TURN-F4: the host never hands MCP servers to the provider.
+        delegate_mcp: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    fn parse(value: Value) -> Result<FireRequest, ApiError> {
+        FireRequest::parse(value.to_string().as_bytes(), None)
+    }
+
+    #[test]
+    fn each_manifest_row_parses_and_round_trips_through_the_stored_plan() {
+        for id in effect_seams::seam_ids(None) {
+            let request =
+                parse(json!({"seam": id, "receiverUrl": "http://127.0.0.1:9/r"})).expect("valid");
+            assert_eq!(request.seam.id(), id);
+            assert_eq!(FireRequest::from_stored(&request.stored()), Some(request));
+        }
+        // A turn request is not a fire plan.
+        assert_eq!(FireRequest::from_stored(r#"{"principal": "a"}"#), None);
+    }
+
+    #[test]
+    fn problems_are_400_naming_the_field_and_unknown_seams_404() {
+        let cases = [
+            (json!({"receiverUrl": "http://127.0.0.1:9/r"}), "seam"),
+            (json!({"seam": "tool-receiver"}), "receiverUrl"),
+            (
+                json!({"seam": "tool-receiver", "receiverUrl": "http://10.0.0.1/r"}),
+                "receiverUrl",
+            ),
+            (
+                json!({"seam": "tool-receiver", "receiverUrl": "http://127.0.0.1:9/r", "x": 1}),
+                "x",
+            ),
+            (
+                json!({"seam": 3, "receiverUrl": "http://127.0.0.1:9/r"}),
+                "seam",
+            ),
+        ];
+        for (body, field) in cases {
+            let err = parse(body.clone()).expect_err("rejected");
+            assert_eq!(err.code, ErrorCode::ValidationError, "{body}");
+            assert!(err.message.contains(field), "{body}: {}", err.message);
+        }
+        let unknown = parse(json!({"seam": "nope", "receiverUrl": "http://127.0.0.1:9/r"}))
+            .expect_err("unknown");
+        assert_eq!(unknown.code, ErrorCode::NotFound);
+        assert!(
+            unknown
+                .message
+                .contains("tool-receiver, provider:web_search")
+        );
+        // What the manifest does not list cannot be fired.
+        let unlisted = FireRequest::parse(
+            json!({"seam": "provider:web_search", "receiverUrl": "http://127.0.0.1:9/r"})
+                .to_string()
+                .as_bytes(),
+            Some(Mutant::ProviderToolUnlisted),
+        )
+        .expect_err("unlisted");
+        assert_eq!(unlisted.code, ErrorCode::NotFound);
+    }
+
+    #[test]
+    fn the_provider_body_offers_the_server_tool() {
+        let url = Url::parse("http://127.0.0.1:9/p").expect("url");
+        let body = messages_body(&url, "web_search");
+        assert_eq!(
+            body["tools"],
+            json!([{"type": "web_search_20250305", "name": "web_search"}])
+        );
+        assert_eq!(body["model"], FIRE_MODEL);
+        assert_eq!(body["stream"], false);
+        assert_eq!(body["messages"][0]["role"], "user");
+    }
+
+    #[test]
+    fn effect_ids_are_per_seam_and_run() {
+        let id = seam_effect_id("tool-receiver", "run_a");
+        assert!(id.starts_with("eff_") && id.len() == 36, "{id}");
+        assert_eq!(id, seam_effect_id("tool-receiver", "run_a"));
+        assert_ne!(id, seam_effect_id("tool-receiver", "run_b"));
+        assert_ne!(id, seam_effect_id("provider:web_search", "run_a"));
+        assert!(crate::event_codes::is_conformant(EFFECT_NOT_DELIVERED));
+    }
+}

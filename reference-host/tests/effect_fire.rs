@@ -1,0 +1,467 @@
+//! RPL-11 over real HTTP on 127.0.0.1: every row of the effect-seam
+//! manifest is fired once through
+//! `POST /conformance/seams/sample/effect-seams/fire` against a loopback
+//! receiver that counts arrivals; the fired run's ledger holds exactly one
+//! `delivered` row; a replay fork of it sends nothing and inherits the
+//! parent's rows unchanged on (nodeId, attempt, at); and the two mutants
+//! that break this are observable. Every wait is bounded.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::routing::post;
+use common::{
+    ALICE, EFFECT_FIRE_MUTANTS, Loopback, OPERATOR, assert_observable, assert_valid, bounded,
+    client, events_until, get_json, nonconformant_codes, of_type, seam_host, send,
+};
+use reference_host::mutants::{ALL, Mutant};
+use reference_host::{HostConfig, RunningHost};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(60);
+const MUTANTS_TIMEOUT: Duration = Duration::from_secs(120);
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
+const FIRE: &str = "/conformance/seams/sample/effect-seams/fire";
+const REQUEST_SCHEMA: &str = "effect-seams-fire.request.schema.json";
+const RESPONSE_SCHEMA: &str = "effect-seams-fire.response.schema.json";
+
+// ---------------------------------------------------------------------------
+// The receiver: counts every arrival; `/fail` answers 500.
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+struct Arrival {
+    path: String,
+    idempotency_key: Option<String>,
+    anthropic_version: Option<String>,
+    body: Value,
+}
+
+type Receiver = Loopback<Arc<Mutex<Vec<Arrival>>>>;
+
+async fn receiver() -> Receiver {
+    async fn answer(
+        State(seen): State<Arc<Mutex<Vec<Arrival>>>>,
+        uri: Uri,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> (StatusCode, axum::Json<Value>) {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        seen.lock().expect("lock").push(Arrival {
+            path: uri.path().to_owned(),
+            idempotency_key: header("idempotency-key"),
+            anthropic_version: header("anthropic-version"),
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        });
+        if uri.path() == "/fail" {
+            return (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({})));
+        }
+        (StatusCode::OK, axum::Json(json!({"ok": true})))
+    }
+    Receiver::serve(Router::new().route("/{*path}", post(answer))).await
+}
+
+fn arrivals(receiver: &Receiver) -> Vec<Arrival> {
+    receiver.state.lock().expect("lock").clone()
+}
+
+// ---------------------------------------------------------------------------
+// Requests.
+
+async fn host(mutant: Option<Mutant>) -> RunningHost {
+    seam_host(mutant, HostConfig::default()).await
+}
+
+/// The manifest's row ids, as `GET /host/effect-seams` serves them.
+async fn manifest_ids(client: &reqwest::Client, host: &RunningHost) -> Vec<String> {
+    let (status, doc) = get_json(
+        client,
+        &format!("{}/host/effect-seams", host.base_url),
+        OPERATOR,
+    )
+    .await;
+    assert_eq!(status, 200, "{doc}");
+    doc["seams"]
+        .as_array()
+        .expect("seams")
+        .iter()
+        .map(|row| row["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+/// Fires `seam` at `url`; the run is terminal when this returns 201.
+async fn fire(client: &reqwest::Client, host: &RunningHost, seam: &str, url: &str) -> String {
+    let body = json!({"seam": seam, "receiverUrl": url});
+    assert_valid(REQUEST_SCHEMA, &body);
+    let answer = send(
+        client.post(format!("{}{FIRE}", host.base_url)).json(&body),
+        Some(OPERATOR),
+    )
+    .await;
+    assert_eq!(answer.status, 201, "{}", answer.body);
+    assert_valid(RESPONSE_SCHEMA, &answer.body);
+    answer.body["runId"].as_str().expect("runId").to_owned()
+}
+
+/// Forks `run_id` (replay) and reads the fork's events until it is terminal.
+async fn fork(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> (String, Vec<Value>) {
+    let answer = send(
+        client
+            .post(format!("{}/runs/{run_id}:fork", host.base_url))
+            .json(&json!({"mode": "replay"})),
+        Some(OPERATOR),
+    )
+    .await;
+    assert_eq!(answer.status, 201, "{}", answer.body);
+    let fork_id = answer.body["runId"].as_str().expect("runId").to_owned();
+    let events = events_until(client, host, &fork_id, 10, |_| false).await;
+    (fork_id, events)
+}
+
+/// The run's events (the run is terminal).
+async fn events(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
+    events_until(client, host, run_id, 10, |_| false).await
+}
+
+/// `GET /runs/{run_id}/effects` rows.
+async fn ledger(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
+    let (status, body) = get_json(
+        client,
+        &format!("{}/runs/{run_id}/effects", host.base_url),
+        OPERATOR,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["effects"].as_array().cloned().expect("effects")
+}
+
+/// The multiset of (nodeId, attempt, at) of ledger rows, sorted.
+fn witness(rows: &[Value]) -> Vec<(String, u64, String)> {
+    let mut keys: Vec<(String, u64, String)> = rows
+        .iter()
+        .map(|row| {
+            (
+                row["nodeId"].as_str().unwrap_or_default().to_owned(),
+                row["attempt"].as_u64().unwrap_or_default(),
+                row["at"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn terminal(events: &[Value]) -> &str {
+    events
+        .last()
+        .and_then(|e| e["type"].as_str())
+        .unwrap_or_default()
+}
+
+fn tool_key(run_id: &str) -> String {
+    hex::encode(Sha256::digest(format!("{run_id}/agent/1").as_bytes()))
+}
+
+fn receiver_path(seam: &str) -> &'static str {
+    if seam == "tool-receiver" { "/t" } else { "/p" }
+}
+
+// ---------------------------------------------------------------------------
+// Firing each row.
+
+#[tokio::test]
+async fn each_manifest_row_fires_once_and_writes_one_delivered_ledger_row() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        let ids = manifest_ids(&client, &host).await;
+        assert_eq!(ids, ["tool-receiver", "provider:web_search"]);
+        for seam in &ids {
+            let receiver = receiver().await;
+            let before = OffsetDateTime::now_utc();
+            let run_id = fire(&client, &host, seam, &receiver.url(receiver_path(seam))).await;
+            let after = OffsetDateTime::now_utc();
+            let seen = arrivals(&receiver);
+            assert_eq!(seen.len(), 1, "{seam}: exactly one effect: {seen:#?}");
+            assert_eq!(seen[0].path, receiver_path(seam), "receiverUrl itself");
+            let run_events = events(&client, &host, &run_id).await;
+            assert_eq!(terminal(&run_events), "run.completed", "{run_events:#?}");
+            assert!(nonconformant_codes(&run_events).is_empty());
+            if seam == "tool-receiver" {
+                // As the turn loop dispatches: `{}` keyed by the tool identity.
+                assert_eq!(seen[0].body, json!({}));
+                assert_eq!(
+                    seen[0].idempotency_key.as_deref(),
+                    Some(tool_key(&run_id).as_str())
+                );
+                assert_eq!(of_type(&run_events, "agent.tool-called").len(), 1);
+                let returned = of_type(&run_events, "agent.tool-returned");
+                assert_eq!(returned.len(), 1);
+                assert_eq!(returned[0]["payload"]["status"], "ok");
+            } else {
+                // A minimal Messages body that offers the server tool.
+                assert_eq!(seen[0].anthropic_version.as_deref(), Some("2023-06-01"));
+                assert_eq!(
+                    seen[0].body["tools"],
+                    json!([{"type": "web_search_20250305", "name": "web_search"}])
+                );
+                assert!(of_type(&run_events, "agent.tool-called").is_empty());
+            }
+            let rows = ledger(&client, &host, &run_id).await;
+            assert_eq!(rows.len(), 1, "{rows:#?}");
+            let row = &rows[0];
+            let mut keys: Vec<&str> = row
+                .as_object()
+                .expect("row")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            keys.sort_unstable();
+            assert_eq!(
+                keys,
+                ["at", "attempt", "effectId", "keying", "nodeId", "state"]
+            );
+            assert_eq!(row["nodeId"], "agent");
+            assert_eq!(row["attempt"], 1);
+            assert_eq!(row["keying"], format!("seam:{seam}"));
+            assert_eq!(row["state"], "delivered");
+            assert!(
+                row["effectId"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("eff_"))
+            );
+            let at =
+                OffsetDateTime::parse(row["at"].as_str().expect("at"), &Rfc3339).expect("RFC 3339");
+            let slack = Duration::from_millis(5);
+            assert!(at + slack >= before && at <= after + slack, "{at}");
+        }
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_replay_fork_sends_nothing_and_inherits_the_parents_rows_unchanged() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        for seam in manifest_ids(&client, &host).await {
+            let receiver = receiver().await;
+            let parent_id = fire(&client, &host, &seam, &receiver.url(receiver_path(&seam))).await;
+            let parent_events = events(&client, &host, &parent_id).await;
+            let parent_rows = ledger(&client, &host, &parent_id).await;
+            // A fork well after the delivery: a restamped `at` would show.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let (fork_id, fork_events) = fork(&client, &host, &parent_id).await;
+            assert_eq!(terminal(&fork_events), "run.completed", "{fork_events:#?}");
+            assert_eq!(
+                arrivals(&receiver).len(),
+                1,
+                "{seam}: the fork sent nothing"
+            );
+            let fork_rows = ledger(&client, &host, &fork_id).await;
+            assert_eq!(fork_rows, parent_rows, "{seam}: inherited unchanged");
+            assert_eq!(witness(&fork_rows), witness(&parent_rows));
+            // The outcome served is the recorded one.
+            assert_eq!(
+                of_type(&fork_events, "run.completed")[0]["payload"],
+                of_type(&parent_events, "run.completed")[0]["payload"]
+            );
+            if seam == "tool-receiver" {
+                assert_eq!(
+                    of_type(&fork_events, "agent.tool-returned")[0]["payload"],
+                    of_type(&parent_events, "agent.tool-returned")[0]["payload"]
+                );
+            }
+            // A fork of the fork serves the fork's own record: still nothing.
+            let (grand_id, grand_events) = fork(&client, &host, &fork_id).await;
+            assert_eq!(terminal(&grand_events), "run.completed");
+            assert_eq!(arrivals(&receiver).len(), 1);
+            assert_eq!(ledger(&client, &host, &grand_id).await, parent_rows);
+        }
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_undelivered_effect_fails_the_run_and_writes_no_row() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        let receiver = receiver().await;
+        for (seam, code) in [
+            ("tool-receiver", "refhost.effect_not_delivered"),
+            ("provider:web_search", "refhost.provider_error"),
+        ] {
+            let run_id = fire(&client, &host, seam, &receiver.url("/fail")).await;
+            let run_events = events(&client, &host, &run_id).await;
+            assert_eq!(terminal(&run_events), "run.failed");
+            assert_eq!(
+                run_events.last().expect("event")["payload"]["error"]["code"],
+                code
+            );
+            assert!(nonconformant_codes(&run_events).is_empty());
+            // Zero effects: nothing for RPL-11 to compare (the row is blocked).
+            assert!(ledger(&client, &host, &run_id).await.is_empty());
+        }
+        assert_eq!(arrivals(&receiver).len(), 2);
+        host.shutdown().await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// Refusals.
+
+#[tokio::test]
+async fn bad_requests_are_refused_before_any_run() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        let receiver = receiver().await;
+        let url = receiver.url("/t");
+        let post = |body: Value| client.post(format!("{}{FIRE}", host.base_url)).json(&body);
+        let cases = [
+            (
+                json!({"seam": "nope", "receiverUrl": url}),
+                404,
+                "not_found",
+                "tool-receiver, provider:web_search",
+            ),
+            (
+                json!({"seam": "tool-receiver", "receiverUrl": "http://192.0.2.1/t"}),
+                400,
+                "validation_error",
+                "receiverUrl",
+            ),
+            (
+                json!({"seam": "tool-receiver", "receiverUrl": "https://127.0.0.1/t"}),
+                400,
+                "validation_error",
+                "receiverUrl",
+            ),
+            (
+                json!({"seam": "tool-receiver", "receiverUrl": url, "extra": true}),
+                400,
+                "validation_error",
+                "extra",
+            ),
+            (json!({"receiverUrl": url}), 400, "validation_error", "seam"),
+        ];
+        for (body, status, code, names) in cases {
+            let answer = send(post(body.clone()), Some(OPERATOR)).await;
+            assert_eq!(answer.status, status, "{body}: {}", answer.body);
+            assert_eq!(answer.body["error"], code, "{body}");
+            let message = answer.body["message"].as_str().expect("message");
+            assert!(message.contains(names), "{body}: {message}");
+            assert_valid(RESPONSE_SCHEMA, &answer.body);
+        }
+        // The caller checks come first, as for every seam.
+        let body = json!({"seam": "tool-receiver", "receiverUrl": url});
+        assert_eq!(send(post(body.clone()), None).await.status, 401);
+        assert_eq!(send(post(body), Some(ALICE)).await.status, 403);
+        assert!(arrivals(&receiver).is_empty(), "nothing was fired");
+        host.shutdown().await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// The mutants.
+
+#[test]
+fn the_effect_fire_mutants_close_the_list() {
+    let tail: Vec<Mutant> = ALL[ALL.len() - EFFECT_FIRE_MUTANTS.len()..]
+        .iter()
+        .map(|info| info.mutant)
+        .collect();
+    assert_eq!(tail, EFFECT_FIRE_MUTANTS);
+}
+
+/// What one fire-and-fork of `tool-receiver` showed.
+struct Probe {
+    /// Receiver arrivals after the parent, then after the fork.
+    arrivals: (usize, usize),
+    parent_rows: Vec<Value>,
+    fork_rows: Vec<Value>,
+}
+
+async fn fire_and_fork(client: &reqwest::Client, host: &RunningHost) -> Probe {
+    let receiver = receiver().await;
+    let parent_id = fire(client, host, "tool-receiver", &receiver.url("/t")).await;
+    let after_parent = arrivals(&receiver).len();
+    let parent_rows = ledger(client, host, &parent_id).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (fork_id, _) = fork(client, host, &parent_id).await;
+    Probe {
+        arrivals: (after_parent, arrivals(&receiver).len()),
+        parent_rows,
+        fork_rows: ledger(client, host, &fork_id).await,
+    }
+}
+
+#[tokio::test]
+async fn a_refiring_fork_delivers_again_and_adds_a_fresh_row() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(Some(Mutant::FireSeamRefiresOnFork)).await;
+        let client = client(CLIENT_TIMEOUT);
+        let probe = fire_and_fork(&client, &host).await;
+        assert_eq!(probe.arrivals, (1, 2), "the fork POSTed again");
+        assert_eq!(probe.fork_rows.len(), 2, "{:#?}", probe.fork_rows);
+        assert_eq!(probe.fork_rows[0], probe.parent_rows[0]);
+        assert_ne!(probe.fork_rows[1]["at"], probe.parent_rows[0]["at"]);
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_restamping_fork_sends_nothing_but_moves_at() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(Some(Mutant::ForkLedgerRestamped)).await;
+        let client = client(CLIENT_TIMEOUT);
+        let probe = fire_and_fork(&client, &host).await;
+        assert_eq!(probe.arrivals, (1, 1), "no second delivery");
+        assert_eq!(probe.fork_rows.len(), 1);
+        assert_eq!(
+            probe.fork_rows[0]["effectId"],
+            probe.parent_rows[0]["effectId"]
+        );
+        assert_ne!(probe.fork_rows[0]["at"], probe.parent_rows[0]["at"]);
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn every_effect_fire_mutant_is_observable_by_the_rpl_11_witness() {
+    bounded(MUTANTS_TIMEOUT, async {
+        let client = client(CLIENT_TIMEOUT);
+        for mutant in EFFECT_FIRE_MUTANTS {
+            // RPL-11: a re-fire is a fork row that does not multiset-match a
+            // parent row on (nodeId, attempt, at), or a second arrival.
+            let observe = async |host: &RunningHost, _: &str| {
+                let probe = fire_and_fork(&client, host).await;
+                probe.arrivals.1 > probe.arrivals.0
+                    || witness(&probe.fork_rows) != witness(&probe.parent_rows)
+            };
+            assert_observable(mutant, async |mutant| host(mutant).await, observe).await;
+        }
+    })
+    .await;
+}
