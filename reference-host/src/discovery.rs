@@ -150,15 +150,16 @@ fn idempotency_record(mutant: Option<Mutant>) -> Value {
     })
 }
 
-/// The `replay` capability record (RPL-1): only `replay` forks are served,
-/// records are kept 14 days, and the effect-seam manifest is at
+/// The `replay` capability record (RPL-1): `replay` forks of turn and
+/// effect-seam fire runs, `branch` forks of `tool-receiver` fire runs
+/// (EFF-10), records kept 14 days, and the effect-seam manifest at
 /// `/host/effect-seams`.
 fn replay_record() -> Value {
     json!({
         "status": "stable",
         "since": "2.0",
         "witness": "witnessable-gated",
-        "modes": ["replay"],
+        "modes": ["replay", "branch"],
         "retention": {"days": 14},
         "effectSeamsManifest": MANIFEST_PATH,
     })

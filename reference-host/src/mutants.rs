@@ -234,6 +234,9 @@ pub enum Mutant {
     /// A fork's inherited effect ledger rows get the fork's creation time
     /// as their `at` (RPL-11).
     ForkLedgerRestamped,
+    /// A branch fork's Layer-2 claim is scoped without the run, so the
+    /// parent's claim suppresses the branch's effect (EFF-10).
+    Layer2DedupSpansFork,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -749,6 +752,11 @@ pub const ALL: &[MutantInfo] = &[
         name: "fork-ledger-restamped",
         breaks: "a fork's inherited effect rows get a fresh `at` (RPL-11)",
     },
+    MutantInfo {
+        mutant: Mutant::Layer2DedupSpansFork,
+        name: "layer2-dedup-spans-fork",
+        breaks: "a branch fork's Layer-2 claim is scoped without the run, so the parent's claim suppresses the branch's effect (EFF-10)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -827,8 +835,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_100_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 100);
+    fn list_has_101_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 101);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -972,9 +980,17 @@ mod tests {
                 "mcp-delegated-to-provider",
             ]
         );
-        // The effect-seam fire (RPL-11) mutants close it.
+        // The effect-seam fire (RPL-11) and branch-fork (EFF-10) mutants
+        // close it.
         let fire: Vec<&str> = ALL[98..].iter().map(|i| i.name).collect();
-        assert_eq!(fire, ["fire-seam-refires-on-fork", "fork-ledger-restamped"]);
+        assert_eq!(
+            fire,
+            [
+                "fire-seam-refires-on-fork",
+                "fork-ledger-restamped",
+                "layer2-dedup-spans-fork",
+            ]
+        );
     }
 
     #[test]

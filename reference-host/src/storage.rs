@@ -38,8 +38,9 @@ pub const STORE_FILE: &str = "reference-host.sqlite3";
 
 /// `PRAGMA user_version` of a store this host created. A database with any
 /// other (non-zero) version is somebody else's, or an older layout: it is
-/// refused, never migrated in place or reset.
-pub const STORE_SCHEMA_VERSION: i64 = 1;
+/// refused, never migrated in place or reset. Version 2 keys effect claims
+/// by (effect id, claim scope) (EFF-10).
+pub const STORE_SCHEMA_VERSION: i64 = 2;
 
 /// Why the durable store could not be opened. Every message names the file
 /// or directory and says what would fix it; nothing is reset or overwritten.
@@ -606,6 +607,58 @@ impl Storage {
         Ok(doc)
     }
 
+    /// Copies `source_run_id`'s events with `sequence <= through` into the
+    /// run `dest_run_id` (which has no events yet), in order and in ONE
+    /// transaction: the same sequence, type, payload and nodeId; a new
+    /// eventId and timestamp; a causationId naming a copied event is
+    /// remapped to that event's copy. A branch fork inherits its source's
+    /// history this way (EFF-10).
+    pub fn copy_events(
+        &self,
+        source_run_id: &str,
+        dest_run_id: &str,
+        through: i64,
+    ) -> Result<Vec<RunEventDoc>, StorageError> {
+        let prefix: Vec<RunEventDoc> = self
+            .events_after(source_run_id, -1)?
+            .into_iter()
+            .filter(|event| event.sequence <= through)
+            .collect();
+        let copies = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let mut renamed: HashMap<String, String> = HashMap::new();
+            let mut copies = Vec::with_capacity(prefix.len());
+            for event in prefix {
+                let slot = EventSlot {
+                    event_id: new_event_id(),
+                    sequence: next_sequence(&tx, dest_run_id)?,
+                };
+                renamed.insert(event.event_id.clone(), slot.event_id.clone());
+                let causation_id = event
+                    .causation_id
+                    .map(|cause| renamed.get(&cause).cloned().unwrap_or(cause));
+                let doc = RunEventDoc {
+                    event_id: slot.event_id,
+                    run_id: dest_run_id.to_owned(),
+                    event_type: event.event_type,
+                    payload: event.payload,
+                    timestamp: now_rfc3339(),
+                    sequence: slot.sequence,
+                    schema_version: SCHEMA_VERSION,
+                    node_id: event.node_id,
+                    causation_id,
+                };
+                write_event(&tx, &doc)?;
+                copies.push(doc);
+            }
+            tx.commit()?;
+            copies
+        };
+        self.notify(dest_run_id);
+        Ok(copies)
+    }
+
     /// The run's events with `sequence > after`, in sequence order.
     pub fn events_after(&self, run_id: &str, after: i64) -> Result<Vec<RunEventDoc>, StorageError> {
         let rows = {
@@ -707,7 +760,6 @@ fn insert_event_at(
     event: NewEvent,
     slot: EventSlot,
 ) -> Result<RunEventDoc, StorageError> {
-    let payload_text = encode(&event.payload)?;
     let doc = RunEventDoc {
         event_id: slot.event_id,
         run_id: run_id.to_owned(),
@@ -719,6 +771,13 @@ fn insert_event_at(
         node_id: event.node_id,
         causation_id: event.causation_id,
     };
+    write_event(tx, &doc)?;
+    Ok(doc)
+}
+
+/// Writes the row of `doc` (whose sequence must be its run's next).
+fn write_event(tx: &Transaction<'_>, doc: &RunEventDoc) -> Result<(), StorageError> {
+    let payload_text = encode(&doc.payload)?;
     tx.execute(
         "INSERT INTO events (run_id, sequence, event_id, type, node_id, causation_id, payload, timestamp)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -733,7 +792,7 @@ fn insert_event_at(
             doc.timestamp
         ],
     )?;
-    Ok(doc)
+    Ok(())
 }
 
 /// The id of `run_id`'s event at `sequence`, or, when the run has no event

@@ -1014,6 +1014,13 @@ async fn fork_requests_are_checked() {
                 "{body}: {answer}"
             );
             assert!(answer["message"].as_str().is_some_and(|m| !m.is_empty()));
+            if body["mode"] == "branch" {
+                // EFF-10: branches are served for effect-seam fire runs only.
+                assert_eq!(
+                    answer["message"],
+                    reference_host::seams::effect_fire::BRANCH_SOURCE_UNSUPPORTED
+                );
+            }
         }
         let (status, ok) = fork(
             &client,
@@ -1079,7 +1086,7 @@ async fn fork_requests_are_checked() {
         // Discovery and the manifest (RPL-1, TURN-D11).
         let doc = common::discovery(&client, &base).await;
         assert_eq!(doc["toolHooks"]["turnReplay"], true);
-        assert_eq!(doc["replay"]["modes"], json!(["replay"]));
+        assert_eq!(doc["replay"]["modes"], json!(["replay", "branch"]));
         assert_eq!(doc["replay"]["retention"], json!({"days": 14}));
         assert_eq!(doc["replay"]["effectSeamsManifest"], "/host/effect-seams");
         let (status, manifest) =

@@ -3,8 +3,11 @@
 //! `POST /conformance/seams/sample/effect-seams/fire` against a loopback
 //! receiver that counts arrivals; the fired run's ledger holds exactly one
 //! `delivered` row; a replay fork of it sends nothing and inherits the
-//! parent's rows unchanged on (nodeId, attempt, at); and the two mutants
-//! that break this are observable. Every wait is bounded.
+//! parent's rows unchanged on (nodeId, attempt, at); a branch fork (EFF-10)
+//! from before the effect performs it again in its own claim scope (same
+//! `Idempotency-Key`, a new ledger row with the same effectId) and one
+//! from after it inherits it; and the mutants that break this are
+//! observable. Every wait is bounded.
 
 mod common;
 
@@ -453,6 +456,16 @@ async fn every_effect_fire_mutant_is_observable_by_the_rpl_11_witness() {
     bounded(MUTANTS_TIMEOUT, async {
         let client = client(CLIENT_TIMEOUT);
         for mutant in EFFECT_FIRE_MUTANTS {
+            if mutant == Mutant::Layer2DedupSpansFork {
+                // EFF-10: a branch from before the effect must reach the
+                // receiver again; Layer-2 dedup must not suppress it.
+                let observe = async |host: &RunningHost, _: &str| {
+                    let probe = fire_and_branch(&client, host).await;
+                    probe.arrivals.1 == probe.arrivals.0
+                };
+                assert_observable(mutant, async |mutant| host(mutant).await, observe).await;
+                continue;
+            }
             // RPL-11: a re-fire is a fork row that does not multiset-match a
             // parent row on (nodeId, attempt, at), or a second arrival.
             let observe = async |host: &RunningHost, _: &str| {
@@ -462,6 +475,385 @@ async fn every_effect_fire_mutant_is_observable_by_the_rpl_11_witness() {
             };
             assert_observable(mutant, async |mutant| host(mutant).await, observe).await;
         }
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// Branch forks (EFF-10).
+
+/// `POST /runs/{run_id}:fork` with `body`.
+async fn fork_with(
+    client: &reqwest::Client,
+    host: &RunningHost,
+    run_id: &str,
+    body: &Value,
+) -> common::Reply {
+    send(
+        client
+            .post(format!("{}/runs/{run_id}:fork", host.base_url))
+            .json(body),
+        Some(OPERATOR),
+    )
+    .await
+}
+
+/// The sequence of the source's first event of type `kind`.
+fn seq_of(events: &[Value], kind: &str) -> i64 {
+    of_type(events, kind)[0]["sequence"]
+        .as_i64()
+        .expect("sequence")
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default())
+        .collect()
+}
+
+/// Branches `run_id` at `from_seq`; checks the 201 and returns the branch's
+/// id and its events once terminal.
+async fn branch(
+    client: &reqwest::Client,
+    host: &RunningHost,
+    run_id: &str,
+    from_seq: i64,
+) -> (String, Vec<Value>) {
+    let answer = fork_with(
+        client,
+        host,
+        run_id,
+        &json!({"mode": "branch", "fromSeq": from_seq}),
+    )
+    .await;
+    assert_eq!(answer.status, 201, "{}", answer.body);
+    let branch_id = answer.body["runId"].as_str().expect("runId").to_owned();
+    assert_ne!(branch_id, run_id);
+    assert_eq!(answer.body["sourceRunId"], run_id);
+    assert_eq!(answer.body["fromSeq"], from_seq);
+    assert_eq!(answer.body["mode"], "branch");
+    assert!(answer.body["status"].is_string());
+    assert_eq!(
+        answer.body["eventsUrl"],
+        format!("/runs/{branch_id}/events")
+    );
+    let events = events(client, host, &branch_id).await;
+    (branch_id, events)
+}
+
+/// What one fire-and-branch (from `node.started`) of `tool-receiver` showed.
+struct BranchProbe {
+    /// Receiver arrivals after the parent, then after the branch.
+    arrivals: (usize, usize),
+    keys: Vec<Option<String>>,
+    parent_id: String,
+    parent_events: Vec<Value>,
+    parent_rows: Vec<Value>,
+    branch_events: Vec<Value>,
+    branch_rows: Vec<Value>,
+}
+
+async fn fire_and_branch(client: &reqwest::Client, host: &RunningHost) -> BranchProbe {
+    let receiver = receiver().await;
+    let parent_id = fire(client, host, "tool-receiver", &receiver.url("/t")).await;
+    let after_parent = arrivals(&receiver).len();
+    let parent_events = events(client, host, &parent_id).await;
+    let parent_rows = ledger(client, host, &parent_id).await;
+    // Later than the parent's delivery, so a fresh `at` differs.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let from_seq = seq_of(&parent_events, "node.started");
+    let (branch_id, branch_events) = branch(client, host, &parent_id, from_seq).await;
+    let seen = arrivals(&receiver);
+    BranchProbe {
+        arrivals: (after_parent, seen.len()),
+        keys: seen.into_iter().map(|a| a.idempotency_key).collect(),
+        parent_id,
+        parent_events,
+        parent_rows,
+        branch_events,
+        branch_rows: ledger(client, host, &branch_id).await,
+    }
+}
+
+#[tokio::test]
+async fn a_branch_from_before_the_effect_performs_it_again_in_its_own_scope() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        let probe = fire_and_branch(&client, &host).await;
+        // EFF-10: the parent's claim does not reach across the fork.
+        assert_eq!(probe.arrivals, (1, 2), "the branch POSTed again");
+        let parent_key = tool_key(&probe.parent_id);
+        assert_eq!(
+            probe.keys,
+            [Some(parent_key.clone()), Some(parent_key)],
+            "the same Idempotency-Key as the parent sent"
+        );
+        // Events: the inherited prefix, then the live effect.
+        let events = &probe.branch_events;
+        assert_eq!(
+            types(events),
+            [
+                "run.started",
+                "node.started",
+                "agent.tool-called",
+                "agent.tool-returned",
+                "run.completed"
+            ]
+        );
+        for (copy, original) in events.iter().zip(&probe.parent_events).take(2) {
+            for field in ["type", "payload", "nodeId", "sequence"] {
+                assert_eq!(copy[field], original[field], "{field}");
+            }
+            assert_ne!(copy["eventId"], original["eventId"]);
+            assert_ne!(copy["runId"], original["runId"]);
+        }
+        for (n, event) in events.iter().enumerate() {
+            assert_eq!(event["sequence"], n, "contiguous sequences");
+        }
+        assert_eq!(
+            of_type(events, "agent.tool-returned")[0]["payload"]["status"],
+            "ok"
+        );
+        assert!(nonconformant_codes(events).is_empty());
+        // Ledger: one new row, same effectId, a fresh `at`.
+        assert_eq!(probe.parent_rows.len(), 1);
+        assert_eq!(probe.branch_rows.len(), 1, "{:#?}", probe.branch_rows);
+        let (parent, row) = (&probe.parent_rows[0], &probe.branch_rows[0]);
+        assert_eq!(row["effectId"], parent["effectId"]);
+        assert_eq!(row["keying"], "seam:tool-receiver");
+        assert_eq!(row["state"], "delivered");
+        assert_eq!(
+            (&row["nodeId"], &row["attempt"]),
+            (&parent["nodeId"], &parent["attempt"])
+        );
+        let at = |row: &Value| {
+            OffsetDateTime::parse(row["at"].as_str().expect("at"), &Rfc3339).expect("RFC 3339")
+        };
+        assert!(at(row) > at(parent), "fresh at: {row} vs {parent}");
+        // The parent's ledger is untouched.
+        assert_eq!(
+            ledger(&client, &host, &probe.parent_id).await,
+            probe.parent_rows
+        );
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_branch_of_a_branch_and_a_branch_from_run_started_deliver_again() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        let receiver = receiver().await;
+        let parent_id = fire(&client, &host, "tool-receiver", &receiver.url("/t")).await;
+        // From `run.started` alone: the branch starts the node itself.
+        let (first, first_events) = branch(&client, &host, &parent_id, 0).await;
+        assert_eq!(
+            types(&first_events),
+            [
+                "run.started",
+                "node.started",
+                "agent.tool-called",
+                "agent.tool-returned",
+                "run.completed"
+            ]
+        );
+        // A branch of the branch, from before its effect: a third delivery,
+        // still keyed as the lineage's first run sent it.
+        let from_seq = seq_of(&first_events, "node.started");
+        let (second, second_events) = branch(&client, &host, &first, from_seq).await;
+        assert_eq!(terminal(&second_events), "run.completed");
+        let seen = arrivals(&receiver);
+        assert_eq!(seen.len(), 3);
+        assert!(
+            seen.iter()
+                .all(|a| a.idempotency_key.as_deref() == Some(tool_key(&parent_id).as_str()))
+        );
+        let effect_id = ledger(&client, &host, &parent_id).await[0]["effectId"].clone();
+        for run in [&first, &second] {
+            let rows = ledger(&client, &host, run).await;
+            assert_eq!(rows.len(), 1, "{rows:#?}");
+            assert_eq!(rows[0]["effectId"], effect_id);
+        }
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_branch_from_after_the_effect_inherits_it_and_sends_nothing() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        let receiver = receiver().await;
+        let parent_id = fire(&client, &host, "tool-receiver", &receiver.url("/t")).await;
+        let parent_events = events(&client, &host, &parent_id).await;
+        let parent_rows = ledger(&client, &host, &parent_id).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // From the tool return: the effect is inherited, the run completes live.
+        let returned = seq_of(&parent_events, "agent.tool-returned");
+        let (branch_id, branch_events) = branch(&client, &host, &parent_id, returned).await;
+        assert_eq!(types(&branch_events), types(&parent_events));
+        assert_eq!(
+            of_type(&branch_events, "run.completed")[0]["payload"],
+            of_type(&parent_events, "run.completed")[0]["payload"]
+        );
+        // The copied return is caused by the copied call.
+        let called = of_type(&branch_events, "agent.tool-called")[0];
+        let ret = of_type(&branch_events, "agent.tool-returned")[0];
+        if !ret["causationId"].is_null() {
+            assert_eq!(ret["causationId"], called["eventId"]);
+        }
+        assert_eq!(arrivals(&receiver).len(), 1, "nothing was sent");
+        assert_eq!(ledger(&client, &host, &branch_id).await, parent_rows);
+        // A replay fork of that branch serves the branch's own record.
+        let (replay_id, replay_events) = fork(&client, &host, &branch_id).await;
+        assert_eq!(terminal(&replay_events), "run.completed");
+        assert_eq!(arrivals(&receiver).len(), 1);
+        assert_eq!(ledger(&client, &host, &replay_id).await, parent_rows);
+        // From the very end: a completed copy.
+        let last = parent_events.last().expect("event")["sequence"]
+            .as_i64()
+            .expect("seq");
+        let answer = fork_with(
+            &client,
+            &host,
+            &parent_id,
+            &json!({"mode": "branch", "fromSeq": last}),
+        )
+        .await;
+        assert_eq!(answer.status, 201, "{}", answer.body);
+        assert_eq!(answer.body["status"], "completed");
+        let end_id = answer.body["runId"].as_str().expect("runId");
+        let end_events = events(&client, &host, end_id).await;
+        assert_eq!(types(&end_events), types(&parent_events));
+        assert_eq!(ledger(&client, &host, end_id).await, parent_rows);
+        assert_eq!(arrivals(&receiver).len(), 1);
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn branch_requests_are_checked() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        let receiver = receiver().await;
+        let parent_id = fire(&client, &host, "tool-receiver", &receiver.url("/t")).await;
+        let parent_events = events(&client, &host, &parent_id).await;
+        let last = parent_events.last().expect("event")["sequence"]
+            .as_i64()
+            .expect("seq");
+        let called = seq_of(&parent_events, "agent.tool-called");
+        let cases = [
+            (json!({"mode": "branch"}), "fromSeq"),
+            (
+                json!({"mode": "branch", "fromSeq": 1, "runOptionsOverlay": {"a": 1}}),
+                "runOptionsOverlay",
+            ),
+            (json!({"mode": "branch", "fromSeq": last + 1}), "fromSeq"),
+            // Inside the effect: neither inheritable nor re-callable.
+            (json!({"mode": "branch", "fromSeq": called}), "fromSeq"),
+        ];
+        for (body, field) in cases {
+            let answer = fork_with(&client, &host, &parent_id, &body).await;
+            assert_eq!(answer.status, 400, "{body}: {}", answer.body);
+            assert_eq!(answer.body["error"], "validation_error");
+            let message = answer.body["message"].as_str().expect("message");
+            assert!(message.contains(field), "{body}: {message}");
+        }
+        // An empty overlay is fine.
+        let answer = fork_with(
+            &client,
+            &host,
+            &parent_id,
+            &json!({"mode": "branch", "fromSeq": last, "runOptionsOverlay": {}}),
+        )
+        .await;
+        assert_eq!(answer.status, 201, "{}", answer.body);
+        // Any other source: a provider fire run, a workflow run.
+        let provider_id = fire(&client, &host, "provider:web_search", &receiver.url("/p")).await;
+        let workflow = send(
+            client
+                .post(format!("{}/runs", host.base_url))
+                .json(&json!({"workflowId": "conformance-noop"})),
+            Some(ALICE),
+        )
+        .await;
+        assert_eq!(workflow.status, 201, "{}", workflow.body);
+        let workflow_id = workflow.body["runId"].as_str().expect("runId").to_owned();
+        for (source, token) in [(provider_id.as_str(), OPERATOR), (&workflow_id, ALICE)] {
+            let answer = send(
+                client
+                    .post(format!("{}/runs/{source}:fork", host.base_url))
+                    .json(&json!({"mode": "branch", "fromSeq": 0})),
+                Some(token),
+            )
+            .await;
+            assert_eq!(answer.status, 422, "{}", answer.body);
+            assert_eq!(answer.body["error"], "capability_not_provided");
+            assert_eq!(
+                answer.body["message"],
+                "branch forks are served for `tool-receiver` effect-seam fire runs only; send mode `replay`"
+            );
+        }
+        // Refusals send nothing: one arrival per fire, none per refusal.
+        assert_eq!(arrivals(&receiver).len(), 2);
+        // Discovery lists both modes.
+        let doc = common::discovery(&client, &host.base_url).await;
+        assert_eq!(doc["replay"]["modes"], json!(["replay", "branch"]));
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn two_fire_runs_of_one_receiver_both_deliver() {
+    bounded(TEST_TIMEOUT, async {
+        // Each fresh run is its own claim scope, with or without the mutant
+        // (it only moves a branch's scope).
+        for mutant in [None, Some(Mutant::Layer2DedupSpansFork)] {
+            let host = host(mutant).await;
+            let client = client(CLIENT_TIMEOUT);
+            let receiver = receiver().await;
+            let url = receiver.url("/t");
+            let first = fire(&client, &host, "tool-receiver", &url).await;
+            let second = fire(&client, &host, "tool-receiver", &url).await;
+            let seen = arrivals(&receiver);
+            assert_eq!(seen.len(), 2, "{mutant:?}");
+            assert_ne!(seen[0].idempotency_key, seen[1].idempotency_key);
+            let (one, two) = (
+                ledger(&client, &host, &first).await,
+                ledger(&client, &host, &second).await,
+            );
+            assert_eq!((one.len(), two.len()), (1, 1));
+            // One business operation: one Layer-2 identity.
+            assert_eq!(one[0]["effectId"], two[0]["effectId"]);
+            host.shutdown().await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_dedup_spanning_fork_suppresses_the_branchs_effect() {
+    bounded(TEST_TIMEOUT, async {
+        let host = host(Some(Mutant::Layer2DedupSpansFork)).await;
+        let client = client(CLIENT_TIMEOUT);
+        let probe = fire_and_branch(&client, &host).await;
+        assert_eq!(probe.arrivals, (1, 1), "the parent's claim suppressed it");
+        // Reported as a success served from the claim, with no new row.
+        assert_eq!(terminal(&probe.branch_events), "run.completed");
+        assert_eq!(
+            of_type(&probe.branch_events, "agent.tool-returned")[0]["payload"]["status"],
+            "ok"
+        );
+        assert!(probe.branch_rows.is_empty(), "{:#?}", probe.branch_rows);
+        host.shutdown().await;
     })
     .await;
 }

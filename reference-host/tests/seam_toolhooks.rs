@@ -865,6 +865,8 @@ async fn observe(
         | Mutant::ReplayReissuesMrtr
         | Mutant::McpDelegatedToProvider => false,
         // Skipped by the caller: tests/effect_fire.rs observes these.
-        Mutant::FireSeamRefiresOnFork | Mutant::ForkLedgerRestamped => false,
+        Mutant::FireSeamRefiresOnFork
+        | Mutant::ForkLedgerRestamped
+        | Mutant::Layer2DedupSpansFork => false,
     }
 }

@@ -10,6 +10,14 @@
 //! correct claim it comes BEFORE the single atomic statement, so nothing an
 //! executor learned before it can go stale; under the `claim-read-then-write`
 //! mutant it sits BETWEEN the read and the write, which is the bug.
+//!
+//! A claim is keyed by (effect id, claim scope). The workflow and
+//! idempotency-seam effects claim in the host-wide scope `""`, so every
+//! entry point of one business operation meets one claim (EFF-4). An
+//! effect-seam fire claims in the scope of the run that performs it
+//! ([`crate::seams::effect_fire`]): a branch fork is its own scope, so its
+//! parent's claim never suppresses it (EFF-10: Layer-2 dedup never reaches
+//! across a fork; suppression in a fork is replay's job).
 
 use std::time::Duration;
 
@@ -21,10 +29,12 @@ use crate::effects::identity::Keying;
 use crate::mutants::Mutant;
 use crate::storage::{Storage, StorageError};
 
-/// The claims table: one row per effect id, whoever performs it.
+/// The claims table: one row per (effect id, claim scope), whoever
+/// performs it. The primary key is what makes the claim atomic.
 pub const SCHEMA: &str = "
 CREATE TABLE effect_claims (
-    effect_id TEXT PRIMARY KEY,
+    effect_id TEXT NOT NULL,
+    claim_scope TEXT NOT NULL DEFAULT '',
     tenant TEXT NOT NULL,
     operation TEXT NOT NULL,
     keying TEXT NOT NULL,
@@ -34,7 +44,8 @@ CREATE TABLE effect_claims (
     executor TEXT NOT NULL,
     state TEXT NOT NULL,
     claimed_at_ms INTEGER NOT NULL,
-    updated_at_ms INTEGER NOT NULL
+    updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (effect_id, claim_scope)
 );
 CREATE INDEX effect_claims_updated ON effect_claims(updated_at_ms);
 ";
@@ -72,11 +83,18 @@ impl ClaimState {
     }
 }
 
+/// The host-wide claim scope: every entry point of one business
+/// operation races for the same claim (EFF-4).
+pub const HOST_SCOPE: &str = "";
+
 /// What an executor claims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimRequest<'a> {
-    /// The effect id (the primary key the executors race for).
+    /// The effect id (with `claim_scope`, the key the executors race for).
     pub effect_id: &'a str,
+    /// Where the claim holds: [`HOST_SCOPE`], or the id of the run that
+    /// performs an effect-seam fire (EFF-10: a fork is its own scope).
+    pub claim_scope: &'a str,
     /// The tenant of the operation.
     pub tenant: &'a str,
     /// The operation.
@@ -179,7 +197,7 @@ pub async fn claim(
     if inserted == 1 {
         Ok(ClaimOutcome::Won)
     } else {
-        lost(storage, request.effect_id)
+        lost(storage, request)
     }
 }
 
@@ -190,7 +208,7 @@ async fn claim_read_then_write(
     request: &ClaimRequest<'_>,
     await_point: AwaitPoint,
 ) -> Result<ClaimOutcome, StorageError> {
-    if let Some(holder) = holder_of(storage, request.effect_id)? {
+    if let Some(holder) = holder_in(storage, request.effect_id, request.claim_scope)? {
         return Ok(ClaimOutcome::Lost {
             holder_state: holder.state,
             holder_run: Some(holder.run_id),
@@ -218,13 +236,13 @@ fn write_claim(
     how: ClaimWrite,
 ) -> Result<usize, StorageError> {
     let (verb, on_conflict) = match how {
-        ClaimWrite::InsertIfAbsent => ("INSERT", "ON CONFLICT(effect_id) DO NOTHING"),
+        ClaimWrite::InsertIfAbsent => ("INSERT", "ON CONFLICT(effect_id, claim_scope) DO NOTHING"),
         ClaimWrite::Overwrite => ("INSERT OR REPLACE", ""),
     };
     let sql = format!(
         "{verb} INTO effect_claims (effect_id, tenant, operation, keying, run_id, node_id,
-             invocation_id, executor, state, claimed_at_ms, updated_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) {on_conflict}"
+             invocation_id, executor, state, claimed_at_ms, updated_at_ms, claim_scope)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11) {on_conflict}"
     );
     let now = now_unix_ms();
     storage.with_conn(|conn| {
@@ -240,26 +258,29 @@ fn write_claim(
                 request.invocation_id,
                 request.executor,
                 ClaimState::Claimed.as_str(),
-                now
+                now,
+                request.claim_scope
             ],
         )
     })
 }
 
 /// The loser's view of the effect.
-fn lost(storage: &Storage, effect_id: &str) -> Result<ClaimOutcome, StorageError> {
+fn lost(storage: &Storage, request: &ClaimRequest<'_>) -> Result<ClaimOutcome, StorageError> {
     // A row swept between the insert and this read is reported as still
     // claimed: a loser never fires, whatever it reads afterwards.
-    Ok(match holder_of(storage, effect_id)? {
-        Some(holder) => ClaimOutcome::Lost {
-            holder_state: holder.state,
-            holder_run: Some(holder.run_id),
+    Ok(
+        match holder_in(storage, request.effect_id, request.claim_scope)? {
+            Some(holder) => ClaimOutcome::Lost {
+                holder_state: holder.state,
+                holder_run: Some(holder.run_id),
+            },
+            None => ClaimOutcome::Lost {
+                holder_state: ClaimState::Claimed,
+                holder_run: None,
+            },
         },
-        None => ClaimOutcome::Lost {
-            holder_state: ClaimState::Claimed,
-            holder_run: None,
-        },
-    })
+    )
 }
 
 /// Who holds a claim.
@@ -271,12 +292,21 @@ pub struct Holder {
     pub run_id: String,
 }
 
-/// The holder of the claim on `effect_id`, if claimed.
+/// The holder of the host-wide claim on `effect_id`, if claimed.
 pub fn holder_of(storage: &Storage, effect_id: &str) -> Result<Option<Holder>, StorageError> {
+    holder_in(storage, effect_id, HOST_SCOPE)
+}
+
+/// The holder of the claim on `effect_id` in `claim_scope`, if claimed.
+pub fn holder_in(
+    storage: &Storage,
+    effect_id: &str,
+    claim_scope: &str,
+) -> Result<Option<Holder>, StorageError> {
     let row: Option<(String, String)> = storage.with_conn(|conn| {
         conn.query_row(
-            "SELECT state, run_id FROM effect_claims WHERE effect_id = ?1",
-            params![effect_id],
+            "SELECT state, run_id FROM effect_claims WHERE effect_id = ?1 AND claim_scope = ?2",
+            params![effect_id, claim_scope],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .optional()
@@ -297,7 +327,8 @@ pub fn state_of(storage: &Storage, effect_id: &str) -> Result<Option<ClaimState>
 }
 
 /// Settles the claim `executor` holds on `effect_id`. Only the holder can
-/// settle it (a row taken over by another executor is left alone).
+/// settle it (a row taken over by another executor is left alone); an
+/// executor id is fresh per executor, so it also singles out the scope.
 pub fn settle(
     storage: &Storage,
     effect_id: &str,
@@ -323,6 +354,7 @@ mod tests {
     fn request<'a>(effect_id: &'a str, executor: &'a str) -> ClaimRequest<'a> {
         ClaimRequest {
             effect_id,
+            claim_scope: HOST_SCOPE,
             tenant: "tenant-a",
             operation: "ledger.charge",
             keying: Keying::BusinessIdentity,
@@ -420,6 +452,46 @@ mod tests {
                 holder_state: ClaimState::Completed,
                 holder_run: Some("run_1".to_owned()),
             }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_claim_holds_only_in_its_scope() {
+        // EFF-10: one effect id, two run scopes (a parent and its branch):
+        // each wins its own; a second claim in either scope loses.
+        let store = Storage::open_in_memory().expect("open");
+        let scoped = |scope, executor| ClaimRequest {
+            claim_scope: scope,
+            ..request("eff_s", executor)
+        };
+        for (scope, executor) in [("run_parent", "exe_1"), ("run_branch", "exe_2")] {
+            let won = claim(
+                &store,
+                &scoped(scope, executor),
+                AwaitPoint::default(),
+                None,
+            )
+            .await
+            .expect("claim");
+            assert_eq!(won, ClaimOutcome::Won, "{scope}");
+        }
+        let again = claim(
+            &store,
+            &scoped("run_branch", "exe_3"),
+            AwaitPoint::default(),
+            None,
+        )
+        .await
+        .expect("claim");
+        assert!(matches!(again, ClaimOutcome::Lost { .. }), "{again:?}");
+        // The host-wide scope is separate from both.
+        assert_eq!(holder_of(&store, "eff_s").expect("read"), None);
+        assert_eq!(
+            holder_in(&store, "eff_s", "run_parent").expect("read"),
+            Some(Holder {
+                state: ClaimState::Claimed,
+                run_id: "run_1".to_owned()
+            })
         );
     }
 

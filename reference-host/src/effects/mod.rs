@@ -234,6 +234,8 @@ impl PreparedEffect {
     ) -> Result<EffectReport, EffectError> {
         let request = ClaimRequest {
             effect_id: &self.identity.effect_id,
+            // EFF-4: one claim per business operation across entry points.
+            claim_scope: claim::HOST_SCOPE,
             tenant: &self.spec.tenant,
             operation: &self.spec.operation,
             keying: self.identity.keying,

@@ -25,6 +25,18 @@
 //! sending anything: it serves the recorded outcome ([`start_replay`]) and
 //! carries the parent's ledger rows over unchanged (see
 //! [`crate::turn::fork`]).
+//!
+//! EFF-10 ("Layer-2 deduplication never reaches across a fork; suppressing
+//! effects in a fork is left to replay"): the `tool-receiver` effect is a
+//! Layer-2 effect. Its identity comes from the business operation (the seam
+//! and the receiver, [`tool_receiver_effect_id`]), never the run, and it is
+//! performed only after an atomic claim keyed by (identity, claim scope),
+//! where the scope is the run that performs it. A `mode: "branch"` fork
+//! ([`start_branch`]) inherits its source's events up to `fromSeq` and runs
+//! the rest live: when the effect lies after `fromSeq` it claims in its own
+//! scope and performs the effect again (same `Idempotency-Key` as its
+//! lineage sent, a new ledger row with the same effectId). A replay fork
+//! never claims: its suppression is replay's.
 
 use std::sync::Arc;
 
@@ -43,9 +55,14 @@ use crate::auth::{authenticate, require_scope};
 use crate::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
 use crate::clock::now_unix_ms;
 use crate::effect_seams;
+use crate::effects::claim::{self, AwaitPoint, ClaimOutcome, ClaimRequest, ClaimState};
+use crate::effects::identity::Keying;
 use crate::effects::ledger::{self, SeamDelivery};
 use crate::error::{ApiError, json_response};
-use crate::events::{NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_COMPLETED, RUN_STARTED};
+use crate::events::{
+    NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED, RUN_STARTED,
+    TOOL_CALLED, TOOL_RETURNED,
+};
 use crate::json_body::{Fields, body_rejection, parse_object};
 use crate::mutants::Mutant;
 use crate::seams::SEAMS_SCOPE;
@@ -210,6 +227,7 @@ pub async fn fire(
         tenant: &caller.tenant,
         request: &request,
         replay: None,
+        branch: None,
     };
     run.begin()?;
     let ended = run.perform().await;
@@ -238,6 +256,7 @@ pub fn start_replay(
         tenant,
         request: &request,
         replay: Some(&source),
+        branch: None,
     };
     run.begin()?;
     let state = state.clone();
@@ -250,6 +269,7 @@ pub fn start_replay(
             tenant: &tenant,
             request: &request,
             replay: Some(&source),
+            branch: None,
         };
         let ended = run.perform().await;
         // If even the terminal write fails the store is gone; the run
@@ -259,7 +279,139 @@ pub fn start_replay(
     Ok(())
 }
 
-/// One fire run: the parent (live) or a replay fork of one.
+/// The message of the 422 a branch fork of any other run gets (EFF-10).
+pub const BRANCH_SOURCE_UNSUPPORTED: &str =
+    "branch forks are served for `tool-receiver` effect-seam fire runs only; send mode `replay`";
+
+/// The source of a `mode: "branch"` fork of a `tool-receiver` fire run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchSource {
+    /// The run the branch forks.
+    pub run_id: String,
+    /// The source's final node attempt (whose records an inherited effect
+    /// is copied from).
+    pub attempt: u32,
+    /// The first run of the fork lineage (the fire run itself): every
+    /// branch re-sends ITS tool identity as `Idempotency-Key`, the value
+    /// the effect was first sent with.
+    pub lineage_root: String,
+}
+
+/// Where the source's effect lies relative to a branch's `fromSeq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchEffect {
+    /// The source's `agent.tool-called` is after `fromSeq` (or absent): the
+    /// branch performs the effect anew (EFF-10).
+    Live,
+    /// The source's `agent.tool-returned` is at or before `fromSeq`: the
+    /// branch inherits the effect, its record and its ledger rows.
+    Inherited,
+}
+
+/// What a branch fork inherits and what it still runs live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BranchPoint {
+    /// The last inherited sequence.
+    pub from_seq: i64,
+    /// Whether the effect is inherited or performed again.
+    pub effect: BranchEffect,
+    /// Whether the inherited prefix holds `node.started`.
+    pub node_started: bool,
+    /// The source's terminal status when the prefix ends with its terminal
+    /// event (nothing is left to run).
+    pub terminal: Option<RunStatus>,
+}
+
+/// Reads the source's events and says where a branch at `from_seq` stands.
+/// A `fromSeq` inside the effect (its `agent.tool-called` inherited, its
+/// `agent.tool-returned` not) is a 400 naming `fromSeq`: the branch could
+/// neither inherit the outcome nor call again without a second call event.
+pub fn branch_point(
+    state: &AppState,
+    source_run_id: &str,
+    from_seq: i64,
+) -> Result<BranchPoint, ApiError> {
+    let events = state.storage().events_after(source_run_id, -1)?;
+    let first = |kind: &str| {
+        events
+            .iter()
+            .find(|event| event.event_type == kind)
+            .map(|event| event.sequence)
+    };
+    let inherited = |kind: &str| first(kind).is_some_and(|seq| seq <= from_seq);
+    let effect = match (first(TOOL_CALLED), first(TOOL_RETURNED)) {
+        (Some(called), _) if called > from_seq => BranchEffect::Live,
+        (None, _) => BranchEffect::Live,
+        (Some(_), Some(returned)) if returned <= from_seq => BranchEffect::Inherited,
+        (Some(called), returned) => {
+            let after = returned.map_or_else(|| "the end".to_owned(), |seq| seq.to_string());
+            return Err(ApiError::validation(format!(
+                "field `fromSeq` is {from_seq}, inside the effect (agent.tool-called at {called}, agent.tool-returned at {after}); branch from before {called} to perform it again, or from the return on to inherit it"
+            )));
+        }
+    };
+    let terminal = events
+        .iter()
+        .filter(|event| event.sequence <= from_seq)
+        .find_map(|event| match event.event_type.as_str() {
+            RUN_COMPLETED => Some(RunStatus::Completed),
+            RUN_FAILED => Some(RunStatus::Failed),
+            RUN_CANCELLED => Some(RunStatus::Cancelled),
+            _ => None,
+        });
+    Ok(BranchPoint {
+        from_seq,
+        effect,
+        node_started: inherited(NODE_STARTED),
+        terminal,
+    })
+}
+
+/// Starts the branch fork `run_id` (already created, its plan saved, its
+/// ledger rows inherited when the effect is) of a `tool-receiver` fire
+/// run: copies the source's events up to `fromSeq` now, then, unless the
+/// copy already ends the run, a task continues live (EFF-10). Returns the
+/// branch's status for the 201.
+pub fn start_branch(
+    state: &AppState,
+    run_id: &str,
+    principal: &str,
+    tenant: &str,
+    request: FireRequest,
+    source: BranchSource,
+    point: BranchPoint,
+) -> Result<RunStatus, ApiError> {
+    let storage = state.storage();
+    storage.copy_events(&source.run_id, run_id, point.from_seq)?;
+    if point.effect == BranchEffect::Inherited {
+        // The branch keeps its own record, so a fork of it can be served.
+        records::copy_tool_records(storage, &source.run_id, source.attempt, run_id)?;
+    }
+    if let Some(status) = point.terminal {
+        let error = storage.run(&source.run_id)?.and_then(|run| run.error);
+        storage.set_run_outcome(run_id, status, error.as_ref())?;
+        return Ok(status);
+    }
+    let state = state.clone();
+    let (run_id, principal, tenant) = (run_id.to_owned(), principal.to_owned(), tenant.to_owned());
+    tokio::spawn(async move {
+        let run = FireRun {
+            state: &state,
+            run_id: &run_id,
+            principal: &principal,
+            tenant: &tenant,
+            request: &request,
+            replay: None,
+            branch: Some(&source),
+        };
+        let ended = run.continue_branch(point).await;
+        // As for a replay fork: a failed terminal write leaves it `running`.
+        let _ = run.settle(ended);
+    });
+    Ok(RunStatus::Running)
+}
+
+/// One fire run: the parent (live), a replay fork or a branch fork of one.
 struct FireRun<'a> {
     state: &'a AppState,
     run_id: &'a str,
@@ -268,6 +420,8 @@ struct FireRun<'a> {
     request: &'a FireRequest,
     /// For a replay fork: the fire run whose records are served.
     replay: Option<&'a ReplaySource>,
+    /// For a branch fork: the run it forks (EFF-10).
+    branch: Option<&'a BranchSource>,
 }
 
 impl FireRun<'_> {
@@ -297,6 +451,23 @@ impl FireRun<'_> {
             },
         )?;
         Ok(())
+    }
+
+    /// The live rest of a branch fork after its inherited prefix: an
+    /// inherited effect is only settled from the copied record (no call);
+    /// a live one is performed again (EFF-10).
+    async fn continue_branch(&self, point: BranchPoint) -> Result<(), RunFailure> {
+        if point.effect == BranchEffect::Inherited {
+            return self.require_delivered();
+        }
+        if !point.node_started {
+            self.state.storage().append_event(
+                self.run_id,
+                NewEvent::new(NODE_STARTED, json!({"nodeId": AGENT_NODE_ID, "attempt": 1}))
+                    .at_node(AGENT_NODE_ID),
+            )?;
+        }
+        self.perform().await
     }
 
     /// Performs (or, in a replay fork, serves) the one effect.
@@ -345,6 +516,8 @@ impl FireRun<'_> {
             principal: self.principal,
             tools: &tools,
             repeated_call: RepeatedCall::Suppress,
+            // EFF-10: a branch re-sends the key its lineage first sent.
+            key_run_id: self.branch.map(|branch| branch.lineage_root.as_str()),
         };
         let emission = ToolEmission {
             id: FIRE_CALL_ID.to_owned(),
@@ -362,12 +535,18 @@ impl FireRun<'_> {
         // Bug under `fire-seam-refires-on-fork`: the fork dispatches the
         // call again instead of serving the record (RPL-11 says no re-fire).
         let refire = state.mutant_is(Mutant::FireSeamRefiresOnFork);
+        // The executor that holds this run's claim, if it won one.
+        let mut held: Option<String> = None;
+        let mut dispatched = false;
         let admitted = match self.replay {
+            // EFF-10: a replay fork never claims; serving the record is
+            // replay's suppression.
             Some(source) if !refire => {
                 let record = records::tool(storage, &source.run_id, source.attempt, 1)?;
                 admission::serve_replay(&scope, &emission, record, &journal)?
             }
-            _ => {
+            Some(_) => {
+                dispatched = true;
                 admission::admit_journaled(
                     &scope,
                     &mut RepeatMemory::default(),
@@ -378,9 +557,41 @@ impl FireRun<'_> {
                 )
                 .await?
             }
+            None => {
+                let key_run = self.branch.map_or(self.run_id, |b| b.lineage_root.as_str());
+                let executor = format!("exe_{}", uuid::Uuid::new_v4().simple());
+                match self.claim(key_run, &executor).await? {
+                    ClaimOutcome::Won => {
+                        held = Some(executor);
+                        dispatched = true;
+                        admission::admit_journaled(
+                            &scope,
+                            &mut RepeatMemory::default(),
+                            &emission,
+                            Completion::Clean,
+                            &RoundContext::trusted(),
+                            &journal,
+                        )
+                        .await?
+                    }
+                    // Another executor of this scope holds the effect: send
+                    // nothing; report the holder's recorded return (only the
+                    // `layer2-dedup-spans-fork` mutant puts a branch here).
+                    ClaimOutcome::Lost { holder_run, .. } => {
+                        let record = match holder_run {
+                            Some(holder) => records::tool(storage, &holder, 1, 1)?,
+                            None => None,
+                        };
+                        admission::serve_replay(&scope, &emission, record, &journal)?
+                    }
+                }
+            }
         };
         let answered_at = now_unix_ms();
         if let Some(halt) = admitted.halt {
+            if let Some(executor) = &held {
+                self.settle_claim(executor, ClaimState::Escaped)?;
+            }
             return Err(RunFailure {
                 code: halt.code,
                 message: halt.message,
@@ -388,26 +599,92 @@ impl FireRun<'_> {
                 node_failed: true,
             });
         }
-        // The run's own record says what happened: executed and `ok` is a
-        // delivery (a served record says what the source's call did).
-        let delivered = matches!(
-            records::tool(storage, self.run_id, 1, 1)?,
+        let delivered = self.delivered()?;
+        if let Some(executor) = &held {
+            let settled = if delivered {
+                ClaimState::Completed
+            } else {
+                ClaimState::Escaped
+            };
+            self.settle_claim(executor, settled)?;
+        }
+        if dispatched && delivered {
+            self.record_delivery(answered_at)?;
+        }
+        self.require_delivered()
+    }
+
+    /// Claims the `tool-receiver` effect for `executor` of this run.
+    ///
+    /// Atomicity comes from [`claim::claim`]: ONE `INSERT … ON CONFLICT
+    /// DO NOTHING` on the claims table's primary key (effect id, claim
+    /// scope), so at most one executor per scope wins. The scope is the run
+    /// that performs the effect (EFF-10): a fresh fire run and a branch
+    /// fork are each their own scope, so a branch is never suppressed by
+    /// its parent's claim; suppressing effects in a fork is replay's job.
+    async fn claim(&self, key_run: &str, executor: &str) -> Result<ClaimOutcome, RunFailure> {
+        let state = self.state;
+        // Bug under `layer2-dedup-spans-fork`: the branch's claim is scoped
+        // without its run (the lineage's first run stands in), so it meets
+        // the parent's claim and the effect is suppressed across the fork.
+        let claim_scope = match self.branch {
+            Some(branch) if state.mutant_is(Mutant::Layer2DedupSpansFork) => {
+                branch.lineage_root.as_str()
+            }
+            _ => self.run_id,
+        };
+        let effect_id = self.effect_id();
+        let operation = format!("{}{TOOL_RECEIVER_SEAM}", ledger::SEAM_KEYING_PREFIX);
+        let invocation_id = records::tool_key(key_run, 1);
+        let request = ClaimRequest {
+            effect_id: &effect_id,
+            claim_scope,
+            tenant: self.tenant,
+            operation: &operation,
+            keying: Keying::BusinessIdentity,
+            run_id: self.run_id,
+            node_id: AGENT_NODE_ID,
+            invocation_id: &invocation_id,
+            executor,
+        };
+        Ok(claim::claim(
+            state.storage(),
+            &request,
+            AwaitPoint::yield_once(),
+            state.mutant(),
+        )
+        .await?)
+    }
+
+    /// Settles this run's claim on the effect.
+    fn settle_claim(&self, executor: &str, settled: ClaimState) -> Result<(), StorageError> {
+        // The executor id is fresh per run, so it singles out this scope's row.
+        claim::settle(self.state.storage(), &self.effect_id(), executor, settled)
+    }
+
+    /// Whether the run's own record of the call says it was delivered
+    /// (executed and `ok`; a served record says what the source's call did).
+    fn delivered(&self) -> Result<bool, StorageError> {
+        Ok(matches!(
+            records::tool(self.state.storage(), self.run_id, 1, 1)?,
             Some(ToolRecord::Recorded(record))
                 if record.outcome == crate::turn::Outcome::Executed.as_str()
                     && record.returned["status"] == "ok"
-        );
-        if !delivered {
-            return Err(RunFailure::new(
-                EFFECT_NOT_DELIVERED,
-                format!(
-                    "the `{TOOL_RECEIVER_SEAM}` call was not delivered (the receiver failed or the call was refused; agent.tool-returned says which)"
-                ),
-            ));
+        ))
+    }
+
+    /// `Ok` when the run's record says the effect was delivered, else the
+    /// run's `refhost.effect_not_delivered` failure.
+    fn require_delivered(&self) -> Result<(), RunFailure> {
+        if self.delivered()? {
+            return Ok(());
         }
-        if self.replay.is_none() || refire {
-            self.record_delivery(answered_at)?;
-        }
-        Ok(())
+        Err(RunFailure::new(
+            EFFECT_NOT_DELIVERED,
+            format!(
+                "the `{TOOL_RECEIVER_SEAM}` call was not delivered (the receiver failed or the call was refused; agent.tool-returned says which)"
+            ),
+        ))
     }
 
     /// A `provider:<name>` effect: one Messages request to the receiver,
@@ -461,10 +738,20 @@ impl FireRun<'_> {
         self.record_delivery(answered_at)
     }
 
+    /// The effect id of the run's effect: for `tool-receiver` the Layer-2
+    /// identity of the business operation (the same in every run of a
+    /// lineage, EFF-10); for a provider round the per-run seam id.
+    fn effect_id(&self) -> String {
+        match &self.request.seam {
+            FireSeam::ToolReceiver => tool_receiver_effect_id(&self.request.receiver_url),
+            FireSeam::Provider(_) => seam_effect_id(&self.request.seam.id(), self.run_id),
+        }
+    }
+
     /// The run's one `delivered` ledger row for the seam.
     fn record_delivery(&self, at_ms: i64) -> Result<(), RunFailure> {
         let seam = self.request.seam.id();
-        let effect_id = seam_effect_id(&seam, self.run_id);
+        let effect_id = self.effect_id();
         ledger::record_seam_delivery(
             self.state.storage(),
             &SeamDelivery {
@@ -480,8 +767,21 @@ impl FireRun<'_> {
     }
 }
 
-/// The effect id of a seam fire: `eff_` + 32 hex digits of SHA-256 over
-/// the seam id, the run and the node's first effect.
+/// The Layer-2 effect identity of a `tool-receiver` fire: `eff_` + 32 hex
+/// digits of SHA-256 over `seam:tool-receiver`, NUL, the receiver URL. It is
+/// derived from the business operation, not the run (EFF-1), so a parent
+/// and its branch forks report the same effectId (EFF-10).
+pub fn tool_receiver_effect_id(receiver_url: &Url) -> String {
+    let input = format!(
+        "{}{TOOL_RECEIVER_SEAM}\0{receiver_url}",
+        ledger::SEAM_KEYING_PREFIX
+    );
+    let digest = sha256_hex(input.as_bytes());
+    format!("eff_{}", digest.get(..32).unwrap_or(&digest))
+}
+
+/// The effect id of a provider seam fire: `eff_` + 32 hex digits of
+/// SHA-256 over the seam id, the run and the node's first effect.
 pub fn seam_effect_id(seam: &str, run_id: &str) -> String {
     let digest = sha256_hex(format!("seam:{seam}\0{run_id}\0{AGENT_NODE_ID}\01").as_bytes());
     format!("eff_{}", digest.get(..32).unwrap_or(&digest))
@@ -622,5 +922,15 @@ mod tests {
         assert_ne!(id, seam_effect_id("tool-receiver", "run_b"));
         assert_ne!(id, seam_effect_id("provider:web_search", "run_a"));
         assert!(crate::event_codes::is_conformant(EFFECT_NOT_DELIVERED));
+    }
+
+    #[test]
+    fn the_tool_receiver_identity_is_the_operation_not_the_run() {
+        let url = Url::parse("http://127.0.0.1:9/t").expect("url");
+        let id = tool_receiver_effect_id(&url);
+        let digest = sha256_hex(b"seam:tool-receiver\0http://127.0.0.1:9/t");
+        assert_eq!(id, format!("eff_{}", &digest[..32]));
+        let other = Url::parse("http://127.0.0.1:9/u").expect("url");
+        assert_ne!(id, tool_receiver_effect_id(&other));
     }
 }

@@ -143,6 +143,17 @@ pub struct TurnScope<'a> {
     pub tools: &'a [Arc<FixtureTool>],
     /// Repeated-call policy.
     pub repeated_call: RepeatedCall,
+    /// The run whose tool identity (TURN-D2) the calls carry as
+    /// `Idempotency-Key`, when it is not `run_id`: a branch fork of an
+    /// effect-seam fire re-sends its lineage's key (EFF-10). `None` ⇒ `run_id`.
+    pub key_run_id: Option<&'a str>,
+}
+
+impl TurnScope<'_> {
+    /// The run id the tool identity is derived from.
+    fn identity_run_id(&self) -> &str {
+        self.key_run_id.unwrap_or(self.run_id)
+    }
 }
 
 /// Results of the run's executed calls, by (tool, canonical arguments).
@@ -444,7 +455,11 @@ pub async fn admit_journaled(
         emission.id.clone()
     };
     let call_event_id = record_call(scope, journal, emission, &call_id)?;
-    let key = records::tool_key_for(scope.run_id, journal.ordinal, scope.state.mutant());
+    let key = records::tool_key_for(
+        scope.identity_run_id(),
+        journal.ordinal,
+        scope.state.mutant(),
+    );
 
     let mut transient = false;
     let mut mrtr = None;
@@ -766,7 +781,11 @@ pub async fn resume_in_doubt(
 ) -> Result<Admitted, AdmissionError> {
     let state = scope.state;
     let mutant = state.mutant();
-    let key = records::tool_key_for(scope.run_id, journal.ordinal, scope.state.mutant());
+    let key = records::tool_key_for(
+        scope.identity_run_id(),
+        journal.ordinal,
+        scope.state.mutant(),
+    );
     let mut mrtr = None;
     let (outcome, ret, result, halt) = match check_gates(scope, memory, emission, completion) {
         Err(stop) => {
@@ -1319,6 +1338,7 @@ mod tests {
             principal,
             tools,
             repeated_call: RepeatedCall::Suppress,
+            key_run_id: None,
         };
         check_gates(&scope, &RepeatMemory::default(), emission, completion).err()
     }
@@ -1436,6 +1456,7 @@ mod tests {
             principal: "alice",
             tools: &tools,
             repeated_call: RepeatedCall::Suppress,
+            key_run_id: None,
         };
         let cleared = check_gates(
             &scope,
@@ -1463,6 +1484,7 @@ mod tests {
             principal: "alice",
             tools: &tools,
             repeated_call: RepeatedCall::Suppress,
+            key_run_id: None,
         };
         let stop = check_gates(
             &scope,
@@ -1473,6 +1495,7 @@ mod tests {
         assert!(matches!(stop, Err(Stop::Repeat(_))));
         let allow = TurnScope {
             repeated_call: RepeatedCall::Allow,
+            key_run_id: None,
             ..scope
         };
         assert!(
@@ -1516,6 +1539,7 @@ mod tests {
             principal: "alice",
             tools: &tools,
             repeated_call: RepeatedCall::Suppress,
+            key_run_id: None,
         };
         // `admit` is a trusted round: `always` still holds.
         let admitted = admit(
@@ -1559,6 +1583,7 @@ mod tests {
             principal: "carol",
             tools: &tools,
             repeated_call: RepeatedCall::Suppress,
+            key_run_id: None,
         };
         let mut memory = RepeatMemory::default();
         let admitted = admit(

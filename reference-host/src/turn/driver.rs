@@ -537,6 +537,7 @@ impl<'a> Attempt<'a> {
                 principal: &plan.principal,
                 tools: &plan.tools,
                 repeated_call: plan.limits.repeated_call,
+                key_run_id: None,
             },
             attempt,
             memory: RepeatMemory::default(),

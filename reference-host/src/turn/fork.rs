@@ -9,8 +9,15 @@
 //! (RPL-5), and every tool emission is served from the source's records of
 //! its final attempt and never dispatched ([`crate::turn::admission::serve_replay`]).
 //! A fork of an effect-seam fire run serves the fired effect's record and
-//! sends nothing ([`crate::seams::effect_fire`]); every fork starts with
-//! its source's effect ledger rows carried over unchanged (RPL-11).
+//! sends nothing ([`crate::seams::effect_fire`]); every replay fork starts
+//! with its source's effect ledger rows carried over unchanged (RPL-11).
+//!
+//! A `mode: "branch"` fork (EFF-10) is served for `tool-receiver`
+//! effect-seam fire runs only: a new run that inherits the source's events
+//! up to `fromSeq` and runs the rest live, performing the effect again in
+//! its own claim scope when the effect lies after `fromSeq`
+//! ([`effect_fire::start_branch`]). Its ledger inherits the source's rows
+//! only when it inherits the effect.
 
 use std::time::Duration;
 
@@ -29,10 +36,10 @@ use crate::events::{NewEvent, RUN_CANCELLED};
 use crate::json_body::{Fields, body_rejection, parse_object};
 use crate::mutants::Mutant;
 use crate::runs::{authorize_reader, find_visible_run};
-use crate::seams::effect_fire::{self, FireRequest};
-use crate::storage::RunStatus;
+use crate::seams::effect_fire::{self, BranchEffect, BranchSource, FireRequest, FireSeam};
+use crate::storage::{RunRecord, RunStatus};
 use crate::turn::driver::{self, ReplaySource, TurnPlan};
-use crate::turn::records::{self, RunMode};
+use crate::turn::records::{self, RunMode, StoredPlan};
 use crate::turn::request::TurnRunRequest;
 
 /// The fork body's members (closed).
@@ -98,17 +105,21 @@ fn fork(
     let request = parse_fork(&body)?;
     // RPL-9: an invisible source is exactly an unknown one.
     let source = find_visible_run(state, &caller.tenant, source_run_id)?;
-    if request.mode == "branch" {
-        return Err(ApiError::new(
-            ErrorCode::CapabilityNotProvided,
-            "this host serves only `mode: \"replay\"` forks (discovery `replay.modes`); send mode `replay`",
+    let branch = request.mode == "branch";
+    // EFF-10: a branch inherits the source's events up to `fromSeq`, so it
+    // must say where.
+    if branch && request.from_seq.is_none() {
+        return Err(ApiError::validation(
+            "field `fromSeq` is required for `mode: \"branch\"`: the branch inherits the source's events up to it and runs the rest live",
         ));
     }
-    // Bug under `fork-overlay-accepted`: the overlay is silently ignored.
-    if !request.overlay_empty && state.mutant() != Some(Mutant::ForkOverlayAccepted) {
-        return Err(ApiError::validation(
-            "field `runOptionsOverlay` must be empty (or absent) for `mode: \"replay\"`: a replay re-executes the source's plan unchanged (RPL-9)",
-        ));
+    // Bug under `fork-overlay-accepted`: the overlay is silently ignored
+    // (on replay forks; a branch always checks it).
+    if !request.overlay_empty && (branch || state.mutant() != Some(Mutant::ForkOverlayAccepted)) {
+        return Err(ApiError::validation(format!(
+            "field `runOptionsOverlay` must be empty (or absent) for `mode: \"{}\"`: a fork re-executes the source's plan unchanged (RPL-9)",
+            request.mode
+        )));
     }
     let last_seq = state
         .storage()
@@ -121,7 +132,16 @@ fn fork(
             "field `fromSeq` is {from_seq}, beyond the source run's last sequence {last_seq}; send a sequence the run has"
         )));
     }
+    let branch_unsupported = || {
+        ApiError::new(
+            ErrorCode::CapabilityNotProvided,
+            effect_fire::BRANCH_SOURCE_UNSUPPORTED,
+        )
+    };
     let Some(source_plan) = records::plan(state.storage(), &source.run_id)? else {
+        if branch {
+            return Err(branch_unsupported());
+        }
         return Err(ApiError::new(
             ErrorCode::CapabilityNotProvided,
             format!(
@@ -134,6 +154,7 @@ fn fork(
     // request; its fork re-drives that plan without a model.
     let plan = match FireRequest::from_stored(&source_plan.request) {
         Some(fire) => StoredKind::Fire(fire),
+        None if branch => return Err(branch_unsupported()),
         None => StoredKind::Turn(Box::new(
             TurnRunRequest::parse(source_plan.request.as_bytes()).map_err(|_| {
                 ApiError::internal(
@@ -142,6 +163,15 @@ fn fork(
             })?,
         )),
     };
+    if branch {
+        let StoredKind::Fire(fire) = plan else {
+            return Err(branch_unsupported());
+        };
+        if fire.seam != FireSeam::ToolReceiver {
+            return Err(branch_unsupported());
+        }
+        return fork_branch(state, &source, source_plan, fire, from_seq);
+    }
 
     let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
     state
@@ -185,6 +215,79 @@ fn fork(
             "status": "running",
             "eventsUrl": format!("/runs/{run_id}/events"),
         }),
+    ))
+}
+
+/// Creates and starts the `mode: "branch"` fork of the `tool-receiver` fire
+/// run `source` at `from_seq` (EFF-10) and answers its 201.
+fn fork_branch(
+    state: &AppState,
+    source: &RunRecord,
+    source_plan: StoredPlan,
+    fire: FireRequest,
+    from_seq: i64,
+) -> Result<Response, ApiError> {
+    // Checked before the run exists: a `fromSeq` inside the effect is a 400.
+    let point = effect_fire::branch_point(state, &source.run_id, from_seq)?;
+    let lineage_root = lineage_root(state, &source.run_id)?;
+    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    state
+        .storage()
+        .create_run_in(&run_id, &source.principal, &source.tenant)?;
+    records::save_plan(
+        state.storage(),
+        &run_id,
+        &source_plan.request,
+        Some(&source.run_id),
+        RunMode::Branch,
+    )?;
+    // An inherited effect brings its ledger rows (as a replay fork's do); an
+    // effect after `fromSeq` is not the branch's history, so it gets only
+    // the row of its own delivery.
+    if point.effect == BranchEffect::Inherited {
+        inherit_effects(state, &source.run_id, &run_id)?;
+    }
+    let branch = BranchSource {
+        run_id: source.run_id.clone(),
+        attempt: source_plan.attempt,
+        lineage_root,
+    };
+    let status = effect_fire::start_branch(
+        state,
+        &run_id,
+        &source.principal,
+        &source.tenant,
+        fire,
+        branch,
+        point,
+    )?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({
+            "runId": run_id,
+            "sourceRunId": source.run_id,
+            "fromSeq": from_seq,
+            "mode": "branch",
+            "status": status.as_str(),
+            "eventsUrl": format!("/runs/{run_id}/events"),
+        }),
+    ))
+}
+
+/// The first run of `run_id`'s fork lineage: follows stored `source_run_id`
+/// links (bounded; a fork's source always exists before it, so there is no
+/// cycle to follow).
+fn lineage_root(state: &AppState, run_id: &str) -> Result<String, ApiError> {
+    const MAX_HOPS: usize = 10_000;
+    let mut current = run_id.to_owned();
+    for _ in 0..MAX_HOPS {
+        match records::plan(state.storage(), &current)?.and_then(|plan| plan.source_run_id) {
+            Some(source) => current = source,
+            None => return Ok(current),
+        }
+    }
+    Err(ApiError::internal(
+        "the source run's fork lineage is too deep to follow; fork a run nearer its root",
     ))
 }
 

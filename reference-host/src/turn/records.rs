@@ -52,6 +52,9 @@ pub enum RunMode {
     /// A `mode: "replay"` fork: tools are served from the source's records
     /// and never dispatched (TURN-D5).
     Replay,
+    /// A `mode: "branch"` fork of an effect-seam fire run: the source's
+    /// events up to `fromSeq` are inherited, the rest runs live (EFF-10).
+    Branch,
 }
 
 impl RunMode {
@@ -60,6 +63,7 @@ impl RunMode {
         match self {
             Self::Live => "live",
             Self::Replay => "replay",
+            Self::Branch => "branch",
         }
     }
 
@@ -67,6 +71,7 @@ impl RunMode {
         match value {
             "live" => Some(Self::Live),
             "replay" => Some(Self::Replay),
+            "branch" => Some(Self::Branch),
             _ => None,
         }
     }
@@ -380,6 +385,26 @@ pub fn put_tool_late(
             StorageError::Corrupt { .. } => rusqlite::Error::InvalidQuery,
         })?;
         tx.commit()
+    })
+}
+
+/// Copies every tool record of `source_run_id`'s `source_attempt` to
+/// `dest_run_id`'s attempt 1, in one statement: a branch fork that inherits
+/// an effect keeps its own copy of the record, so a fork of the branch can
+/// be served it (EFF-10). Returns how many rows were copied.
+pub fn copy_tool_records(
+    storage: &Storage,
+    source_run_id: &str,
+    source_attempt: u32,
+    dest_run_id: &str,
+) -> Result<usize, StorageError> {
+    storage.with_conn(|conn| {
+        conn.execute(
+            "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
+             SELECT ?3, 1, kind, ordinal, state, body FROM turn_records
+             WHERE run_id = ?1 AND attempt = ?2 AND kind = 'tool'",
+            params![source_run_id, source_attempt, dest_run_id],
+        )
     })
 }
 

@@ -571,10 +571,14 @@ pub const MCP_MUTANTS: [Mutant; 6] = [
     Mutant::McpDelegatedToProvider,
 ];
 
-/// The effect-seam fire and fork-ledger mutants (RPL-11) that close
-/// `mutants::ALL`, in order; probed by tests/effect_fire.rs.
-pub const EFFECT_FIRE_MUTANTS: [Mutant; 2] =
-    [Mutant::FireSeamRefiresOnFork, Mutant::ForkLedgerRestamped];
+/// The effect-seam fire and fork-ledger mutants (RPL-11) and the branch
+/// fork mutant (EFF-10) that close `mutants::ALL`, in order; probed by
+/// tests/effect_fire.rs.
+pub const EFFECT_FIRE_MUTANTS: [Mutant; 3] = [
+    Mutant::FireSeamRefiresOnFork,
+    Mutant::ForkLedgerRestamped,
+    Mutant::Layer2DedupSpansFork,
+];
 
 /// The `error.code` of every event payload in `events` (top-level
 /// `error.code` of `agent.tool-returned`, `node.failed`, `run.failed`, …)
