@@ -74,6 +74,10 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         // TURN-D11: tool-turn recovery and replay (TTC §D) is served.
         "turnReplay": true,
     });
+    if mutant == Some(Mutant::TurnReplayFacetString) {
+        // Bug: the §D facet carried as a string (TURN-D11 defines a boolean).
+        tool_hooks["turnReplay"] = json!("yes");
+    }
     if mutant == Some(Mutant::ToolhooksFacetNotBoolean) {
         // Bug: a boolean facet carried as a string.
         tool_hooks["perToolRateLimit"] = json!("yes");

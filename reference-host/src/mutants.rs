@@ -237,6 +237,12 @@ pub enum Mutant {
     /// A branch fork's Layer-2 claim is scoped without the run, so the
     /// parent's claim suppresses the branch's effect (EFF-10).
     Layer2DedupSpansFork,
+    /// Discovery carries `toolHooks.turnReplay` as a string, not the boolean
+    /// facet TURN-D11 defines.
+    TurnReplayFacetString,
+    /// With no `clarificationTool` named, a run tool called `openwop_clarify`
+    /// is taken as the clarification tool: a reserved name (TURN-E5).
+    ClarifyNameReserved,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -757,6 +763,16 @@ pub const ALL: &[MutantInfo] = &[
         name: "layer2-dedup-spans-fork",
         breaks: "a branch fork's Layer-2 claim is scoped without the run, so the parent's claim suppresses the branch's effect (EFF-10)",
     },
+    MutantInfo {
+        mutant: Mutant::TurnReplayFacetString,
+        name: "turn-replay-facet-string",
+        breaks: "discovery carries toolHooks.turnReplay as the string \"yes\" instead of a boolean (TURN-D11)",
+    },
+    MutantInfo {
+        mutant: Mutant::ClarifyNameReserved,
+        name: "clarify-name-reserved",
+        breaks: "with no clarificationTool named, a run tool called openwop_clarify raises a clarification interrupt (TURN-E5)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -835,8 +851,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_101_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 101);
+    fn list_has_103_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 103);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -981,8 +997,8 @@ mod tests {
             ]
         );
         // The effect-seam fire (RPL-11) and branch-fork (EFF-10) mutants
-        // close it.
-        let fire: Vec<&str> = ALL[98..].iter().map(|i| i.name).collect();
+        // follow.
+        let fire: Vec<&str> = ALL[98..101].iter().map(|i| i.name).collect();
         assert_eq!(
             fire,
             [
@@ -990,6 +1006,13 @@ mod tests {
                 "fork-ledger-restamped",
                 "layer2-dedup-spans-fork",
             ]
+        );
+        // The discovery-facet (TURN-D11) and reserved-name (TURN-E5) mutants
+        // close it.
+        let surface: Vec<&str> = ALL[101..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            surface,
+            ["turn-replay-facet-string", "clarify-name-reserved"]
         );
     }
 

@@ -14,11 +14,11 @@ use axum::Router;
 use axum::extract::State;
 use axum::routing::post;
 use common::{
-    Canned, DIVERGENCE_MUTANTS, EFFECT_FIRE_MUTANTS, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR,
+    Canned, DIVERGENCE_MUTANTS, FakeProvider, Loopback, OPERATOR, assert_contiguous,
     assert_observable, bounded, client, events_until, nonconformant_codes, of_type, openai_calls,
     openai_text, seam_host, send,
 };
-use reference_host::mutants::{ALL, Mutant};
+use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RunningHost};
 use serde_json::{Value, json};
 
@@ -393,12 +393,7 @@ async fn a_fork_answering_where_the_source_refused_fails_with_replay_diverged_at
 
 #[test]
 fn the_divergence_mutants_precede_the_mcp_and_effect_fire_ones() {
-    let end = ALL.len() - MCP_MUTANTS.len() - EFFECT_FIRE_MUTANTS.len();
-    let tail: Vec<Mutant> = ALL[end - DIVERGENCE_MUTANTS.len()..end]
-        .iter()
-        .map(|info| info.mutant)
-        .collect();
-    assert_eq!(tail, DIVERGENCE_MUTANTS);
+    assert_contiguous(&DIVERGENCE_MUTANTS);
 }
 
 #[tokio::test]

@@ -16,11 +16,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, Canned, DIVERGENCE_MUTANTS, DURABLE_MUTANTS, EFFECT_FIRE_MUTANTS, ERIN, FakeProvider,
-    HUMAN_INPUT_MUTANTS, Loopback, MCP_MUTANTS, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS,
+    ALICE, Canned, DURABLE_MUTANTS, ERIN, FakeProvider, Loopback, OPERATOR, assert_contiguous,
     bounded, client, fed_back, openai_calls, openai_text, seam_host,
 };
-use reference_host::mutants::{ALL, Mutant};
+use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, HostError, start};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -1108,16 +1107,5 @@ async fn fork_requests_are_checked() {
 
 #[test]
 fn the_durable_mutants_precede_the_human_input_ones_and_each_is_probed_here() {
-    let end = ALL.len()
-        - HUMAN_INPUT_MUTANTS.len()
-        - REPLAY_SURFACE_MUTANTS.len()
-        - REFUSAL_MUTANTS.len()
-        - DIVERGENCE_MUTANTS.len()
-        - MCP_MUTANTS.len()
-        - EFFECT_FIRE_MUTANTS.len();
-    let range: Vec<Mutant> = ALL[end - DURABLE_MUTANTS.len()..end]
-        .iter()
-        .map(|info| info.mutant)
-        .collect();
-    assert_eq!(range, DURABLE_MUTANTS);
+    assert_contiguous(&DURABLE_MUTANTS);
 }

@@ -14,12 +14,11 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, DIVERGENCE_MUTANTS, EFFECT_FIRE_MUTANTS, FakeProvider, HUMAN_INPUT_MUTANTS,
-    Loopback, MCP_MUTANTS, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, Reply,
-    anthropic_answer, assert_observable, assert_valid, bounded, client, events_until, fed_back,
+    ALICE, BOB, FakeProvider, HUMAN_INPUT_MUTANTS, Loopback, OPERATOR, Reply, anthropic_answer,
+    assert_contiguous, assert_observable, assert_valid, bounded, client, events_until, fed_back,
     get_json, of_type, openai_calls, openai_text, seam_host, send,
 };
-use reference_host::mutants::{ALL, Mutant};
+use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
 use serde_json::{Value, json};
 
@@ -964,15 +963,5 @@ async fn every_human_input_mutant_is_observable() {
 
 #[test]
 fn the_human_input_mutants_precede_the_replay_surface_refusal_and_divergence_ones() {
-    let end = ALL.len()
-        - REPLAY_SURFACE_MUTANTS.len()
-        - REFUSAL_MUTANTS.len()
-        - DIVERGENCE_MUTANTS.len()
-        - MCP_MUTANTS.len()
-        - EFFECT_FIRE_MUTANTS.len();
-    let tail: Vec<Mutant> = ALL[end - HUMAN_INPUT_MUTANTS.len()..end]
-        .iter()
-        .map(|info| info.mutant)
-        .collect();
-    assert_eq!(tail, HUMAN_INPUT_MUTANTS);
+    assert_contiguous(&HUMAN_INPUT_MUTANTS);
 }

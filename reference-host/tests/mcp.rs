@@ -17,11 +17,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, EFFECT_FIRE_MUTANTS, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR, Reply,
-    anthropic_answer, assert_observable, assert_valid, bounded, client, events_until, get_json,
+    ALICE, BOB, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR, Reply, anthropic_answer,
+    assert_contiguous, assert_observable, assert_valid, bounded, client, events_until, get_json,
     of_type, openai_calls, openai_text, seam_host, send,
 };
-use reference_host::mutants::{ALL, Mutant};
+use reference_host::mutants::Mutant;
 use reference_host::turn::records::tool_key;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
 use serde_json::{Value, json};
@@ -923,12 +923,7 @@ async fn tool_endpoints_are_validated() {
 
 #[test]
 fn the_mcp_mutants_precede_the_effect_fire_ones() {
-    let end = ALL.len() - EFFECT_FIRE_MUTANTS.len();
-    let tail: Vec<Mutant> = ALL[end - MCP_MUTANTS.len()..end]
-        .iter()
-        .map(|info| info.mutant)
-        .collect();
-    assert_eq!(tail, MCP_MUTANTS);
+    assert_contiguous(&MCP_MUTANTS);
 }
 
 #[tokio::test]

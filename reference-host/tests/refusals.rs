@@ -19,12 +19,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use common::{
-    ALICE, DIVERGENCE_MUTANTS, EFFECT_FIRE_MUTANTS, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR,
-    REFUSAL_MUTANTS, Reply, assert_observable, assert_valid, bounded, client, discovery,
-    events_until, get_json, nonconformant_codes, of_type, openai_calls, openai_text, poll,
-    seam_host, send, sha256_jcs,
+    ALICE, FakeProvider, Loopback, OPERATOR, REFUSAL_MUTANTS, Reply, assert_contiguous,
+    assert_observable, assert_valid, bounded, client, discovery, events_until, get_json,
+    nonconformant_codes, of_type, openai_calls, openai_text, poll, seam_host, send, sha256_jcs,
 };
-use reference_host::mutants::{ALL, Mutant};
+use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RunningHost, start};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -878,12 +877,7 @@ async fn the_seam_checks_its_caller_and_body_and_discovery_advertises_the_client
 
 #[test]
 fn the_refusal_mutants_precede_the_divergence_ones() {
-    let end = ALL.len() - DIVERGENCE_MUTANTS.len() - MCP_MUTANTS.len() - EFFECT_FIRE_MUTANTS.len();
-    let tail: Vec<Mutant> = ALL[end - REFUSAL_MUTANTS.len()..end]
-        .iter()
-        .map(|info| info.mutant)
-        .collect();
-    assert_eq!(tail, REFUSAL_MUTANTS);
+    assert_contiguous(&REFUSAL_MUTANTS);
 }
 
 #[tokio::test]

@@ -15,12 +15,11 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, DIVERGENCE_MUTANTS, DURABLE_MUTANTS, EFFECT_FIRE_MUTANTS, ERIN, FakeProvider,
-    HUMAN_INPUT_MUTANTS, Loopback, MCP_MUTANTS, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS,
-    Reply, TRUST_MUTANTS, assert_observable, assert_valid, bounded, client, events_until, fed_back,
-    get_json, of_type, openai_answer, openai_calls, openai_text, seam_host, send,
+    ALICE, BOB, ERIN, FakeProvider, Loopback, OPERATOR, Reply, TRUST_MUTANTS, assert_contiguous,
+    assert_observable, assert_valid, bounded, client, events_until, fed_back, get_json, of_type,
+    openai_answer, openai_calls, openai_text, seam_host, send,
 };
-use reference_host::mutants::{ALL, Mutant};
+use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
 use serde_json::{Value, json};
 
@@ -857,22 +856,7 @@ async fn resolve_requests_are_checked() {
 #[tokio::test]
 async fn every_trust_mutant_is_observable() {
     bounded(MUTANTS_TIMEOUT, async {
-        let end = ALL.len()
-            - MCP_MUTANTS.len()
-            - EFFECT_FIRE_MUTANTS.len()
-            - DIVERGENCE_MUTANTS.len()
-            - REFUSAL_MUTANTS.len()
-            - REPLAY_SURFACE_MUTANTS.len()
-            - HUMAN_INPUT_MUTANTS.len()
-            - DURABLE_MUTANTS.len();
-        let tail: Vec<Mutant> = ALL[end - TRUST_MUTANTS.len()..end]
-            .iter()
-            .map(|info| info.mutant)
-            .collect();
-        assert_eq!(
-            tail, TRUST_MUTANTS,
-            "the trust and approval mutants come just before the durable ones in mutants::ALL, in order"
-        );
+        assert_contiguous(&TRUST_MUTANTS);
         let provider = FakeProvider::start().await;
         let receiver = Receiver::start().await;
         let client = client(CLIENT_TIMEOUT);

@@ -145,14 +145,27 @@ pub struct TurnPlan {
     pub unresolved_refs: Vec<String>,
 }
 
+/// The name the `clarify-name-reserved` mutant reserves (a clean host reserves none, TURN-E5).
+const RESERVED_CLARIFY_NAME: &str = "openwop_clarify";
+
 impl TurnPlan {
     /// The plan of a new (attempt 1, not resumed, live) run of `request`.
     pub fn new(run_id: String, request: TurnRunRequest, mutant: Option<Mutant>) -> Self {
         let output = plan_output(request.output.as_ref(), request.provider.wire, mutant);
-        let clarification = request
-            .clarification_tool
-            .as_deref()
-            .and_then(ClarificationTool::new);
+        let clarification = match request.clarification_tool.as_deref() {
+            // Bug under `clarify-name-reserved`: a name is reserved for
+            // clarification, so an ordinary run tool of that name is never
+            // dispatched (TURN-E5 reserves none).
+            None if mutant == Some(Mutant::ClarifyNameReserved)
+                && request
+                    .tools
+                    .iter()
+                    .any(|t| t.tool_id == RESERVED_CLARIFY_NAME) =>
+            {
+                ClarificationTool::new(RESERVED_CLARIFY_NAME)
+            }
+            named => named.and_then(ClarificationTool::new),
+        };
         Self {
             run_id,
             principal: request.principal,

@@ -580,6 +580,21 @@ pub const EFFECT_FIRE_MUTANTS: [Mutant; 3] = [
     Mutant::Layer2DedupSpansFork,
 ];
 
+/// Assert `group` stands in `mutants::ALL` as one contiguous run, in its order. Each test
+/// file probes its own group; a mutant in no group is caught by
+/// tests/seam_toolhooks.rs's `every_mutant_is_observable`, whose `match` names every mutant.
+pub fn assert_contiguous(group: &[Mutant]) {
+    let all: Vec<Mutant> = reference_host::mutants::ALL
+        .iter()
+        .map(|info| info.mutant)
+        .collect();
+    let start = all
+        .iter()
+        .position(|m| Some(m) == group.first())
+        .unwrap_or_else(|| panic!("{:?} is not in mutants::ALL", group.first()));
+    assert_eq!(&all[start..(start + group.len()).min(all.len())], group);
+}
+
 /// The `error.code` of every event payload in `events` (top-level
 /// `error.code` of `agent.tool-returned`, `node.failed`, `run.failed`, …)
 /// that is neither registered nor vendor-namespaced (HOOKS-FAIL-7).
