@@ -51,7 +51,6 @@ use serde_json::{Value, json};
 use crate::app::AppState;
 use crate::args_hash::sha256_hex;
 use crate::args_schema::ArgsSchema;
-use crate::auth::{authenticate, require_scope};
 use crate::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
 use crate::clock::now_unix_ms;
 use crate::effect_seams;
@@ -63,10 +62,10 @@ use crate::events::{
     NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED, RUN_STARTED,
     TOOL_CALLED, TOOL_RETURNED,
 };
-use crate::json_body::{Fields, body_rejection, parse_object};
+use crate::json_body::{Fields, parse_object};
 use crate::mutants::Mutant;
-use crate::seams::SEAMS_SCOPE;
 use crate::seams::request::require_loopback_http;
+use crate::seams::{seam_body, seam_caller};
 use crate::storage::{RunStatus, StorageError, insert_event};
 use crate::tool_events::HOST_AGENT_ID;
 use crate::turn::admission::{self, Journal, RepeatMemory, TurnScope};
@@ -202,9 +201,8 @@ pub async fn fire(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     // Caller checks first, as for every seam.
-    let caller = authenticate(&headers, state.principals())?;
-    require_scope(caller, SEAMS_SCOPE)?;
-    let body = body.map_err(|rejection| body_rejection(&rejection))?;
+    let caller = seam_caller(&state, &headers)?;
+    let body = seam_body(body)?;
     let request = FireRequest::parse(&body, state.mutant())?;
 
     let run_id = new_run_id();

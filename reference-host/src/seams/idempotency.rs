@@ -32,18 +32,16 @@ use tokio::sync::{Barrier, oneshot};
 use tokio::task::JoinSet;
 
 use crate::app::AppState;
-use crate::auth::{authenticate, require_scope};
 use crate::clock::{now_unix_ms, secs_to_ms};
 use crate::effects::claim::AwaitPoint;
 use crate::effects::sweeper::{self, RunSweep};
 use crate::effects::{self, EffectError, EffectOutcome, EffectReport, EffectSpec, identity};
 use crate::error::{ApiError, ErrorCode, json_response};
-use crate::json_body::{Fields, body_rejection, parse_object};
+use crate::json_body::{Fields, parse_object};
 use crate::layer1::{self, HoldRefused, RUNS_ENDPOINT};
-use crate::principals::Principal;
 use crate::runs::find_visible_run;
-use crate::seams::SEAMS_SCOPE;
 use crate::seams::request::require_loopback_http;
+use crate::seams::{seam_body, seam_caller};
 use crate::workflows::{EFFECT_ESCAPED, RunFailure, begin_run, end_run, new_run_id};
 
 /// Fewest executors of `concurrent-claim`.
@@ -64,18 +62,6 @@ pub const SEAM_BUDGET: Duration = Duration::from_secs(60);
 /// How long the sweeper waits to see the owner stall before re-dispatching
 /// anyway (the owner reaches its await point within microseconds).
 const STALL_SIGNAL_BUDGET: Duration = Duration::from_secs(5);
-
-/// The caller, authenticated and holding the seams scope.
-fn seam_caller<'s>(state: &'s AppState, headers: &HeaderMap) -> Result<&'s Principal, ApiError> {
-    let caller = authenticate(headers, state.principals())?;
-    require_scope(caller, SEAMS_SCOPE)?;
-    Ok(caller)
-}
-
-/// The body, or the 400 of an unreadable one.
-fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
-    body.map_err(|rejection| body_rejection(&rejection))
-}
 
 fn executors_failed() -> ApiError {
     ApiError::internal("the seam's executors did not finish within 60 s; retry the request")
@@ -130,7 +116,7 @@ pub async fn concurrent_claim(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let caller = seam_caller(&state, &headers)?;
-    let request = ConcurrentClaimRequest::parse(&read_body(body)?)?;
+    let request = ConcurrentClaimRequest::parse(&seam_body(body)?)?;
     let principal = request.principal.unwrap_or_else(|| caller.id.clone());
     let tenant = state
         .principals()
@@ -287,7 +273,7 @@ pub async fn redispatch(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let caller = seam_caller(&state, &headers)?;
-    let request = RedispatchRequest::parse(&read_body(body)?)?;
+    let request = RedispatchRequest::parse(&seam_body(body)?)?;
     let run_id = new_run_id();
     begin_run(
         &state,
@@ -395,7 +381,7 @@ pub async fn effect_retry(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let caller = seam_caller(&state, &headers)?;
-    let request = EffectRetryRequest::parse(&read_body(body)?)?;
+    let request = EffectRetryRequest::parse(&seam_body(body)?)?;
     let run_id = new_run_id();
     begin_run(
         &state,
@@ -470,7 +456,7 @@ pub async fn hold(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let caller = seam_caller(&state, &headers)?;
-    let request = HoldRequest::parse(&read_body(body)?)?;
+    let request = HoldRequest::parse(&seam_body(body)?)?;
     // The same scope a `POST /runs` of the caller's tenant uses.
     let scope = layer1::Scope::new(&caller.tenant, RUNS_ENDPOINT, &request.key, state.mutant());
     let owner = match layer1::hold(state.storage(), &scope, request.hold, now_unix_ms())? {
@@ -536,7 +522,7 @@ pub async fn sweep(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let caller = seam_caller(&state, &headers)?;
-    let request = SweepRequest::parse(&read_body(body)?)?;
+    let request = SweepRequest::parse(&seam_body(body)?)?;
     // The run must be visible to the caller's tenant (404 otherwise, as
     // for every run read).
     let run = find_visible_run(&state, &caller.tenant, &request.run_id)?;

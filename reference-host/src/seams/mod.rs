@@ -11,12 +11,36 @@ pub mod safe_fetch;
 pub mod toolhooks;
 
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
 use axum::routing::post;
 
 use crate::app::AppState;
+use crate::auth::{authenticate, require_scope};
+use crate::error::ApiError;
+use crate::json_body::body_rejection;
+use crate::principals::Principal;
 
 /// The scope a caller needs to use any seam.
 pub const SEAMS_SCOPE: &str = "conformance:seams";
+
+/// The caller of a seam, authenticated and holding [`SEAMS_SCOPE`]. Every seam checks its
+/// caller before it reads the body, so an unauthenticated or unscoped caller learns nothing
+/// about its request.
+pub fn seam_caller<'s>(
+    state: &'s AppState,
+    headers: &HeaderMap,
+) -> Result<&'s Principal, ApiError> {
+    let caller = authenticate(headers, state.principals())?;
+    require_scope(caller, SEAMS_SCOPE)?;
+    Ok(caller)
+}
+
+/// A seam's request body, or the 400 of an unreadable one.
+pub fn seam_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| body_rejection(&rejection))
+}
 
 /// The seams profile advertised in discovery metadata when seams are on.
 pub const SEAMS_PROFILE: &str = "openwop-conformance-seams-v2";

@@ -34,13 +34,12 @@ use serde_json::{Value, json};
 
 use crate::app::AppState;
 use crate::args_hash::args_hash;
-use crate::auth::{authenticate, require_scope};
 use crate::error::{ApiError, json_response};
 use crate::events::{NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::http_client::{self, Blocked, FetchInit, Fetched, Method};
-use crate::json_body::{Fields, body_rejection, parse_object};
+use crate::json_body::{Fields, parse_object};
 use crate::mutants::Mutant;
-use crate::seams::SEAMS_SCOPE;
+use crate::seams::{seam_body, seam_caller};
 use crate::tool_events::{
     CallPayload, ReturnPayload, SYSTEM_AGENT_ID, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
@@ -146,9 +145,8 @@ pub async fn run(
 ) -> Result<Response, ApiError> {
     // Caller checks first, as for every seam: an unauthenticated or
     // unscoped caller learns nothing about its request body.
-    let caller = authenticate(&headers, state.principals())?;
-    require_scope(caller, SEAMS_SCOPE)?;
-    let body = body.map_err(|rejection| body_rejection(&rejection))?;
+    let caller = seam_caller(&state, &headers)?;
+    let body = seam_body(body)?;
     let request = SafeFetchRequest::parse(&body)?;
 
     let run_id = new_run_id();

@@ -21,17 +21,15 @@ use serde_json::{Map, Value, json};
 use crate::app::AppState;
 use crate::args_hash::args_hash;
 use crate::args_schema::ArgsSchema;
-use crate::auth::{authenticate, require_scope};
 use crate::authz::{self, Decision};
 use crate::error::{ApiError, ErrorCode, json_response};
 use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::invoker::InvokeResult;
-use crate::json_body::body_rejection;
 use crate::mutants::Mutant;
 use crate::rate_limit::Acquire;
 use crate::redaction::{ResolvedArgs, Scrubber, resolve_credentials};
-use crate::seams::SEAMS_SCOPE;
 use crate::seams::request::InvokeRequest;
+use crate::seams::{seam_body, seam_caller};
 use crate::storage::RunStatus;
 use crate::tool_events::{
     AuthorizationDecidedPayload, CallPayload, ReturnPayload, SYSTEM_AGENT_ID, ToolErrorCode,
@@ -100,9 +98,8 @@ async fn handle(
 ) -> Result<Response, ApiError> {
     // Caller checks come first: an unauthenticated or unscoped caller learns
     // nothing about its request body.
-    let caller = authenticate(headers, state.principals())?;
-    require_scope(caller, SEAMS_SCOPE)?;
-    let body = body.map_err(|rejection| body_rejection(&rejection))?;
+    let caller = seam_caller(state, headers)?;
+    let body = seam_body(body)?;
     let prepared = prepare(InvokeRequest::parse(&body)?)?;
     let tenant = state.run_tenant(&prepared.request.principal, caller);
     let call = ToolCall::begin(state, &prepared, &tenant)?;

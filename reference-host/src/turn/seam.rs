@@ -14,10 +14,8 @@ use axum::response::Response;
 use serde_json::json;
 
 use crate::app::AppState;
-use crate::auth::{authenticate, require_scope};
 use crate::error::{ApiError, json_response};
-use crate::json_body::body_rejection;
-use crate::seams::SEAMS_SCOPE;
+use crate::seams::{seam_body, seam_caller};
 use crate::turn::driver::{self, TurnPlan};
 use crate::turn::records::{self, RunMode};
 use crate::turn::request::TurnRunRequest;
@@ -30,9 +28,8 @@ pub async fn run(
 ) -> Result<Response, ApiError> {
     // Caller checks first: an unauthenticated or unscoped caller learns
     // nothing about its request body.
-    let caller = authenticate(&headers, state.principals())?;
-    require_scope(caller, SEAMS_SCOPE)?;
-    let body = body.map_err(|rejection| body_rejection(&rejection))?;
+    let caller = seam_caller(&state, &headers)?;
+    let body = seam_body(body)?;
     let request = TurnRunRequest::parse(&body)?;
 
     let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
