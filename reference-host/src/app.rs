@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::http::{Method, Uri};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -30,6 +30,7 @@ use crate::storage::Storage;
 use crate::turn;
 use crate::turn::control::RunControls;
 use crate::turn::provider::ProviderClient;
+use crate::webhooks;
 use crate::workflows;
 
 /// How long [`RunningHost::shutdown`] waits for in-flight requests.
@@ -78,6 +79,7 @@ impl AppState {
             Some(dir) => Storage::open_dir(dir)?,
             None => Storage::open_in_memory()?,
         };
+        storage.fanout().set_mutant(config.mutant);
         let inner = Inner {
             mutant: config.mutant,
             seams_enabled: config.seams_enabled,
@@ -239,7 +241,9 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/host/effect-seams", get(effect_seams::get_effect_seams))
         .route("/tools", get(catalog::list_tools))
-        .route("/tools/{toolId}", get(catalog::get_tool));
+        .route("/tools/{toolId}", get(catalog::get_tool))
+        .route("/webhooks", post(webhooks::post_webhook))
+        .route("/webhooks/{webhookId}", delete(webhooks::delete_webhook));
     if state.seams_enabled() {
         router = router.merge(seams::router());
     }
@@ -307,6 +311,8 @@ pub async fn start(config: HostConfig) -> Result<RunningHost, HostError> {
     }
     // Retention: every 10 minutes, until shutdown (it watches the signal).
     effects::sweeper::spawn_background(state.clone());
+    // RPL-8: the host's one webhook dispatcher, until shutdown.
+    webhooks::spawn_dispatcher(state.clone());
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {

@@ -35,6 +35,7 @@ pub mod sse;
 pub mod storage;
 pub mod tool_events;
 pub mod turn;
+pub mod webhooks;
 pub mod workflows;
 
 pub use app::{AppState, RunningHost, router, start};

@@ -243,6 +243,9 @@ pub enum Mutant {
     /// With no `clarificationTool` named, a run tool called `openwop_clarify`
     /// is taken as the clarification tool: a reserved name (TURN-E5).
     ClarifyNameReserved,
+    /// The webhook fan-out ignores replay-ness and re-delivers a replay
+    /// fork's prefix events (RPL-8).
+    WebhookRefiresPrefix,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -773,6 +776,11 @@ pub const ALL: &[MutantInfo] = &[
         name: "clarify-name-reserved",
         breaks: "with no clarificationTool named, a run tool called openwop_clarify raises a clarification interrupt (TURN-E5)",
     },
+    MutantInfo {
+        mutant: Mutant::WebhookRefiresPrefix,
+        name: "webhook-refires-prefix",
+        breaks: "webhook fan-out re-delivers a replay fork's prefix events (RPL-8)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -851,8 +859,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_103_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 103);
+    fn list_has_104_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 104);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -1008,12 +1016,15 @@ mod tests {
             ]
         );
         // The discovery-facet (TURN-D11) and reserved-name (TURN-E5) mutants
-        // close it.
-        let surface: Vec<&str> = ALL[101..].iter().map(|i| i.name).collect();
+        // follow.
+        let surface: Vec<&str> = ALL[101..103].iter().map(|i| i.name).collect();
         assert_eq!(
             surface,
             ["turn-replay-facet-string", "clarify-name-reserved"]
         );
+        // The webhook fan-out mutant (RPL-8) closes it.
+        let webhooks: Vec<&str> = ALL[103..].iter().map(|i| i.name).collect();
+        assert_eq!(webhooks, ["webhook-refires-prefix"]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use tokio::sync::watch;
 
 use crate::events::{NewEvent, RunEventDoc, SCHEMA_VERSION, new_event_id, now_rfc3339};
 use crate::principals::DEFAULT_TENANT;
+use crate::webhooks::{Fanout, fan_out};
 
 /// A store failure (always answered as `internal_error`).
 #[derive(Debug, thiserror::Error)]
@@ -39,8 +40,9 @@ pub const STORE_FILE: &str = "reference-host.sqlite3";
 /// `PRAGMA user_version` of a store this host created. A database with any
 /// other (non-zero) version is somebody else's, or an older layout: it is
 /// refused, never migrated in place or reset. Version 2 keys effect claims
-/// by (effect id, claim scope) (EFF-10).
-pub const STORE_SCHEMA_VERSION: i64 = 2;
+/// by (effect id, claim scope) (EFF-10); version 3 stores a fork's
+/// `fromSeq` with its mode, which the webhook fan-out reads (RPL-8).
+pub const STORE_SCHEMA_VERSION: i64 = 3;
 
 /// Why the durable store could not be opened. Every message names the file
 /// or directory and says what would fix it; nothing is reset or overwritten.
@@ -172,6 +174,8 @@ pub struct Storage {
     /// One signal per run, bumped after every committed write to that run,
     /// so a waiter on one run is not woken by every other run's traffic.
     run_changes: Mutex<HashMap<String, watch::Sender<u64>>>,
+    /// Webhook subscriptions and their delivery queue (RPL-8).
+    fanout: Fanout,
 }
 
 const SCHEMA: &str = "
@@ -311,7 +315,13 @@ impl Storage {
             conn: Mutex::new(conn),
             changes: watch::Sender::new(0),
             run_changes: Mutex::new(HashMap::new()),
+            fanout: Fanout::new(),
         }
+    }
+
+    /// The webhook subscriptions and delivery queue fed after every commit.
+    pub fn fanout(&self) -> &Fanout {
+        &self.fanout
     }
 
     /// Runs that were in flight (`running`, `waiting-approval` or
@@ -393,6 +403,9 @@ impl Storage {
         if let Some(signal) = self.run_signals().get(run_id) {
             signal.send_modify(|n| *n = n.wrapping_add(1));
         }
+        // Every append path ends here after its commit: the ONE place the
+        // webhook fan-out is fed (RPL-8). It never waits for deliveries.
+        fan_out(self);
     }
 
     /// A receiver that changes whenever a write commits.

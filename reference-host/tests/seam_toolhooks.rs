@@ -14,8 +14,8 @@ use axum::routing::post;
 use common::{
     DIVERGENCE_MUTANTS, DURABLE_MUTANTS, EFFECT_FIRE_MUTANTS, HUMAN_INPUT_MUTANTS,
     IDEMPOTENCY_MUTANTS, Loopback, MCP_MUTANTS, OPERATOR, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS,
-    TRUST_MUTANTS, TURN_MUTANTS, assert_observable, assert_valid, bounded, client, discovery, poll,
-    schema, seam_host, sha256_jcs,
+    TRUST_MUTANTS, TURN_MUTANTS, WEBHOOK_MUTANTS, assert_observable, assert_valid, bounded, client,
+    discovery, poll, schema, seam_host, sha256_jcs,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost, start};
@@ -602,6 +602,7 @@ async fn every_mutant_is_observable() {
                 && !DIVERGENCE_MUTANTS.contains(&info.mutant)
                 && !MCP_MUTANTS.contains(&info.mutant)
                 && !EFFECT_FIRE_MUTANTS.contains(&info.mutant)
+                && !WEBHOOK_MUTANTS.contains(&info.mutant)
                 && info.mutant != Mutant::ClarifyNameReserved
         }) {
             assert_observable(info.mutant, host, async |host, _| {
@@ -873,5 +874,7 @@ async fn observe(
         // Skipped by the caller: a tool loop is needed to see it, and toolcert's
         // turn.no-reserved-clarify-name scenario kills it in the root crate's matrix.
         Mutant::ClarifyNameReserved => false,
+        // Skipped by the caller: tests/webhooks.rs observes it (RPL-8).
+        Mutant::WebhookRefiresPrefix => false,
     }
 }

@@ -177,12 +177,15 @@ fn fork(
     state
         .storage()
         .create_run_in(&run_id, &source.principal, &source.tenant)?;
-    records::save_plan(
+    // RPL-8: the fork's `fromSeq` is stored with its mode, so the webhook
+    // fan-out never re-delivers the prefix it re-states.
+    records::save_fork_plan(
         state.storage(),
         &run_id,
         &source_plan.request,
         Some(&source.run_id),
         RunMode::Replay,
+        Some(from_seq),
     )?;
     inherit_effects(state, &source.run_id, &run_id)?;
     let replay = ReplaySource {
@@ -234,12 +237,15 @@ fn fork_branch(
     state
         .storage()
         .create_run_in(&run_id, &source.principal, &source.tenant)?;
-    records::save_plan(
+    // RPL-8: the fork's `fromSeq` is stored with its mode, so the webhook
+    // fan-out never re-delivers the prefix it re-states.
+    records::save_fork_plan(
         state.storage(),
         &run_id,
         &source_plan.request,
         Some(&source.run_id),
         RunMode::Branch,
+        Some(from_seq),
     )?;
     // An inherited effect brings its ledger rows (as a replay fork's do); an
     // effect after `fromSeq` is not the branch's history, so it gets only

@@ -31,7 +31,8 @@ CREATE TABLE turn_runs (
     request TEXT NOT NULL,
     attempt INTEGER NOT NULL,
     source_run_id TEXT NULL,
-    mode TEXT NOT NULL
+    mode TEXT NOT NULL,
+    from_seq INTEGER NULL
 );
 CREATE TABLE turn_records (
     run_id TEXT NOT NULL,
@@ -88,6 +89,10 @@ pub struct StoredPlan {
     pub source_run_id: Option<String>,
     /// Live or replay.
     pub mode: RunMode,
+    /// A fork's `fromSeq` as echoed in its 201 (`None` for a live run):
+    /// its events up to here re-state the source's, so webhooks never
+    /// deliver them again (RPL-8).
+    pub from_seq: Option<i64>,
 }
 
 /// The `intent` of a tool emission: written with `agent.tool-called`.
@@ -199,11 +204,25 @@ pub fn save_plan(
     source_run_id: Option<&str>,
     mode: RunMode,
 ) -> Result<(), StorageError> {
+    save_fork_plan(storage, run_id, request, source_run_id, mode, None)
+}
+
+/// Saves a new turn run's plan at attempt 1 with a fork's `fromSeq`. It is
+/// written before the fork has any event, so the webhook fan-out reads the
+/// fork's replay-ness from the run for its very first event (RPL-8).
+pub fn save_fork_plan(
+    storage: &Storage,
+    run_id: &str,
+    request: &str,
+    source_run_id: Option<&str>,
+    mode: RunMode,
+    from_seq: Option<i64>,
+) -> Result<(), StorageError> {
     storage.with_conn(|conn| {
         conn.execute(
-            "INSERT INTO turn_runs (run_id, request, attempt, source_run_id, mode)
-             VALUES (?1, ?2, 1, ?3, ?4)",
-            params![run_id, request, source_run_id, mode.as_str()],
+            "INSERT INTO turn_runs (run_id, request, attempt, source_run_id, mode, from_seq)
+             VALUES (?1, ?2, 1, ?3, ?4, ?5)",
+            params![run_id, request, source_run_id, mode.as_str(), from_seq],
         )
         .map(|_| ())
     })
@@ -213,7 +232,7 @@ pub fn save_plan(
 pub fn plan(storage: &Storage, run_id: &str) -> Result<Option<StoredPlan>, StorageError> {
     let row = storage.with_conn(|conn| {
         conn.query_row(
-            "SELECT request, attempt, source_run_id, mode FROM turn_runs WHERE run_id = ?1",
+            "SELECT request, attempt, source_run_id, mode, from_seq FROM turn_runs WHERE run_id = ?1",
             params![run_id],
             |row| {
                 Ok((
@@ -221,12 +240,13 @@ pub fn plan(storage: &Storage, run_id: &str) -> Result<Option<StoredPlan>, Stora
                     row.get::<_, i64>(1)?,
                     row.get::<_, Option<String>>(2)?,
                     row.get::<_, String>(3)?,
+                    row.get::<_, Option<i64>>(4)?,
                 ))
             },
         )
         .optional()
     })?;
-    row.map(|(request, attempt, source_run_id, mode)| {
+    row.map(|(request, attempt, source_run_id, mode, from_seq)| {
         Ok(StoredPlan {
             request,
             attempt: u32::try_from(attempt).map_err(|_| StorageError::Corrupt {
@@ -238,6 +258,7 @@ pub fn plan(storage: &Storage, run_id: &str) -> Result<Option<StoredPlan>, Stora
                 column: "turn_runs.mode",
                 problem: format!("unknown mode `{mode}`"),
             })?,
+            from_seq,
         })
     })
     .transpose()

@@ -580,6 +580,10 @@ pub const EFFECT_FIRE_MUTANTS: [Mutant; 3] = [
     Mutant::Layer2DedupSpansFork,
 ];
 
+/// The webhook fan-out mutant (RPL-8) that closes `mutants::ALL`; probed
+/// by tests/webhooks.rs.
+pub const WEBHOOK_MUTANTS: [Mutant; 1] = [Mutant::WebhookRefiresPrefix];
+
 /// Assert `group` stands in `mutants::ALL` as one contiguous run, in its order. Each test
 /// file probes its own group; a mutant in no group is caught by
 /// tests/seam_toolhooks.rs's `every_mutant_is_observable`, whose `match` names every mutant.
