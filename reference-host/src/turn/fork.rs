@@ -173,20 +173,7 @@ fn fork(
         return fork_branch(state, &source, source_plan, fire, from_seq);
     }
 
-    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
-    state
-        .storage()
-        .create_run_in(&run_id, &source.principal, &source.tenant)?;
-    // RPL-8: the fork's `fromSeq` is stored with its mode, so the webhook
-    // fan-out never re-delivers the prefix it re-states.
-    records::save_fork_plan(
-        state.storage(),
-        &run_id,
-        &source_plan.request,
-        Some(&source.run_id),
-        RunMode::Replay,
-        Some(from_seq),
-    )?;
+    let run_id = create_fork_run(state, &source, &source_plan, RunMode::Replay, from_seq)?;
     inherit_effects(state, &source.run_id, &run_id)?;
     let replay = ReplaySource {
         run_id: source.run_id.clone(),
@@ -221,6 +208,31 @@ fn fork(
     ))
 }
 
+/// Create a fork's run, owned by the source's principal and tenant, and store its plan with
+/// its mode and `fromSeq` (RPL-8: the webhook fan-out reads `fromSeq` from the run, so it
+/// never re-delivers the prefix the fork re-states).
+fn create_fork_run(
+    state: &AppState,
+    source: &RunRecord,
+    source_plan: &StoredPlan,
+    mode: RunMode,
+    from_seq: i64,
+) -> Result<String, ApiError> {
+    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    state
+        .storage()
+        .create_run_in(&run_id, &source.principal, &source.tenant)?;
+    records::save_fork_plan(
+        state.storage(),
+        &run_id,
+        &source_plan.request,
+        Some(&source.run_id),
+        mode,
+        Some(from_seq),
+    )?;
+    Ok(run_id)
+}
+
 /// Creates and starts the `mode: "branch"` fork of the `tool-receiver` fire
 /// run `source` at `from_seq` (EFF-10) and answers its 201.
 fn fork_branch(
@@ -233,20 +245,7 @@ fn fork_branch(
     // Checked before the run exists: a `fromSeq` inside the effect is a 400.
     let point = effect_fire::branch_point(state, &source.run_id, from_seq)?;
     let lineage_root = lineage_root(state, &source.run_id)?;
-    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
-    state
-        .storage()
-        .create_run_in(&run_id, &source.principal, &source.tenant)?;
-    // RPL-8: the fork's `fromSeq` is stored with its mode, so the webhook
-    // fan-out never re-delivers the prefix it re-states.
-    records::save_fork_plan(
-        state.storage(),
-        &run_id,
-        &source_plan.request,
-        Some(&source.run_id),
-        RunMode::Branch,
-        Some(from_seq),
-    )?;
+    let run_id = create_fork_run(state, source, &source_plan, RunMode::Branch, from_seq)?;
     // An inherited effect brings its ledger rows (as a replay fork's do); an
     // effect after `fromSeq` is not the branch's history, so it gets only
     // the row of its own delivery.
