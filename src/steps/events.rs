@@ -165,14 +165,16 @@ fn observation(run_id: &str, c: Collected) -> Value {
 }
 
 /// Read the run's status (`GET /runs/{runId}`); `Null` when the host does not say.
-async fn run_status(
+/// The run's status (`GET /runs/{runId}` as `role`, recorded under `step`).
+pub(super) async fn run_status(
     ctx: &mut ScenarioCtx<'_>,
-    read: &EventsRead,
+    step: &str,
+    role: &str,
     run_id: &str,
 ) -> Result<Value, (Value, Flow)> {
     let path = ctx.client.wire().api_path(&format!("/runs/{run_id}"));
     match ctx
-        .send(&read.name, &HostRequest::get(path).role(read.role.clone()))
+        .send(step, &HostRequest::get(path).role(role.to_string()))
         .await
     {
         Ok(resp) => Ok(resp.body.get("status").cloned().unwrap_or(Value::Null)),
@@ -245,7 +247,7 @@ async fn via_sse(
                 last_id = event.id;
             }
         }
-        collected.status = run_status(ctx, read, run_id).await?;
+        collected.status = run_status(ctx, &read.name, &read.role, run_id).await?;
         if settled(&collected.status) {
             break;
         }

@@ -135,15 +135,10 @@ async fn send(
 /// Read the run's status until it settles or the request budget runs out; its last status.
 async fn settle(ctx: &mut ScenarioCtx<'_>, step: &str, role: &str, run_id: &str) -> Value {
     let deadline = Instant::now() + ctx.client.budgets().request;
-    let path = ctx.client.wire().api_path(&format!("/runs/{run_id}"));
     loop {
-        let status = match ctx
-            .send(step, &HostRequest::get(path.clone()).role(role.to_string()))
+        let status = super::events::run_status(ctx, step, role, run_id)
             .await
-        {
-            Ok(resp) => resp.body["status"].clone(),
-            Err(_) => Value::Null,
-        };
+            .unwrap_or(Value::Null);
         if super::events::settled(&status) || Instant::now() >= deadline {
             return status;
         }

@@ -36,16 +36,6 @@ pub(super) fn observe(mcp: &McpServer, id: &str, url: &Value) -> Value {
         .iter()
         .filter(|r| r.method == "tools/call")
         .collect();
-    let distinct = |pick: fn(&McpRequest) -> &Value| {
-        let mut seen: Vec<&Value> = calls
-            .iter()
-            .map(|r| pick(r))
-            .filter(|v| !v.is_null())
-            .collect();
-        seen.sort_by_key(|v| v.to_string());
-        seen.dedup();
-        seen.len()
-    };
     json!({
         "url": url,
         "count": calls.len(),
@@ -59,8 +49,8 @@ pub(super) fn observe(mcp: &McpServer, id: &str, url: &Value) -> Value {
             "protocolVersion": r.protocol_version,
             "atMs": r.at_ms,
         })).collect::<Vec<_>>(),
-        "distinctRpcIds": distinct(|r| &r.id),
-        "distinctIdempotencyKeys": distinct(|r| &r.idempotency_key),
+        "distinctRpcIds": super::distinct_non_null(calls.iter().map(|r| &r.id)),
+        "distinctIdempotencyKeys": super::distinct_non_null(calls.iter().map(|r| &r.idempotency_key)),
         "requests": requests.len(),
         "problems": problems,
     })

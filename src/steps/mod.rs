@@ -211,10 +211,7 @@ impl ScenarioCtx<'_> {
                         .unwrap_or(Value::Null)
                 })
                 .collect();
-            let mut distinct: Vec<&Value> = keys.iter().filter(|k| !k.is_null()).collect();
-            distinct.sort_by_key(|k| k.to_string());
-            distinct.dedup();
-            let distinct_count = distinct.len();
+            let distinct_count = distinct_non_null(&keys);
             self.doc["receivers"][name] = json!({
                 "urlViaUnspecified": receiver::via_unspecified(&url),
                 "url": url,
@@ -241,6 +238,14 @@ impl ScenarioCtx<'_> {
         self.transcript.exchanges.push(exchange);
         result
     }
+}
+
+/// How many distinct non-null values there are (Idempotency-Keys, JSON-RPC ids).
+fn distinct_non_null<'v>(values: impl IntoIterator<Item = &'v Value>) -> usize {
+    let mut seen: Vec<&Value> = values.into_iter().filter(|v| !v.is_null()).collect();
+    seen.sort_by_key(|v| v.to_string());
+    seen.dedup();
+    seen.len()
 }
 
 /// Map a template failure to an observation: a missing role or scope is the profile's gap
