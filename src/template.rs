@@ -5,6 +5,8 @@
 //! placeholder is replaced by the referenced JSON value of any type; placeholders inside a
 //! longer string are interpolated as text.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 /// A placeholder that could not be resolved.
@@ -31,13 +33,29 @@ impl TemplateError {
 }
 
 /// Look a dotted path up in `doc` (`steps.granted.runId` ⇒ `doc["steps"]["granted"]["runId"]`;
-/// numeric segments index arrays).
-pub fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(doc, |v, seg| match v {
+/// numeric segments index arrays). The segment `$keys` turns an object into the array of its
+/// member names, so a scenario can answer a member the host named itself (an MCP
+/// `inputRequests` key: `{{steps.first.body.result.inputRequests.$keys.0}}`).
+pub fn lookup<'a>(doc: &'a Value, path: &str) -> Option<Cow<'a, Value>> {
+    path.split('.')
+        .try_fold(Cow::Borrowed(doc), |v, seg| match (v, seg) {
+            (Cow::Borrowed(Value::Object(m)), "$keys") => Some(Cow::Owned(keys_of(m))),
+            (Cow::Owned(Value::Object(m)), "$keys") => Some(Cow::Owned(keys_of(&m))),
+            (Cow::Borrowed(v), seg) => step(v, seg).map(Cow::Borrowed),
+            (Cow::Owned(v), seg) => step(&v, seg).cloned().map(Cow::Owned),
+        })
+}
+
+fn step<'a>(v: &'a Value, seg: &str) -> Option<&'a Value> {
+    match v {
         Value::Object(m) => m.get(seg),
         Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
         _ => None,
-    })
+    }
+}
+
+fn keys_of(m: &serde_json::Map<String, Value>) -> Value {
+    Value::Array(m.keys().map(|k| Value::String(k.clone())).collect())
 }
 
 /// How deep a placeholder may expand into values that hold placeholders themselves (scenario
@@ -83,9 +101,9 @@ fn render_str_at(s: &str, doc: &Value, depth: usize) -> Result<Value, TemplateEr
         let value = lookup(doc, path).ok_or_else(|| TemplateError::Missing(path.to_string()))?;
         // A value that still holds placeholders is a macro: expand it here, boundedly.
         if depth < MAX_DEPTH && value.to_string().contains("{{") {
-            return render_at(value, doc, depth + 1);
+            return render_at(&value, doc, depth + 1);
         }
-        return Ok(value.clone());
+        return Ok(value.into_owned());
     }
     render_text(s, doc).map(Value::String)
 }
@@ -102,7 +120,7 @@ pub fn render_text(s: &str, doc: &Value) -> Result<String, TemplateError> {
             .ok_or_else(|| TemplateError::Unterminated(s.to_string()))?;
         let path = after[..end].trim();
         let value = lookup(doc, path).ok_or_else(|| TemplateError::Missing(path.to_string()))?;
-        match value {
+        match value.as_ref() {
             Value::String(v) => out.push_str(v),
             other => out.push_str(&other.to_string()),
         }
@@ -116,6 +134,20 @@ pub fn render_text(s: &str, doc: &Value) -> Result<String, TemplateError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn keys_segment_lists_member_names() {
+        let doc = json!({"r": {"inputRequests": {"k9": {"method": "m"}}}, "a": [{"x": 1}]});
+        assert_eq!(
+            render_str("{{r.inputRequests.$keys.0}}", &doc).unwrap(),
+            json!("k9")
+        );
+        let obj = render(&json!({"{{r.inputRequests.$keys.0}}": {"ok": true}}), &doc).unwrap();
+        assert_eq!(obj, json!({"k9": {"ok": true}}));
+        assert_eq!(render_str("{{a.0.$keys}}", &doc).unwrap(), json!(["x"]));
+        assert!(render_str("{{a.$keys}}", &doc).is_err());
+        assert!(render_str("{{r.inputRequests.$keys.1}}", &doc).is_err());
+    }
 
     #[test]
     fn whole_placeholder_keeps_type_and_inline_interpolates() {

@@ -31,8 +31,16 @@ impl WireMajor {
         }
     }
 
-    /// A sample seam path for this major (`toolhooks/invoke`).
+    /// A seam path for this major: a sample seam (`toolhooks/invoke`) or one of the
+    /// `packs-test/…` family.
     pub fn seam_path(self, seam: &str) -> String {
+        // The packs-test seams are a family of their own beside the sample seams.
+        if let Some(rest) = seam.strip_prefix("packs-test/") {
+            return match self {
+                WireMajor::V1 => format!("/v1/packs-test/{rest}"),
+                WireMajor::V2 => format!("/conformance/seams/packs-test/{rest}"),
+            };
+        }
         match self {
             WireMajor::V1 => format!("/v1/host/sample/{seam}"),
             WireMajor::V2 => format!("/conformance/seams/sample/{seam}"),
@@ -55,6 +63,14 @@ mod tests {
         assert_eq!(
             WireMajor::V2.seam_path("toolhooks/invoke"),
             "/conformance/seams/sample/toolhooks/invoke"
+        );
+        assert_eq!(
+            WireMajor::V1.seam_path("packs-test/run"),
+            "/v1/packs-test/run"
+        );
+        assert_eq!(
+            WireMajor::V2.seam_path("packs-test/run"),
+            "/conformance/seams/packs-test/run"
         );
     }
 }

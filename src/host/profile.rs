@@ -42,7 +42,8 @@ pub struct HostProfile {
     pub provider_wires: Vec<String>,
     /// What the host cannot advertise but a row needs, stated by its operator (templates read
     /// them as `{{facts.NAME}}`; a row needing an absent one is `blocked`): `recordLimitBytes`
-    /// (TURN-D10), `clarificationTool` (TURN-E1).
+    /// (TURN-D10), `clarificationTool` (TURN-E1), `mcpServerPath` (TURN-E4: the path of the
+    /// host's MCP server mount, which the `mcp` facet cannot carry).
     #[serde(default)]
     pub facts: BTreeMap<String, Value>,
 }
@@ -115,6 +116,7 @@ impl HostProfile {
             facts: BTreeMap::from([
                 ("recordLimitBytes".into(), json!(65536)),
                 ("clarificationTool".into(), json!("ask_user")),
+                ("mcpServerPath".into(), json!("/mcp")),
             ]),
         }
     }

@@ -38,6 +38,8 @@ fn concept_of(wire_name: &str) -> Option<&'static str> {
         "node.started" => "nodeStarted",
         "node.retrying" => "nodeRetrying",
         "node.failed" => "nodeFailed",
+        "node.completed" => "nodeCompleted",
+        "voice.transcript" => "voiceTranscript",
         "replay.diverged" => "replayDiverged",
         "replay.divergedAtRefusal" | "replay.diverged-at-refusal" => "replayDivergedAtRefusal",
         _ => return None,

@@ -44,9 +44,30 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &SeamCall) -> (Value, F
                 Flow::Continue,
             );
         }
+        422 if refused_as_not_provided(&resp.body) => {
+            // The host serves the seam but says it cannot provide what this request asks
+            // (e.g. an inbound channel it does not speak): nothing can be witnessed, and that is
+            // `blocked` with the host's own words, never a failure of the rows behind it.
+            return (
+                blocked(format!(
+                    "the host cannot provide what seam {path} was asked for (HTTP 422 capability_not_provided: {})",
+                    resp.body["message"].as_str().unwrap_or("no message")
+                )),
+                Flow::Continue,
+            );
+        }
         _ => {}
     }
     (normalize(&resp.observation()), Flow::Continue)
+}
+
+/// Whether an error body is the `capability_not_provided` envelope (v2 `{error: CODE}` or v1
+/// `{error: {code: CODE}}`).
+fn refused_as_not_provided(body: &Value) -> bool {
+    let code = body["error"]
+        .as_str()
+        .or_else(|| body["error"]["code"].as_str());
+    code == Some("capability_not_provided")
 }
 
 /// Lift `runId`, `toolCalled`, `toolReturned` from the body or its `details`.
@@ -70,6 +91,20 @@ pub(super) fn normalize(observation: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn not_provided_in_either_envelope() {
+        assert!(refused_as_not_provided(
+            &json!({"error": "capability_not_provided", "message": "m"})
+        ));
+        assert!(refused_as_not_provided(
+            &json!({"error": {"code": "capability_not_provided"}})
+        ));
+        assert!(!refused_as_not_provided(
+            &json!({"error": "validation_error", "message": "m"})
+        ));
+        assert!(!refused_as_not_provided(&json!(null)));
+    }
 
     #[test]
     fn lifts_from_root_or_details() {
