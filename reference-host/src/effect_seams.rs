@@ -6,7 +6,9 @@
 //! its recorded outcome instead, TURN-D5), and one `provider` row per
 //! provider-executed tool the host supports (TURN-F1): the provider runs
 //! it, and a replay fork serves the round that ran it from the record
-//! instead of asking the provider again (TURN-F2).
+//! instead of asking the provider again (TURN-F2), and the pack node
+//! dispatch of the packs-test seam (kind `pack`): a replay fork serves a
+//! side-effecting node its recorded outcome instead (RPL-2, RPL-4).
 
 use axum::Json;
 use axum::extract::State;
@@ -35,6 +37,7 @@ pub fn manifest(mutant: Option<Mutant>) -> Value {
         "note": "turn-run tool calls POST to the tool's receiverUrl; a replay fork serves the source run's recorded outcome and never dispatches",
     })];
     seams.extend(provider_tools::manifest_rows(mutant));
+    seams.push(crate::seams::packs::manifest_row());
     json!({
         "manifestVersion": "1",
         "host": {"name": HOST_NAME, "build": env!("CARGO_PKG_VERSION")},
@@ -81,16 +84,22 @@ mod tests {
         assert_eq!(doc["manifestVersion"], "1");
         assert_eq!(doc["host"]["name"], HOST_NAME);
         assert_eq!(doc["seams"][0]["suppression"], "recorded-outcome");
-        assert_eq!(doc["seams"].as_array().map(Vec::len), Some(2));
+        assert_eq!(doc["seams"].as_array().map(Vec::len), Some(3));
         assert_eq!(doc["seams"][1]["id"], "provider:web_search");
         assert_eq!(doc["seams"][1]["kind"], "provider");
         assert_eq!(doc["seams"][1]["suppression"], "recorded-outcome");
+        assert_eq!(doc["seams"][2]["id"], "packs-test-node");
+        assert_eq!(doc["seams"][2]["kind"], "pack");
+        assert_eq!(doc["seams"][2]["suppression"], "recorded-outcome");
         let unlisted = manifest(Some(Mutant::ProviderToolUnlisted));
-        assert_eq!(unlisted["seams"].as_array().map(Vec::len), Some(1));
-        assert_eq!(seam_ids(None), ["tool-receiver", "provider:web_search"]);
+        assert_eq!(unlisted["seams"].as_array().map(Vec::len), Some(2));
+        assert_eq!(
+            seam_ids(None),
+            ["tool-receiver", "provider:web_search", "packs-test-node"]
+        );
         assert_eq!(
             seam_ids(Some(Mutant::ProviderToolUnlisted)),
-            ["tool-receiver"]
+            ["tool-receiver", "packs-test-node"]
         );
     }
 }

@@ -32,8 +32,12 @@ pub const RUN_FAILED: &str = "run.failed";
 pub const RUN_CANCELLED: &str = "run.cancelled";
 
 /// `node.started`: a node attempt began; payload `{nodeId, attempt}`
-/// (TURN-D9: each attempt starts with one).
+/// (TURN-D9: each attempt starts with one), or for a pack node `{nodeId,
+/// nodeType}` (its count is the `n` of the node's records, RPL-2).
 pub const NODE_STARTED: &str = "node.started";
+/// `node.completed`: a pack node finished; payload `{nodeId, outputs:
+/// {status, body}}` (the packs-test seam, [`crate::seams::packs`]).
+pub const NODE_COMPLETED: &str = "node.completed";
 /// `node.retrying`: a node attempt ended on a transient failure and the
 /// next attempt follows; payload `{nodeId, attempt, error {code, message}}`.
 pub const NODE_RETRYING: &str = "node.retrying";

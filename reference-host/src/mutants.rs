@@ -246,6 +246,13 @@ pub enum Mutant {
     /// The webhook fan-out ignores replay-ness and re-delivers a replay
     /// fork's prefix events (RPL-8).
     WebhookRefiresPrefix,
+    /// A pack's `role: "side-effect"` is ignored: the classifier alone
+    /// decides, so a `transform` node with a hidden effect re-fires in a
+    /// replay fork (RPL-4).
+    PackRoleIgnored,
+    /// A pack's `role: "pure"` overrides the classifier, so an `http` node
+    /// re-fires in a replay fork (RPL-4: classifiers only add).
+    PackPureRoleOverrides,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -781,6 +788,16 @@ pub const ALL: &[MutantInfo] = &[
         name: "webhook-refires-prefix",
         breaks: "webhook fan-out re-delivers a replay fork's prefix events (RPL-8)",
     },
+    MutantInfo {
+        mutant: Mutant::PackRoleIgnored,
+        name: "pack-role-ignored",
+        breaks: "a pack's role: side-effect is ignored: the classifier alone decides, so a transform node with a hidden effect re-fires in a replay fork (RPL-4)",
+    },
+    MutantInfo {
+        mutant: Mutant::PackPureRoleOverrides,
+        name: "pack-pure-role-overrides",
+        breaks: "a pack's role: pure overrides the classifier, so an http node re-fires in a replay fork (RPL-4: classifiers only add)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -859,8 +876,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_104_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 104);
+    fn list_has_106_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 106);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -1022,9 +1039,12 @@ mod tests {
             surface,
             ["turn-replay-facet-string", "clarify-name-reserved"]
         );
-        // The webhook fan-out mutant (RPL-8) closes it.
-        let webhooks: Vec<&str> = ALL[103..].iter().map(|i| i.name).collect();
+        // The webhook fan-out mutant (RPL-8) follows.
+        let webhooks: Vec<&str> = ALL[103..104].iter().map(|i| i.name).collect();
         assert_eq!(webhooks, ["webhook-refires-prefix"]);
+        // The pack role mutants (RPL-4) close it.
+        let packs: Vec<&str> = ALL[104..].iter().map(|i| i.name).collect();
+        assert_eq!(packs, ["pack-role-ignored", "pack-pure-role-overrides"]);
     }
 
     #[test]

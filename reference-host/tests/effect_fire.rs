@@ -181,7 +181,21 @@ fn tool_key(run_id: &str) -> String {
 }
 
 fn receiver_path(seam: &str) -> &'static str {
-    if seam == "tool-receiver" { "/t" } else { "/p" }
+    match seam {
+        "tool-receiver" => "/t",
+        "packs-test-node" => "/k",
+        _ => "/p",
+    }
+}
+
+/// The node a seam's effect row names: the pack node for `packs-test-node`,
+/// else the agent node.
+fn effect_node(seam: &str) -> &'static str {
+    if seam == "packs-test-node" {
+        "hidden-effect"
+    } else {
+        "agent"
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -193,7 +207,7 @@ async fn each_manifest_row_fires_once_and_writes_one_delivered_ledger_row() {
         let host = host(None).await;
         let client = client(CLIENT_TIMEOUT);
         let ids = manifest_ids(&client, &host).await;
-        assert_eq!(ids, ["tool-receiver", "provider:web_search"]);
+        assert_eq!(ids, ["tool-receiver", "provider:web_search", "packs-test-node"]);
         for seam in &ids {
             let receiver = receiver().await;
             let before = OffsetDateTime::now_utc();
@@ -216,6 +230,15 @@ async fn each_manifest_row_fires_once_and_writes_one_delivered_ledger_row() {
                 let returned = of_type(&run_events, "agent.tool-returned");
                 assert_eq!(returned.len(), 1);
                 assert_eq!(returned[0]["payload"]["status"], "ok");
+            } else if seam == "packs-test-node" {
+                // One pack node dispatch (RPL-4's witness: a transform node
+                // declared side-effect).
+                assert_eq!(
+                    seen[0].body,
+                    json!({"packId": "refhost.effect-seam-fire", "nodeType": "hidden-effect", "runId": run_id})
+                );
+                assert_eq!(of_type(&run_events, "node.completed").len(), 1);
+                assert!(of_type(&run_events, "agent.tool-called").is_empty());
             } else {
                 // A minimal Messages body that offers the server tool.
                 assert_eq!(seen[0].anthropic_version.as_deref(), Some("2023-06-01"));
@@ -239,7 +262,7 @@ async fn each_manifest_row_fires_once_and_writes_one_delivered_ledger_row() {
                 keys,
                 ["at", "attempt", "effectId", "keying", "nodeId", "state"]
             );
-            assert_eq!(row["nodeId"], "agent");
+            assert_eq!(row["nodeId"], effect_node(seam));
             assert_eq!(row["attempt"], 1);
             assert_eq!(row["keying"], format!("seam:{seam}"));
             assert_eq!(row["state"], "delivered");
@@ -311,6 +334,7 @@ async fn an_undelivered_effect_fails_the_run_and_writes_no_row() {
         for (seam, code) in [
             ("tool-receiver", "refhost.effect_not_delivered"),
             ("provider:web_search", "refhost.provider_error"),
+            ("packs-test-node", "refhost.pack_node_failed"),
         ] {
             let run_id = fire(&client, &host, seam, &receiver.url("/fail")).await;
             let run_events = events(&client, &host, &run_id).await;
@@ -323,7 +347,7 @@ async fn an_undelivered_effect_fails_the_run_and_writes_no_row() {
             // Zero effects: nothing for RPL-11 to compare (the row is blocked).
             assert!(ledger(&client, &host, &run_id).await.is_empty());
         }
-        assert_eq!(arrivals(&receiver).len(), 2);
+        assert_eq!(arrivals(&receiver).len(), 3);
         host.shutdown().await;
     })
     .await;

@@ -15,7 +15,13 @@
 //! - `provider:<name>`: one POST of a minimal Anthropic Messages body that
 //!   declares the server tool, to `receiverUrl` playing the provider; any
 //!   2xx answer counts as the provider having run it, and the raw answer is
-//!   the round's record ([`records::put_raw_model`]).
+//!   the round's record ([`records::put_raw_model`]);
+//! - `packs-test-node` (kind `pack`): one packs-test run of a one-node pack
+//!   whose `transform` node, declared `role: "side-effect"`, POSTs
+//!   `{packId, nodeType, runId}` to `receiverUrl` ([`packs::fire`]); the
+//!   run is a packs-test run in every respect (events, records, ledger row
+//!   `{nodeId: "hidden-effect", keying: "seam:packs-test-node"}`), so its
+//!   replay fork is a pack replay that serves the node's recorded outcome.
 //!
 //! A delivered effect writes ONE effect ledger row
 //! `{effectId, nodeId: "agent", attempt: 1, keying: "seam:<id>", state:
@@ -64,6 +70,7 @@ use crate::events::{
 };
 use crate::json_body::{Fields, parse_object};
 use crate::mutants::Mutant;
+use crate::seams::packs;
 use crate::seams::request::require_loopback_http;
 use crate::seams::{seam_body, seam_caller};
 use crate::storage::{RunStatus, StorageError, insert_event};
@@ -118,6 +125,9 @@ pub enum FireSeam {
     /// `provider:<name>` (kind `provider`): one provider round that offers
     /// the provider-executed tool `<name>`.
     Provider(String),
+    /// `packs-test-node` (kind `pack`): one pack node dispatch, fired as a
+    /// packs-test run ([`packs::fire`]), never as a [`FireRun`].
+    PackNode,
 }
 
 impl FireSeam {
@@ -125,6 +135,9 @@ impl FireSeam {
     fn of_id(id: &str) -> Option<Self> {
         if id == TOOL_RECEIVER_SEAM {
             return Some(Self::ToolReceiver);
+        }
+        if id == packs::PACK_NODE_SEAM {
+            return Some(Self::PackNode);
         }
         id.strip_prefix("provider:")
             .filter(|name| SUPPORTED_PROVIDER_TOOLS.contains(name))
@@ -136,6 +149,7 @@ impl FireSeam {
         match self {
             Self::ToolReceiver => TOOL_RECEIVER_SEAM.to_owned(),
             Self::Provider(name) => provider_tools::seam_id(name),
+            Self::PackNode => packs::PACK_NODE_SEAM.to_owned(),
         }
     }
 }
@@ -204,6 +218,15 @@ pub async fn fire(
     let caller = seam_caller(&state, &headers)?;
     let body = seam_body(body)?;
     let request = FireRequest::parse(&body, state.mutant())?;
+    if request.seam == FireSeam::PackNode {
+        // A pack node dispatch is a packs-test run: its plan, events,
+        // records and replay are the packs-test seam's.
+        let run_id = packs::fire(&state, &caller.id, &caller.tenant, &request.receiver_url).await?;
+        return Ok(json_response(
+            StatusCode::CREATED,
+            &json!({"runId": run_id}),
+        ));
+    }
 
     let run_id = new_run_id();
     state
@@ -473,6 +496,12 @@ impl FireRun<'_> {
         match &self.request.seam {
             FireSeam::ToolReceiver => self.tool_call().await,
             FireSeam::Provider(name) => self.provider_round(name).await,
+            // Never stored as a fire plan (the fire runs it as a packs-test
+            // run), so no fire run or fork of one gets here.
+            FireSeam::PackNode => Err(RunFailure::new(
+                INTERNAL_ERROR,
+                "a packs-test-node fire is a packs-test run, not a fire run",
+            )),
         }
     }
 
@@ -742,7 +771,9 @@ impl FireRun<'_> {
     fn effect_id(&self) -> String {
         match &self.request.seam {
             FireSeam::ToolReceiver => tool_receiver_effect_id(&self.request.receiver_url),
-            FireSeam::Provider(_) => seam_effect_id(&self.request.seam.id(), self.run_id),
+            FireSeam::Provider(_) | FireSeam::PackNode => {
+                seam_effect_id(&self.request.seam.id(), self.run_id)
+            }
         }
     }
 
@@ -886,7 +917,7 @@ mod tests {
         assert!(
             unknown
                 .message
-                .contains("tool-receiver, provider:web_search")
+                .contains("tool-receiver, provider:web_search, packs-test-node")
         );
         // What the manifest does not list cannot be fired.
         let unlisted = FireRequest::parse(

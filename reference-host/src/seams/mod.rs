@@ -6,6 +6,7 @@
 
 pub mod effect_fire;
 pub mod idempotency;
+pub mod packs;
 pub mod request;
 pub mod safe_fetch;
 pub mod toolhooks;
@@ -59,6 +60,10 @@ pub const SAFE_FETCH_RUN_PATH: &str = "/conformance/seams/sample/http/safe-fetch
 /// effect-seam manifest, in a run of its own (RPL-11).
 pub const EFFECT_SEAMS_FIRE_PATH: &str = "/conformance/seams/sample/effect-seams/fire";
 
+/// Path of the packs-test seam: one run of a fixture pack whose nodes'
+/// declared roles a replay fork obeys (RPL-2..5).
+pub const PACKS_TEST_RUN_PATH: &str = "/conformance/seams/packs-test/run";
+
 /// Path of the concurrent-claim seam (EFF-4 race).
 pub const CONCURRENT_CLAIM_PATH: &str =
     "/conformance/seams/sample/test/idempotency/concurrent-claim";
@@ -82,6 +87,7 @@ pub fn router() -> Router<AppState> {
         .route(TURN_RUN_PATH, post(crate::turn::seam::run))
         .route(SAFE_FETCH_RUN_PATH, post(safe_fetch::run))
         .route(EFFECT_SEAMS_FIRE_PATH, post(effect_fire::fire))
+        .route(PACKS_TEST_RUN_PATH, post(packs::run))
         .route(CONCURRENT_CLAIM_PATH, post(idempotency::concurrent_claim))
         .route(REDISPATCH_PATH, post(idempotency::redispatch))
         .route(EFFECT_RETRY_PATH, post(idempotency::effect_retry))

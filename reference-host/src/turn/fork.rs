@@ -9,8 +9,11 @@
 //! (RPL-5), and every tool emission is served from the source's records of
 //! its final attempt and never dispatched ([`crate::turn::admission::serve_replay`]).
 //! A fork of an effect-seam fire run serves the fired effect's record and
-//! sends nothing ([`crate::seams::effect_fire`]); every replay fork starts
-//! with its source's effect ledger rows carried over unchanged (RPL-11).
+//! sends nothing ([`crate::seams::effect_fire`]); a fork of a packs-test run
+//! serves each side-effecting node its recorded outcome and re-executes the
+//! pure ones ([`crate::seams::packs`], RPL-2, RPL-4, RPL-5); every replay
+//! fork starts with its source's effect ledger rows carried over unchanged
+//! (RPL-11).
 //!
 //! A `mode: "branch"` fork (EFF-10) is served for `tool-receiver`
 //! effect-seam fire runs only: a new run that inherits the source's events
@@ -37,6 +40,7 @@ use crate::json_body::{Fields, body_rejection, parse_object};
 use crate::mutants::Mutant;
 use crate::runs::{authorize_reader, find_visible_run};
 use crate::seams::effect_fire::{self, BranchEffect, BranchSource, FireRequest, FireSeam};
+use crate::seams::packs::{self, PackRunRequest};
 use crate::storage::{RunRecord, RunStatus};
 use crate::turn::driver::{self, ReplaySource, TurnPlan};
 use crate::turn::records::{self, RunMode, StoredPlan};
@@ -145,17 +149,21 @@ fn fork(
         return Err(ApiError::new(
             ErrorCode::CapabilityNotProvided,
             format!(
-                "run `{}` is not a turn run; only turn runs (the tool loop) can be replayed here",
+                "run `{}` is not a turn run; only turn runs (the tool loop), effect-seam fire runs and packs-test runs can be replayed here",
                 source.run_id
             ),
         ));
     };
     // RPL-11: an effect-seam fire run stores a fire plan, not a turn
-    // request; its fork re-drives that plan without a model.
-    let plan = match FireRequest::from_stored(&source_plan.request) {
-        Some(fire) => StoredKind::Fire(fire),
-        None if branch => return Err(branch_unsupported()),
-        None => StoredKind::Turn(Box::new(
+    // request; its fork re-drives that plan without a model. A packs-test
+    // run stores its pack (RPL-4).
+    let fire = FireRequest::from_stored(&source_plan.request);
+    let pack = PackRunRequest::from_stored(&source_plan.request);
+    let plan = match (fire, pack) {
+        (Some(fire), _) => StoredKind::Fire(fire),
+        (None, _) if branch => return Err(branch_unsupported()),
+        (None, Some(pack)) => StoredKind::Pack(pack),
+        (None, None) => StoredKind::Turn(Box::new(
             TurnRunRequest::parse(source_plan.request.as_bytes()).map_err(|_| {
                 ApiError::internal(
                     "the source run's stored plan no longer parses; it cannot be replayed",
@@ -186,6 +194,14 @@ fn fork(
             &source.principal,
             &source.tenant,
             fire,
+            replay,
+        )?,
+        StoredKind::Pack(request) => packs::start_replay(
+            state,
+            &run_id,
+            &source.principal,
+            &source.tenant,
+            request.pack,
             replay,
         )?,
         StoredKind::Turn(parsed) => {
@@ -300,6 +316,8 @@ fn lineage_root(state: &AppState, run_id: &str) -> Result<String, ApiError> {
 enum StoredKind {
     /// An effect-seam fire (RPL-11).
     Fire(FireRequest),
+    /// A packs-test run (RPL-4).
+    Pack(PackRunRequest),
     /// A turn run's request (boxed: it is much larger than a fire plan).
     Turn(Box<TurnRunRequest>),
 }

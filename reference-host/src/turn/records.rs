@@ -14,6 +14,11 @@
 //!
 //! Records are keyed by attempt, so a new attempt never reads an earlier
 //! attempt's records (TURN-D9).
+//!
+//! - `node_records` keeps the outcome of each pack node dispatch of a
+//!   packs-test run (`crate::seams::packs`), keyed `(run, nodeId, n)` where
+//!   `n` counts that node's `node.started` in the run: what a replay fork
+//!   serves a side-effecting node instead of dispatching it (RPL-2).
 
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
@@ -42,6 +47,13 @@ CREATE TABLE turn_records (
     state TEXT NOT NULL,
     body TEXT NOT NULL,
     PRIMARY KEY (run_id, attempt, kind, ordinal)
+);
+CREATE TABLE node_records (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, node_id, n)
 );
 ";
 
@@ -142,6 +154,17 @@ pub enum ToolRecord {
     /// Over the size limit: `{digest, truncated: true, bytes}`; a miss on
     /// replay and recovery (TURN-D10).
     Digest(Value),
+}
+
+/// The recorded outcome of one pack node dispatch (RPL-2): the receiver's
+/// HTTP status and its JSON body (`null` when the body was not JSON). It is
+/// exactly the `outputs` of the node's `node.completed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeOutcome {
+    /// The receiver's HTTP status.
+    pub status: u16,
+    /// The receiver's JSON body, or `null`.
+    pub body: Value,
 }
 
 /// A record ready to write: its state and body text.
@@ -457,6 +480,51 @@ pub fn tool(
     Ok(Some(record))
 }
 
+/// Writes the outcome of dispatch `n` of pack node `node_id` inside `tx`
+/// (with the event that reports it, so never after it: RPL-2).
+pub fn put_node_outcome(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    node_id: &str,
+    n: u32,
+    outcome: &NodeOutcome,
+) -> Result<(), StorageError> {
+    let body = serde_json::to_string(outcome).map_err(|err| StorageError::Corrupt {
+        column: "node_records.body",
+        problem: err.to_string(),
+    })?;
+    tx.execute(
+        "INSERT OR REPLACE INTO node_records (run_id, node_id, n, body) VALUES (?1, ?2, ?3, ?4)",
+        params![run_id, node_id, n, body],
+    )?;
+    Ok(())
+}
+
+/// The recorded outcome of dispatch `n` of pack node `node_id` of `run_id`,
+/// if any (a miss is RPL-3's `replay_source_missing`).
+pub fn node_outcome(
+    storage: &Storage,
+    run_id: &str,
+    node_id: &str,
+    n: u32,
+) -> Result<Option<NodeOutcome>, StorageError> {
+    let body: Option<String> = storage.with_conn(|conn| {
+        conn.query_row(
+            "SELECT body FROM node_records WHERE run_id = ?1 AND node_id = ?2 AND n = ?3",
+            params![run_id, node_id, n],
+            |row| row.get(0),
+        )
+        .optional()
+    })?;
+    body.map(|text| {
+        serde_json::from_str(&text).map_err(|err| StorageError::Corrupt {
+            column: "node_records.body",
+            problem: err.to_string(),
+        })
+    })
+    .transpose()
+}
+
 fn row(
     storage: &Storage,
     run_id: &str,
@@ -541,5 +609,33 @@ mod tests {
         );
         assert_eq!(model(&storage, "run_a", 1, 1).expect("read"), None);
         assert_eq!(plan.mode, RunMode::Live);
+    }
+
+    #[test]
+    fn node_outcomes_are_keyed_by_run_node_and_n() {
+        let storage = Storage::open_in_memory().expect("store");
+        let outcome = NodeOutcome {
+            status: 201,
+            body: json!({"ok": true}),
+        };
+        storage
+            .with_conn(|conn| {
+                let tx = conn.transaction()?;
+                put_node_outcome(&tx, "run_a", "fetch", 1, &outcome)
+                    .map_err(|_| rusqlite::Error::InvalidQuery)?;
+                tx.commit()
+            })
+            .expect("write");
+        assert_eq!(
+            node_outcome(&storage, "run_a", "fetch", 1).expect("read"),
+            Some(outcome)
+        );
+        for (run, node, n) in [
+            ("run_b", "fetch", 1),
+            ("run_a", "other", 1),
+            ("run_a", "fetch", 2),
+        ] {
+            assert_eq!(node_outcome(&storage, run, node, n).expect("read"), None);
+        }
     }
 }

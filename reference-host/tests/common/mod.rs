@@ -580,9 +580,13 @@ pub const EFFECT_FIRE_MUTANTS: [Mutant; 3] = [
     Mutant::Layer2DedupSpansFork,
 ];
 
-/// The webhook fan-out mutant (RPL-8) that closes `mutants::ALL`; probed
-/// by tests/webhooks.rs.
+/// The webhook fan-out mutant (RPL-8), in `mutants::ALL` order (only
+/// [`PACK_MUTANTS`] follow it); probed by tests/webhooks.rs.
 pub const WEBHOOK_MUTANTS: [Mutant; 1] = [Mutant::WebhookRefiresPrefix];
+
+/// The pack role mutants (RPL-4) that close `mutants::ALL`, in order;
+/// probed by tests/packs.rs.
+pub const PACK_MUTANTS: [Mutant; 2] = [Mutant::PackRoleIgnored, Mutant::PackPureRoleOverrides];
 
 /// Assert `group` stands in `mutants::ALL` as one contiguous run, in its order. Each test
 /// file probes its own group; a mutant in no group is caught by
