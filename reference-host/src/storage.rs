@@ -41,8 +41,9 @@ pub const STORE_FILE: &str = "reference-host.sqlite3";
 /// other (non-zero) version is somebody else's, or an older layout: it is
 /// refused, never migrated in place or reset. Version 2 keys effect claims
 /// by (effect id, claim scope) (EFF-10); version 3 stores a fork's
-/// `fromSeq` with its mode, which the webhook fan-out reads (RPL-8).
-pub const STORE_SCHEMA_VERSION: i64 = 3;
+/// `fromSeq` with its mode, which the webhook fan-out reads (RPL-8);
+/// version 4 adds the knowledge store of turn runs (TRUST-2).
+pub const STORE_SCHEMA_VERSION: i64 = 4;
 
 /// Why the durable store could not be opened. Every message names the file
 /// or directory and says what would fix it; nothing is reset or overwritten.
@@ -724,6 +725,7 @@ fn create_schema(conn: &Connection) -> Result<(), StorageError> {
     conn.execute_batch(crate::layer1::SCHEMA)?;
     conn.execute_batch(crate::workflows::SCHEMA)?;
     conn.execute_batch(crate::turn::records::SCHEMA)?;
+    conn.execute_batch(crate::turn::memory::SCHEMA)?;
     Ok(())
 }
 

@@ -580,9 +580,19 @@ pub const EFFECT_FIRE_MUTANTS: [Mutant; 3] = [
     Mutant::Layer2DedupSpansFork,
 ];
 
-/// The webhook fan-out mutant (RPL-8) that closes `mutants::ALL`; probed
-/// by tests/webhooks.rs.
+/// The webhook fan-out mutant (RPL-8), in `mutants::ALL` order (only
+/// [`MEMORY_MUTANTS`] and [`INBOUND_MUTANTS`] follow it); probed by
+/// tests/webhooks.rs.
 pub const WEBHOOK_MUTANTS: [Mutant; 1] = [Mutant::WebhookRefiresPrefix];
+
+/// The store-then-recall mutant (TRUST-2), in `mutants::ALL` order (only
+/// [`INBOUND_MUTANTS`] follow it); probed by tests/memory.rs.
+pub const MEMORY_MUTANTS: [Mutant; 1] = [Mutant::RecalledKnowledgeTrusted];
+
+/// The inbound-content mutants (TRUST-6) that close `mutants::ALL`, in
+/// order; probed by tests/inbound.rs.
+pub const INBOUND_MUTANTS: [Mutant; 2] =
+    [Mutant::A2aUserRoleTrusted, Mutant::VoiceTranscriptTrusted];
 
 /// Assert `group` stands in `mutants::ALL` as one contiguous run, in its order. Each test
 /// file probes its own group; a mutant in no group is caught by
