@@ -123,6 +123,10 @@ pub enum ToolEndpoint {
     /// A tool of a loopback MCP server, called with JSON-RPC `tools/call`
     /// (see [`crate::turn::mcp`]).
     Mcp(McpEndpoint),
+    /// One of the host's own knowledge store tools of a turn run
+    /// (`memory`, TRUST-2, see [`crate::turn::memory`]); never registered
+    /// in the catalog.
+    Memory(crate::turn::memory::MemoryEndpoint),
 }
 
 /// The `mcp` member of a turn-seam tool: which server tool plays it.
@@ -155,7 +159,8 @@ pub struct FixtureTool {
     pub required_scopes: Vec<String>,
     /// Approval policy (enforced by the tool loop, TTC §C).
     pub approval: Approval,
-    /// Where the tool is played (loopback `http` only).
+    /// Where the tool is played (a loopback `http` receiver or MCP server,
+    /// or the host's knowledge store).
     pub endpoint: ToolEndpoint,
 }
 
@@ -219,8 +224,13 @@ impl FixtureTool {
     pub fn mcp(&self) -> Option<&McpEndpoint> {
         match &self.endpoint {
             ToolEndpoint::Mcp(mcp) => Some(mcp),
-            ToolEndpoint::Receiver(_) => None,
+            ToolEndpoint::Receiver(_) | ToolEndpoint::Memory(_) => None,
         }
+    }
+
+    /// Whether this is one of the host's own knowledge store tools.
+    pub fn is_memory(&self) -> bool {
+        matches!(self.endpoint, ToolEndpoint::Memory(_))
     }
 
     /// Whether a caller holding `scopes` may invoke this tool.

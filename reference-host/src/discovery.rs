@@ -114,6 +114,8 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         object.insert("httpClient".to_owned(), http_client_record());
         // EFF-12: the host is an MCP client of its turn seam's MCP tools.
         object.insert("mcp".to_owned(), crate::turn::mcp::discovery_record());
+        // TRUST-2: the turn seam's knowledge store.
+        object.insert("memory".to_owned(), memory_record());
     }
     if seams_enabled && let Some(object) = root.as_object_mut() {
         object.insert(
@@ -166,6 +168,19 @@ fn replay_record() -> Value {
         "modes": ["replay", "branch"],
         "retention": {"days": 14},
         "effectSeamsManifest": MANIFEST_PATH,
+    })
+}
+
+/// The `memory` capability record (TRUST-2): the knowledge store the turn
+/// seam's `memory` member offers, witnessed through that seam only. Its
+/// `recallTrust` names the recall tool's per-tool trust decision: a recall
+/// result is as trusted as the segment was when stored.
+fn memory_record() -> Value {
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "seam-gated",
+        "recallTrust": crate::turn::trust::RECALL_TRUST_DECISION,
     })
 }
 
@@ -254,6 +269,11 @@ mod tests {
                    "revisions": ["2026-07-28"], "preferredVersion": "2026-07-28",
                    "minimumRevision": "2026-07-28", "refreshedAt": "2026-11-30T00:00:00Z",
                    "client": true, "features": ["mrtr"], "mrtr": {"maxRounds": 2}})
+        );
+        assert_eq!(
+            value["memory"],
+            json!({"status": "stable", "since": "2.0", "witness": "seam-gated",
+                   "recallTrust": "stored-segment"})
         );
         let with_seams = parsed(&DiscoveryDoc::render(true, None));
         assert_eq!(

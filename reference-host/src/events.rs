@@ -15,6 +15,11 @@ pub const AUTHORIZATION_DECIDED: &str = "authorization.decided";
 /// `prompt.composed`: the loop composed the next model request; carries
 /// the turn's `contentTrust` (the TRUST-1 witness, TTC §C).
 pub const PROMPT_COMPOSED: &str = "prompt.composed";
+/// `voice.transcript`: a run started from a voice transcript (`inbound`
+/// channel `voice`); payload `{contentTrust: "untrusted", text}`, written
+/// before the first `prompt.composed`. `contentTrust` is a constant: a
+/// transcript is never the user's trusted input (TRUST-6).
+pub const VOICE_TRANSCRIPT: &str = "voice.transcript";
 /// `interrupt.requested`: a tool call is held for approval (TTC §C).
 pub const INTERRUPT_REQUESTED: &str = "interrupt.requested";
 /// `interrupt.resolved`: a held call was accepted or rejected.

@@ -253,6 +253,15 @@ pub enum Mutant {
     /// A pack's `role: "pure"` overrides the classifier, so an `http` node
     /// re-fires in a replay fork (RPL-4: classifiers only add).
     PackPureRoleOverrides,
+    /// A recalled knowledge segment is trusted whatever trust it was stored
+    /// with, so store-then-recall raises trust (TRUST-2).
+    RecalledKnowledgeTrusted,
+    /// An inbound A2A message with role USER starts the run trusted, as if
+    /// it were the host user's input (TRUST-6).
+    A2aUserRoleTrusted,
+    /// `voice.transcript` says `contentTrust: "trusted"` and the run starts
+    /// trusted (TRUST-6).
+    VoiceTranscriptTrusted,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -798,6 +807,21 @@ pub const ALL: &[MutantInfo] = &[
         name: "pack-pure-role-overrides",
         breaks: "a pack's role: pure overrides the classifier, so an http node re-fires in a replay fork (RPL-4: classifiers only add)",
     },
+    MutantInfo {
+        mutant: Mutant::RecalledKnowledgeTrusted,
+        name: "recalled-knowledge-trusted",
+        breaks: "recalled knowledge is trusted whatever trust it was stored with (TRUST-2)",
+    },
+    MutantInfo {
+        mutant: Mutant::A2aUserRoleTrusted,
+        name: "a2a-user-role-trusted",
+        breaks: "an inbound A2A message with role USER is taken as the user's trusted input (TRUST-6)",
+    },
+    MutantInfo {
+        mutant: Mutant::VoiceTranscriptTrusted,
+        name: "voice-transcript-trusted",
+        breaks: "voice.transcript says contentTrust trusted and the turn starts trusted (TRUST-6)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -876,8 +900,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_106_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 106);
+    fn list_has_109_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 109);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -1042,9 +1066,20 @@ mod tests {
         // The webhook fan-out mutant (RPL-8) follows.
         let webhooks: Vec<&str> = ALL[103..104].iter().map(|i| i.name).collect();
         assert_eq!(webhooks, ["webhook-refires-prefix"]);
-        // The pack role mutants (RPL-4) close it.
-        let packs: Vec<&str> = ALL[104..].iter().map(|i| i.name).collect();
+        // The pack role mutants (RPL-4) follow.
+        let packs: Vec<&str> = ALL[104..106].iter().map(|i| i.name).collect();
         assert_eq!(packs, ["pack-role-ignored", "pack-pure-role-overrides"]);
+        // The store-then-recall (TRUST-2) and inbound-content (TRUST-6)
+        // mutants close it.
+        let inbound_trust: Vec<&str> = ALL[106..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            inbound_trust,
+            [
+                "recalled-knowledge-trusted",
+                "a2a-user-role-trusted",
+                "voice-transcript-trusted",
+            ]
+        );
     }
 
     #[test]

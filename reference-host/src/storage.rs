@@ -43,7 +43,8 @@ pub const STORE_FILE: &str = "reference-host.sqlite3";
 /// by (effect id, claim scope) (EFF-10); version 3 stores a fork's
 /// `fromSeq` with its mode, which the webhook fan-out reads (RPL-8);
 /// version 4 adds `node_records`, the recorded outcomes of pack node
-/// dispatches that a replay fork serves (RPL-2, RPL-4).
+/// dispatches that a replay fork serves (RPL-2, RPL-4), and the knowledge
+/// store of turn runs (TRUST-2).
 pub const STORE_SCHEMA_VERSION: i64 = 4;
 
 /// Why the durable store could not be opened. Every message names the file
@@ -726,6 +727,7 @@ fn create_schema(conn: &Connection) -> Result<(), StorageError> {
     conn.execute_batch(crate::layer1::SCHEMA)?;
     conn.execute_batch(crate::workflows::SCHEMA)?;
     conn.execute_batch(crate::turn::records::SCHEMA)?;
+    conn.execute_batch(crate::turn::memory::SCHEMA)?;
     Ok(())
 }
 

@@ -13,9 +13,10 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use common::{
     DIVERGENCE_MUTANTS, DURABLE_MUTANTS, EFFECT_FIRE_MUTANTS, HUMAN_INPUT_MUTANTS,
-    IDEMPOTENCY_MUTANTS, Loopback, MCP_MUTANTS, OPERATOR, PACK_MUTANTS, REFUSAL_MUTANTS,
-    REPLAY_SURFACE_MUTANTS, TRUST_MUTANTS, TURN_MUTANTS, WEBHOOK_MUTANTS, assert_observable,
-    assert_valid, bounded, client, discovery, poll, schema, seam_host, sha256_jcs,
+    IDEMPOTENCY_MUTANTS, INBOUND_MUTANTS, Loopback, MCP_MUTANTS, MEMORY_MUTANTS, OPERATOR,
+    PACK_MUTANTS, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, TRUST_MUTANTS, TURN_MUTANTS,
+    WEBHOOK_MUTANTS, assert_observable, assert_valid, bounded, client, discovery, poll, schema,
+    seam_host, sha256_jcs,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost, start};
@@ -604,6 +605,8 @@ async fn every_mutant_is_observable() {
                 && !EFFECT_FIRE_MUTANTS.contains(&info.mutant)
                 && !WEBHOOK_MUTANTS.contains(&info.mutant)
                 && !PACK_MUTANTS.contains(&info.mutant)
+                && !MEMORY_MUTANTS.contains(&info.mutant)
+                && !INBOUND_MUTANTS.contains(&info.mutant)
                 && info.mutant != Mutant::ClarifyNameReserved
         }) {
             assert_observable(info.mutant, host, async |host, _| {
@@ -879,5 +882,9 @@ async fn observe(
         Mutant::WebhookRefiresPrefix => false,
         // Skipped by the caller: tests/packs.rs observes these (RPL-4).
         Mutant::PackRoleIgnored | Mutant::PackPureRoleOverrides => false,
+        // Skipped by the caller: tests/memory.rs observes it (TRUST-2).
+        Mutant::RecalledKnowledgeTrusted => false,
+        // Skipped by the caller: tests/inbound.rs observes these (TRUST-6).
+        Mutant::A2aUserRoleTrusted | Mutant::VoiceTranscriptTrusted => false,
     }
 }

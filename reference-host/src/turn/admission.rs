@@ -20,7 +20,8 @@
 //!    ([`crate::turn::approval`]) until the bound principal accepts (it
 //!    runs once) or rejects (it never runs);
 //! 7. redaction: nothing to redact yet (fixture tools take no credentials);
-//! 8. dispatch and record: the receiver is called and the result kept.
+//! 8. dispatch and record: the receiver (or MCP server tool, or the host's
+//!    knowledge store) is called and the result kept.
 //!
 //! Every emission writes `agent.tool-called` first and exactly one
 //! `agent.tool-returned` (caused by it) last, both content-free. A held
@@ -54,6 +55,7 @@ use crate::turn::approval::{self, AGENT_NODE_ID, RoundContext, Verdict};
 use crate::turn::channels::minted_call_id;
 use crate::turn::feedback::{self, CallToolResult, ToolResult};
 use crate::turn::mcp;
+use crate::turn::memory;
 use crate::turn::provider::{Completion, ToolEmission};
 use crate::turn::records;
 use crate::turn::request::RepeatedCall;
@@ -562,9 +564,11 @@ fn record_call(
     emission: &ToolEmission,
     call_id: &str,
 ) -> Result<String, AdmissionError> {
-    // An MCP tool is reached over MCP; every other run tool over HTTP.
+    // An MCP tool is reached over MCP, the host's own knowledge store
+    // tools natively (TRUST-2); every other run tool over HTTP.
     let transport = match find_tool(scope.tools, &emission.name) {
         Some(tool) if tool.mcp().is_some() => Transport::Mcp,
+        Some(tool) if tool.is_memory() => Transport::Native,
         _ => Transport::Http,
     };
     record_call_via(scope, journal, emission, call_id, transport)
@@ -1165,7 +1169,9 @@ struct On<'s, 'a> {
 }
 
 /// Dispatches a cleared call: to its MCP server tool ([`mcp`], EFF-12) or
-/// its receiver, with the tool identity as `Idempotency-Key` either way.
+/// its receiver, with the tool identity as `Idempotency-Key` either way, or
+/// to the host's knowledge store ([`memory`], TRUST-2) with the turn's
+/// trust.
 async fn dispatch(
     on: &On<'_, '_>,
     tool: &FixtureTool,
@@ -1174,6 +1180,17 @@ async fn dispatch(
     let state = on.scope.state;
     let receiver = match &tool.endpoint {
         ToolEndpoint::Receiver(url) => url,
+        ToolEndpoint::Memory(endpoint) => {
+            let outcome =
+                memory::dispatch(state, on.scope.run_id, endpoint, args, on.content_trust)?;
+            return Ok(Dispatched {
+                ret: outcome.ret,
+                result: outcome.result,
+                transient: false,
+                mrtr: None,
+                meta_scopes: Vec::new(),
+            });
+        }
         ToolEndpoint::Mcp(endpoint) => {
             let call = mcp::McpCall {
                 state,

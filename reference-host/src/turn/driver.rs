@@ -8,11 +8,13 @@
 //! next round, or is the final answer, validated when an output was
 //! requested and never mined for tool calls (TURN-A2, TURN-A3).
 //!
-//! Content trust (TTC §C): the run starts trusted (the user's input), and
-//! once a round's tool results are fed back every later round is untrusted
-//! (the meet). Before each model request the loop writes
-//! `prompt.composed {contentTrust, round}` (the TRUST-1 witness). Nothing
-//! the model writes changes the trust.
+//! Content trust (TTC §C): the run starts trusted (the user's input), or
+//! untrusted when it starts from inbound content (an A2A message, a voice
+//! transcript: TRUST-6), and once a round's untrusted tool results are fed
+//! back every later round is untrusted (the meet; only the knowledge
+//! store's results carry a trust of their own, TRUST-2). Before each model
+//! request the loop writes `prompt.composed {contentTrust, round}` (the
+//! TRUST-1 witness). Nothing the model writes changes the trust.
 //!
 //! Recovery and replay (TTC §D): every model response and every tool
 //! emission is recorded in the invocation log ([`crate::turn::records`])
@@ -51,7 +53,7 @@ use crate::catalog::FixtureTool;
 use crate::event_codes;
 use crate::events::{
     NODE_FAILED, NODE_RETRYING, NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED,
-    RUN_COMPLETED, RUN_FAILED, RUN_STARTED,
+    RUN_COMPLETED, RUN_FAILED, RUN_STARTED, VOICE_TRANSCRIPT,
 };
 use crate::mutants::Mutant;
 use crate::storage::{RunStatus, StorageError, insert_event};
@@ -67,13 +69,14 @@ use crate::turn::clarification::{self, AskBudget, AskStep, ClarificationTool};
 use crate::turn::divergence;
 use crate::turn::feedback::{CallToolResult, ToolResult};
 use crate::turn::mcp;
+use crate::turn::memory;
 use crate::turn::provider::{
     Completion, HostTool, ModelRequest, ModelResponse, ProviderError, ProviderSpec, Round,
     ToolEmission, Transcript,
 };
 use crate::turn::provider_tools;
 use crate::turn::records::{self, ToolRecord};
-use crate::turn::request::{ProviderTool, TurnFaults, TurnLimits, TurnRunRequest};
+use crate::turn::request::{Inbound, ProviderTool, TurnFaults, TurnLimits, TurnRunRequest};
 use crate::turn::tool_support::{self, ToolMode, ToolNeeds};
 use crate::turn::trust::{self, ContentTrust};
 
@@ -117,10 +120,15 @@ pub struct TurnPlan {
     pub principal: String,
     /// The model provider.
     pub provider: ProviderSpec,
-    /// The run's tools.
+    /// The run's tools: the request's fixture tools, then the knowledge
+    /// store's two tools when the request named them (TRUST-2).
     pub tools: Vec<Arc<FixtureTool>>,
-    /// The user's task text.
+    /// The first prompt's input (the user's task text, or the inbound
+    /// content's text).
     pub input: String,
+    /// Inbound content the input came from (TRUST-6): the run starts
+    /// untrusted, and a voice transcript is announced by `voice.transcript`.
+    pub inbound: Option<Inbound>,
     /// How the requested answer is obtained, if one was requested.
     pub output: Option<OutputPlan>,
     /// Loop limits.
@@ -166,12 +174,19 @@ impl TurnPlan {
             }
             named => named.and_then(ClarificationTool::new),
         };
+        // TRUST-2: the knowledge store's tools are offered and admitted
+        // like the run's own, after them.
+        let mut tools = request.tools;
+        if let Some(spec) = &request.memory {
+            tools.extend(memory::tools(spec));
+        }
         Self {
             run_id,
             principal: request.principal,
             provider: request.provider,
-            tools: request.tools,
+            tools,
             input: request.input,
+            inbound: request.inbound,
             output,
             limits: request.limits,
             faults: request.faults,
@@ -323,13 +338,39 @@ pub fn start(state: AppState, plan: TurnPlan) -> Result<(), StorageError> {
     }
     let run_id = plan.run_id.clone();
     let attempt = plan.attempt;
+    let transcript = voice_transcript(plan.inbound.as_ref(), state.mutant());
     state.storage().append_event_with(
         &plan.run_id,
         NewEvent::new(RUN_STARTED, payload),
-        |tx, _| insert_event(tx, &run_id, node_started(attempt)).map(|_| ()),
+        |tx, _| {
+            insert_event(tx, &run_id, node_started(attempt))?;
+            // TRUST-6: announced once per run (a fork re-announces it, a
+            // recovered run does not), before the first `prompt.composed`.
+            if let Some(event) = transcript {
+                insert_event(tx, &run_id, event)?;
+            }
+            Ok(())
+        },
     )?;
     resume(state, plan);
     Ok(())
+}
+
+/// `voice.transcript {contentTrust, text}` for a run started from a voice
+/// transcript (TRUST-6); `None` for any other run. `contentTrust` is the
+/// trust the run starts with, `untrusted` on a correct host.
+fn voice_transcript(inbound: Option<&Inbound>, mutant: Option<Mutant>) -> Option<NewEvent> {
+    let Some(voice @ Inbound::Voice { transcript }) = inbound else {
+        return None;
+    };
+    let trust = trust::at_start(Some(voice), mutant);
+    Some(
+        NewEvent::new(
+            VOICE_TRANSCRIPT,
+            json!({"contentTrust": trust.as_str(), "text": transcript}),
+        )
+        .at_node(AGENT_NODE_ID),
+    )
 }
 
 /// Spawns the loop of a run that is already started (recovery).
@@ -571,8 +612,9 @@ impl<'a> Attempt<'a> {
             user: channels::user_message(&plan.input, plan.output.as_ref()),
             rounds: Vec::new(),
         };
-        // TTC §C: the user's input is trusted; tool results taint later rounds.
-        let mut content_trust = ContentTrust::USER_INPUT;
+        // TTC §C: the user's input is trusted, inbound content is not
+        // (TRUST-6); tool results taint later rounds.
+        let mut content_trust = trust::at_start(plan.inbound.as_ref(), state.mutant());
         for round in 1..=plan.limits.model_rounds {
             let response = self.model_round(round, content_trust, &transcript).await?;
             // Model output never changes the trust (TTC §C).

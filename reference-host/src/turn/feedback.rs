@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::args_schema::Violation;
 use crate::mutants::Mutant;
+use crate::turn::trust::ContentTrust;
 
 /// An MCP `CallToolResult`, reduced to what this host sends (serializable:
 /// it is kept in the invocation log, TURN-D3).
@@ -30,6 +31,14 @@ pub struct CallToolResult {
     /// records written before MCP tools existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untrusted_tool: Option<String>,
+    /// The trust a named per-tool decision gave this result (TRUST-1: only
+    /// the knowledge store's tools have one, [`crate::turn::memory`]);
+    /// absent means untrusted, as for every other result and for records
+    /// written before the knowledge store existed. Kept in the record, so
+    /// recovery and a replay fork feed back the same trust. Never sent to
+    /// the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_trust: Option<ContentTrust>,
 }
 
 impl CallToolResult {
@@ -43,6 +52,7 @@ impl CallToolResult {
             structured: data.is_object().then(|| data.clone()),
             is_error: false,
             untrusted_tool: None,
+            content_trust: None,
         }
     }
 
@@ -57,6 +67,7 @@ impl CallToolResult {
             structured: None,
             is_error,
             untrusted_tool: None,
+            content_trust: None,
         }
     }
 

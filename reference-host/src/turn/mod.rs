@@ -13,7 +13,11 @@
 //! to no tool are refused at loop start ([`allowlist`]). The seam itself
 //! ([`seam`], [`request`]) only sets a run up; it never calls admission
 //! directly. A tool played by an MCP server is admitted the same way and
-//! dispatched by the host's own MCP client ([`mcp`]).
+//! dispatched by the host's own MCP client ([`mcp`]). A run may offer the
+//! host's knowledge store tools, whose segments keep the trust they were
+//! stored with (TRUST-2, [`memory`]), and may start from inbound content (an
+//! A2A message or a voice transcript, TRUST-6) instead of the user's input,
+//! which starts it untrusted ([`trust::at_start`]).
 
 pub mod admission;
 pub mod allowlist;
@@ -26,6 +30,7 @@ pub mod driver;
 pub mod feedback;
 pub mod fork;
 pub mod mcp;
+pub mod memory;
 pub mod provider;
 pub mod provider_tools;
 pub mod records;

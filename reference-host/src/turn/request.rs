@@ -18,6 +18,7 @@ use crate::error::ApiError;
 use crate::json_body::{Fields, kind, parse_object};
 use crate::seams::request::require_loopback_http;
 use crate::turn::channels::OutputMode;
+use crate::turn::memory::MemorySpec;
 use crate::turn::provider::{ProviderSpec, Wire};
 
 const FIELDS: &[&str] = &[
@@ -31,6 +32,8 @@ const FIELDS: &[&str] = &[
     "clarificationTool",
     "providerTools",
     "toolAllowlist",
+    "memory",
+    "inbound",
 ];
 const PROVIDER_FIELDS: &[&str] = &["wire", "baseUrl", "model", "stream", "toolSupport"];
 const TOOL_FIELDS: &[&str] = &[
@@ -57,6 +60,23 @@ const LIMITS_FIELDS: &[&str] = &[
     "clarificationRounds",
 ];
 const PROVIDER_TOOL_FIELDS: &[&str] = &["name", "type"];
+const MEMORY_FIELDS: &[&str] = &["storeTool", "recallTool", "namespace"];
+const INBOUND_FIELDS: &[&str] = &["channel", "message", "transcript"];
+const A2A_MESSAGE_FIELDS: &[&str] = &["messageId", "role", "parts"];
+const A2A_PART_FIELDS: &[&str] = &["text"];
+
+/// Longest accepted `memory.namespace`, in characters (TRUST-2).
+pub const MAX_MEMORY_NAMESPACE_CHARS: usize = 64;
+
+/// Most parts of an inbound A2A message (TRUST-6).
+pub const MAX_A2A_PARTS: usize = 16;
+
+/// Longest accepted `inbound.transcript`, in characters (TRUST-6).
+pub const MAX_TRANSCRIPT_CHARS: usize = 4096;
+
+/// The accepted `inbound.message.role` names: the A2A v1.0 enum names and
+/// the 0.3 lowercase ones.
+pub const A2A_ROLE_NAMES: &[&str] = &["ROLE_USER", "ROLE_AGENT", "user", "agent"];
 const FAULTS_FIELDS: &[&str] = &["recordFailureAtOrdinal"];
 
 /// Largest accepted `limits.nodeAttempts` (TURN-D9).
@@ -143,6 +163,48 @@ pub struct OutputSpec {
     pub validator: Arc<ArgsSchema>,
 }
 
+/// The role an inbound A2A message claims (`ROLE_USER`/`user`,
+/// `ROLE_AGENT`/`agent`). A claim only: it never makes the content trusted
+/// (TRUST-6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum A2aRole {
+    /// `ROLE_USER` (v1.0) or `user` (0.3).
+    User,
+    /// `ROLE_AGENT` (v1.0) or `agent` (0.3).
+    Agent,
+}
+
+impl A2aRole {
+    /// Parses one of [`A2A_ROLE_NAMES`].
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "ROLE_USER" | "user" => Some(Self::User),
+            "ROLE_AGENT" | "agent" => Some(Self::Agent),
+            _ => None,
+        }
+    }
+}
+
+/// Content that reaches the run from outside instead of the user's
+/// `input` (`inbound`, TRUST-6). Its text becomes the first prompt's input,
+/// and the run starts untrusted ([`crate::turn::trust::at_start`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inbound {
+    /// An A2A Message as the host's A2A server would hand it to a run.
+    A2a {
+        /// `message.messageId`.
+        message_id: String,
+        /// `message.role`, as claimed by the peer.
+        role: A2aRole,
+    },
+    /// A voice transcript; the run writes `voice.transcript` before its
+    /// first prompt.
+    Voice {
+        /// The transcript text (1..=4096 characters).
+        transcript: String,
+    },
+}
+
 /// A parsed, fully checked turn request.
 #[derive(Debug, Clone)]
 pub struct TurnRunRequest {
@@ -158,8 +220,15 @@ pub struct TurnRunRequest {
     /// The `toolAllowlist` entries that resolve to no tool, in allowlist
     /// order: refused at loop start (forbidden-at-load, HOOKS-AUTH-7).
     pub unresolved_refs: Vec<String>,
-    /// The user's task text.
+    /// The first prompt's input: the user's task text (`input`), or the
+    /// text of `inbound` (an A2A message's text parts joined by `\n`, a
+    /// voice transcript).
     pub input: String,
+    /// Inbound content the input came from, if it is not the user's own
+    /// (TRUST-6); exactly one of `input` and `inbound` is given.
+    pub inbound: Option<Inbound>,
+    /// The run's knowledge store tools, if any (TRUST-2).
+    pub memory: Option<MemorySpec>,
     /// The requested structured answer, if any.
     pub output: Option<OutputSpec>,
     /// Loop limits.
@@ -184,7 +253,7 @@ impl TurnRunRequest {
         let principal = fields.required_string("principal")?;
         let (provider, tool_support) = parse_provider(fields.required_object("provider")?)?;
         let tools = parse_tools(fields.optional_array("tools")?.unwrap_or_default())?;
-        let input = fields.required_string("input")?;
+        let (input, inbound) = parse_input(&mut fields)?;
         let output = fields
             .optional_object("output")?
             .map(parse_output)
@@ -227,6 +296,10 @@ impl TurnRunRequest {
                 )));
             }
         }
+        let memory = fields
+            .optional_object("memory")?
+            .map(|map| parse_memory(map, &tools, clarification_tool.as_deref(), &provider_tools))
+            .transpose()?;
         // HOOKS-AUTH-7: an entry equal to a toolId resolves to that tool;
         // only resolved tools are offered, and the rest are refused at
         // loop start. No allowlist offers every tool.
@@ -251,6 +324,8 @@ impl TurnRunRequest {
             tools,
             unresolved_refs,
             input,
+            inbound,
+            memory,
             output,
             limits,
             faults,
@@ -259,6 +334,136 @@ impl TurnRunRequest {
             tool_support,
         })
     }
+}
+
+/// `input` or `inbound`: exactly one is required (TRUST-6). Returns the
+/// first prompt's input text and the inbound content it came from.
+fn parse_input(fields: &mut Fields) -> Result<(String, Option<Inbound>), ApiError> {
+    let input = fields.optional_string("input")?;
+    let inbound = fields.optional_object("inbound")?;
+    match (input, inbound) {
+        (Some(input), None) => {
+            if input.is_empty() {
+                return Err(ApiError::validation("field `input` must not be empty"));
+            }
+            Ok((input, None))
+        }
+        (None, Some(map)) => {
+            let (text, inbound) = parse_inbound(map)?;
+            Ok((text, Some(inbound)))
+        }
+        _ => Err(ApiError::validation(
+            "exactly one of field `input` (the user's task text) or field `inbound` (content from an A2A peer or a voice transcript) is required",
+        )),
+    }
+}
+
+/// `inbound`: `{channel: "a2a", message}` or `{channel: "voice",
+/// transcript}` (closed; the other channel's member is refused).
+fn parse_inbound(map: Map<String, Value>) -> Result<(String, Inbound), ApiError> {
+    let mut fields = Fields::closed_at("inbound", map, INBOUND_FIELDS)?;
+    let channel = fields.required_enum("channel", &["a2a", "voice"])?;
+    let (own, other) = if channel == "a2a" {
+        ("message", "transcript")
+    } else {
+        ("transcript", "message")
+    };
+    if fields.optional_value(other).is_some() {
+        return Err(ApiError::validation(format!(
+            "field `{}` is not allowed with `inbound.channel` `{channel}`; send `{}` instead",
+            fields.name(other),
+            fields.name(own)
+        )));
+    }
+    if channel == "voice" {
+        let transcript = fields.required_string("transcript")?;
+        if transcript.chars().count() > MAX_TRANSCRIPT_CHARS {
+            return Err(ApiError::validation(format!(
+                "field `{}` must be 1 to {MAX_TRANSCRIPT_CHARS} characters long",
+                fields.name("transcript")
+            )));
+        }
+        return Ok((transcript.clone(), Inbound::Voice { transcript }));
+    }
+    let message = fields.required_object("message")?;
+    let mut message = Fields::closed_at("inbound.message", message, A2A_MESSAGE_FIELDS)?;
+    let message_id = message.required_string("messageId")?;
+    let role =
+        A2aRole::parse(message.required_enum("role", A2A_ROLE_NAMES)?).unwrap_or(A2aRole::Agent);
+    let parts = message.optional_array("parts")?.ok_or_else(|| {
+        ApiError::validation(format!(
+            "field `inbound.message.parts` is required (an array of 1 to {MAX_A2A_PARTS} text parts)"
+        ))
+    })?;
+    if !(1..=MAX_A2A_PARTS).contains(&parts.len()) {
+        return Err(ApiError::validation(format!(
+            "field `inbound.message.parts` must hold 1 to {MAX_A2A_PARTS} text parts"
+        )));
+    }
+    let mut texts = Vec::with_capacity(parts.len());
+    for (index, part) in parts.into_iter().enumerate() {
+        let path = format!("inbound.message.parts[{index}]");
+        let Value::Object(map) = part else {
+            return Err(ApiError::validation(format!(
+                "field `{path}` must be an object ({{\"text\": ...}}), got {}",
+                kind(&part)
+            )));
+        };
+        let mut part = Fields::closed_at(&path, map, A2A_PART_FIELDS)?;
+        texts.push(part.required_string("text")?);
+    }
+    Ok((texts.join("\n"), Inbound::A2a { message_id, role }))
+}
+
+/// `memory`: `{storeTool, recallTool, namespace}` (closed). Both names are
+/// provider-safe, differ from each other and from every other name of the
+/// run (its tools, its clarification tool, its provider tools), so a call
+/// is never ambiguous (TRUST-2).
+fn parse_memory(
+    map: Map<String, Value>,
+    tools: &[Arc<FixtureTool>],
+    clarification_tool: Option<&str>,
+    provider_tools: &[ProviderTool],
+) -> Result<MemorySpec, ApiError> {
+    let mut fields = Fields::closed_at("memory", map, MEMORY_FIELDS)?;
+    let mut names = Vec::with_capacity(2);
+    for member in ["storeTool", "recallTool"] {
+        let name = fields.required_string(member)?;
+        let path = fields.name(member);
+        if !is_provider_safe_name(&name) {
+            return Err(ApiError::validation(format!(
+                "field `{path}` must match ^[A-Za-z0-9_-]{{1,{MAX_TOOL_ID_LEN}}}$ (a name every provider accepts)"
+            )));
+        }
+        if names.contains(&name) {
+            return Err(ApiError::validation(format!(
+                "field `{path}` repeats `memory.storeTool`; the store and recall tools need names of their own"
+            )));
+        }
+        let clash = tools.iter().any(|tool| tool.tool_id == name)
+            || clarification_tool == Some(name.as_str())
+            || provider_tools.iter().any(|tool| tool.name == name);
+        if clash {
+            return Err(ApiError::validation(format!(
+                "field `{path}` is also the name of another tool of the run (in `tools`, `clarificationTool` or `providerTools`); the knowledge store's tools are the host's own and need names of their own"
+            )));
+        }
+        names.push(name);
+    }
+    let namespace = fields.required_string("namespace")?;
+    if namespace.chars().count() > MAX_MEMORY_NAMESPACE_CHARS {
+        return Err(ApiError::validation(format!(
+            "field `{}` must be 1 to {MAX_MEMORY_NAMESPACE_CHARS} characters long",
+            fields.name("namespace")
+        )));
+    }
+    let recall_tool = names.pop().unwrap_or_default();
+    let store_tool = names.pop().unwrap_or_default();
+    Ok(MemorySpec {
+        store_tool,
+        recall_tool,
+        namespace,
+    })
 }
 
 /// One provider-executed (server) tool of the request (TTC §F), sent as
@@ -940,6 +1145,242 @@ mod tests {
                 err.message
             );
         }
+    }
+
+    #[test]
+    fn memory_names_two_host_tools_of_their_own() {
+        let mut body = minimal();
+        body["tools"] = json!([tool("fixture_read")]);
+        body["clarificationTool"] = json!("ask");
+        body["memory"] =
+            json!({"storeTool": "remember", "recallTool": "recall", "namespace": "ns-1"});
+        let request = parse(&body).expect("valid");
+        assert_eq!(
+            request.memory,
+            Some(MemorySpec {
+                store_tool: "remember".into(),
+                recall_tool: "recall".into(),
+                namespace: "ns-1".into()
+            })
+        );
+        // The request's tools stay the fixture tools (the catalog's).
+        assert_eq!(request.tools.len(), 1);
+        body["memory"]["namespace"] = json!("ä".repeat(64));
+        assert!(parse(&body).is_ok(), "64 characters, not bytes");
+        for (memory, field) in [
+            (
+                json!({"storeTool": "a b", "recallTool": "r", "namespace": "n"}),
+                "memory.storeTool",
+            ),
+            (
+                json!({"storeTool": "s", "recallTool": "", "namespace": "n"}),
+                "memory.recallTool",
+            ),
+            (
+                json!({"storeTool": "s", "recallTool": "s", "namespace": "n"}),
+                "memory.recallTool",
+            ),
+            (
+                json!({"storeTool": "fixture_read", "recallTool": "r", "namespace": "n"}),
+                "memory.storeTool",
+            ),
+            (
+                json!({"storeTool": "s", "recallTool": "ask", "namespace": "n"}),
+                "memory.recallTool",
+            ),
+            (
+                json!({"storeTool": "s", "recallTool": "r", "namespace": ""}),
+                "memory.namespace",
+            ),
+            (
+                json!({"storeTool": "s", "recallTool": "r", "namespace": "n".repeat(65)}),
+                "memory.namespace",
+            ),
+            (
+                json!({"storeTool": "s", "namespace": "n"}),
+                "memory.recallTool",
+            ),
+            (
+                json!({"storeTool": "s", "recallTool": "r"}),
+                "memory.namespace",
+            ),
+            (
+                json!({"storeTool": "s", "recallTool": "r", "namespace": "n", "x": 1}),
+                "memory.x",
+            ),
+            (json!("remember"), "memory"),
+        ] {
+            let mut bad = body.clone();
+            bad["memory"] = memory.clone();
+            let err = parse(&bad).expect_err("rejected");
+            assert_eq!(err.code, crate::error::ErrorCode::ValidationError);
+            assert!(
+                err.message.contains(&format!("`{field}`")),
+                "{memory}: {}",
+                err.message
+            );
+        }
+        // A provider tool's name is taken too.
+        let mut anthropic = body.clone();
+        anthropic["provider"]["wire"] = json!("anthropic-messages");
+        anthropic["providerTools"] = json!([{"name": "web_search", "type": "web_search_20250305"}]);
+        anthropic["memory"]["recallTool"] = json!("web_search");
+        let err = parse(&anthropic).expect_err("rejected");
+        assert!(
+            err.message.contains("`memory.recallTool`"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn inbound_replaces_input_and_carries_its_text() {
+        let mut body = minimal();
+        body.as_object_mut().map(|o| o.remove("input"));
+        for role in A2A_ROLE_NAMES {
+            body["inbound"] = json!({"channel": "a2a", "message": {
+                "messageId": "m-1", "role": role,
+                "parts": [{"text": "first"}, {"text": "second"}]}});
+            let request = parse(&body).expect("valid");
+            assert_eq!(request.input, "first\nsecond");
+            let expected = if role.to_lowercase().ends_with("user") {
+                A2aRole::User
+            } else {
+                A2aRole::Agent
+            };
+            assert_eq!(
+                request.inbound,
+                Some(Inbound::A2a {
+                    message_id: "m-1".into(),
+                    role: expected
+                })
+            );
+        }
+        body["inbound"] = json!({"channel": "voice", "transcript": "ö".repeat(4096)});
+        let request = parse(&body).expect("valid");
+        assert_eq!(request.input, "ö".repeat(4096));
+        assert_eq!(
+            request.inbound,
+            Some(Inbound::Voice {
+                transcript: "ö".repeat(4096)
+            })
+        );
+        assert_eq!(parse(&minimal()).expect("valid").inbound, None);
+    }
+
+    #[test]
+    fn inbound_problems_name_the_member() {
+        let a2a = |message: Value| json!({"channel": "a2a", "message": message});
+        let good = json!({"messageId": "m", "role": "user", "parts": [{"text": "t"}]});
+        let with = |edit: &dyn Fn(&mut Value)| {
+            let mut message = good.clone();
+            edit(&mut message);
+            a2a(message)
+        };
+        let cases: Vec<(Value, &str)> = vec![
+            (json!("voice"), "`inbound`"),
+            (
+                json!({"channel": "sms", "transcript": "t"}),
+                "`inbound.channel`",
+            ),
+            (json!({"transcript": "t"}), "`inbound.channel`"),
+            (json!({"channel": "voice"}), "`inbound.transcript`"),
+            (
+                json!({"channel": "voice", "transcript": ""}),
+                "`inbound.transcript`",
+            ),
+            (
+                json!({"channel": "voice", "transcript": "t".repeat(4097)}),
+                "`inbound.transcript`",
+            ),
+            (
+                json!({"channel": "voice", "transcript": "t", "message": good}),
+                "`inbound.message`",
+            ),
+            (
+                json!({"channel": "a2a", "message": good, "transcript": "t"}),
+                "`inbound.transcript`",
+            ),
+            (json!({"channel": "a2a"}), "`inbound.message`"),
+            (
+                json!({"channel": "voice", "transcript": "t", "x": 1}),
+                "`inbound.x`",
+            ),
+            (
+                with(&|m| m["role"] = json!("ROLE_SYSTEM")),
+                "`inbound.message.role`",
+            ),
+            (
+                with(&|m| m["role"] = json!("User")),
+                "`inbound.message.role`",
+            ),
+            (
+                with(&|m| m["messageId"] = json!(7)),
+                "`inbound.message.messageId`",
+            ),
+            (
+                with(&|m| {
+                    m.as_object_mut().map(|o| o.remove("messageId"));
+                }),
+                "`inbound.message.messageId`",
+            ),
+            (with(&|m| m["parts"] = json!([])), "`inbound.message.parts`"),
+            (
+                with(&|m| m["parts"] = json!(vec![json!({"text": "t"}); 17])),
+                "`inbound.message.parts`",
+            ),
+            (
+                with(&|m| {
+                    m.as_object_mut().map(|o| o.remove("parts"));
+                }),
+                "`inbound.message.parts`",
+            ),
+            (
+                with(&|m| m["parts"] = json!(["t"])),
+                "`inbound.message.parts[0]`",
+            ),
+            (
+                with(&|m| m["parts"] = json!([{"text": "a"}, {"kind": "text", "text": "b"}])),
+                "`inbound.message.parts[1].kind`",
+            ),
+            (
+                with(&|m| m["parts"] = json!([{"text": ""}])),
+                "`inbound.message.parts[0].text`",
+            ),
+            (
+                with(&|m| m["contextId"] = json!("c")),
+                "`inbound.message.contextId`",
+            ),
+        ];
+        for (inbound, field) in cases {
+            let mut body = minimal();
+            body.as_object_mut().map(|o| o.remove("input"));
+            body["inbound"] = inbound.clone();
+            let err = parse(&body).expect_err("rejected");
+            assert_eq!(err.code, crate::error::ErrorCode::ValidationError);
+            assert!(err.message.contains(field), "{inbound}: {}", err.message);
+        }
+        // Exactly one of `input` and `inbound`: both, or neither, names both.
+        let mut both = minimal();
+        both["inbound"] = json!({"channel": "voice", "transcript": "t"});
+        let mut neither = minimal();
+        neither.as_object_mut().map(|o| o.remove("input"));
+        for body in [both, neither] {
+            let err = parse(&body).expect_err("rejected");
+            assert!(
+                err.message.contains("`input`") && err.message.contains("`inbound`"),
+                "{}",
+                err.message
+            );
+        }
+        let mut empty = minimal();
+        empty["input"] = json!("");
+        assert!(
+            parse(&empty)
+                .expect_err("rejected")
+                .message
+                .contains("`input`")
+        );
     }
 
     #[test]

@@ -4,22 +4,45 @@
 //! the user's input is trusted, every tool result is untrusted (running a
 //! tool is no basis for trusting what it returned), so the coarsest
 //! conforming bit is "this turn consumed untrusted content". Once a run has
-//! fed one tool result back, every later round of it is untrusted.
+//! fed one untrusted tool result back, every later round of it is untrusted.
+//!
+//! TRUST-1: content is untrusted unless a NAMED per-tool decision says
+//! otherwise. This host names exactly two, both for its knowledge store
+//! ([`crate::turn::memory`], TRUST-2): the store tool's acknowledgement
+//! carries the trust of the turn that stored ([`of_store_ack`]), and the
+//! recall tool's result carries the trust the recalled segment was stored
+//! with ([`of_recall`]; discovery `memory.recallTrust: "stored-segment"`).
+//! A stored segment keeps the trust of the turn whose answer emitted the
+//! store call ([`of_stored_segment`]), so store-then-recall never raises
+//! trust (RFC 0143 cl. 2–3). Every other result is untrusted
+//! ([`CallToolResult::content_trust`]).
+//!
+//! Where a run starts (TRUST-6, [`at_start`]): the user's `input` is
+//! trusted; inbound content (an A2A message of either role, a voice
+//! transcript) is untrusted: a peer's claimed role never makes its content
+//! the host user's input.
 //!
 //! Trust is a property the host derives from provenance it tracks itself.
 //! Nothing the model writes can raise it: a model text or a tool-call
 //! argument saying `"contentTrust": "trusted"` is just more model output
-//! and is ignored (TTC §C). The two mutants that break these rules live in
-//! [`after_model_output`] and [`after_tool_results`].
+//! and is ignored (TTC §C). The mutants that break these rules live in
+//! [`after_model_output`], [`after_tool_results`], [`after_provider_tools`],
+//! [`of_recall`] and [`at_start`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::mutants::Mutant;
-use crate::turn::feedback::ToolResult;
+use crate::turn::feedback::{CallToolResult, ToolResult};
 use crate::turn::provider::ModelResponse;
+use crate::turn::request::{A2aRole, Inbound};
+
+/// The named per-tool trust decision of the recall tool, as discovery's
+/// `memory.recallTrust` names it (TRUST-1, TRUST-2): a recall result is as
+/// trusted as the segment it returns was when stored.
+pub const RECALL_TRUST_DECISION: &str = "stored-segment";
 
 /// Whether a turn consumed only trusted content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ContentTrust {
     /// Only trusted input (the user's) went into the prompt.
@@ -37,6 +60,15 @@ impl ContentTrust {
         match self {
             Self::Trusted => "trusted",
             Self::Untrusted => "untrusted",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "trusted" => Some(Self::Trusted),
+            "untrusted" => Some(Self::Untrusted),
+            _ => None,
         }
     }
 
@@ -75,7 +107,8 @@ pub fn after_model_output(
 }
 
 /// The trust of every later round once `fed_back` tool results went into
-/// the conversation: the meet with untrusted as soon as there is one.
+/// the conversation: the meet of `trust` and every result's own trust, so
+/// untrusted as soon as one result is (TTC §C, TRUST-2).
 pub fn after_tool_results(
     trust: ContentTrust,
     fed_back: &[ToolResult],
@@ -88,9 +121,79 @@ pub fn after_tool_results(
         // Bug: tool output is treated like the user's input.
         return trust;
     }
-    // TTC §C: every tool result is untrusted, whatever tool produced it and
-    // whether or not it ran (the coarsest conforming bit).
-    trust.meet(ContentTrust::Untrusted)
+    // TTC §C: a result is untrusted, whatever tool produced it and whether
+    // or not it ran, unless a named per-tool decision says otherwise
+    // (TRUST-1: only the knowledge store's tools have one).
+    fed_back
+        .iter()
+        .fold(trust, |trust, fed| trust.meet(fed.result.content_trust()))
+}
+
+/// The trust a stored knowledge segment keeps: the trust of the turn whose
+/// model answer emitted the store call, i.e. the meet of that turn's inputs
+/// (TRUST-2). The text itself is model output and never raises it.
+pub fn of_stored_segment(turn: ContentTrust) -> ContentTrust {
+    turn
+}
+
+/// The named per-tool decision for the store tool's acknowledgement
+/// (`{"stored": key}`, host-made): the trust of the turn that stored, so an
+/// ack never raises a turn either (TRUST-1).
+pub fn of_store_ack(turn: ContentTrust) -> ContentTrust {
+    turn
+}
+
+/// The named per-tool decision for the recall tool's result (TRUST-1,
+/// TRUST-2, [`RECALL_TRUST_DECISION`]): the trust the recalled segment was
+/// stored with (`stored`), or trusted when nothing was found (the result is
+/// then host-made text only). Recall never launders a segment: untrusted
+/// knowledge recalled later stays untrusted.
+pub fn of_recall(stored: Option<ContentTrust>, mutant: Option<Mutant>) -> ContentTrust {
+    if mutant == Some(Mutant::RecalledKnowledgeTrusted) {
+        // Bug: store-then-recall raises trust, so a page read in one run
+        // can drive an unheld write in a later one.
+        return ContentTrust::Trusted;
+    }
+    stored.unwrap_or(ContentTrust::Trusted)
+}
+
+/// The trust a run starts with (its first prompt): the user's `input` is
+/// trusted; inbound content is untrusted (TRUST-6): an A2A message of
+/// either role (a peer's claimed role never makes its content the host
+/// user's trusted input) and a voice transcript (whose `voice.transcript`
+/// event says so as a constant).
+pub fn at_start(inbound: Option<&Inbound>, mutant: Option<Mutant>) -> ContentTrust {
+    match inbound {
+        None => ContentTrust::USER_INPUT,
+        // Bug under `a2a-user-role-trusted`: the peer's `ROLE_USER` claim is
+        // taken as the host user speaking.
+        Some(Inbound::A2a { role, .. })
+            if *role == A2aRole::User && mutant == Some(Mutant::A2aUserRoleTrusted) =>
+        {
+            ContentTrust::Trusted
+        }
+        // Bug under `voice-transcript-trusted`: a transcript of whoever
+        // spoke is taken as the user's trusted input.
+        Some(Inbound::Voice { .. }) if mutant == Some(Mutant::VoiceTranscriptTrusted) => {
+            ContentTrust::Trusted
+        }
+        Some(Inbound::A2a { .. } | Inbound::Voice { .. }) => ContentTrust::Untrusted,
+    }
+}
+
+impl CallToolResult {
+    /// This result's trust: what its tool's named per-tool decision gave it,
+    /// or untrusted when it has none (TRUST-1: every tool result but the
+    /// knowledge store's).
+    pub fn content_trust(&self) -> ContentTrust {
+        self.content_trust.unwrap_or(ContentTrust::Untrusted)
+    }
+
+    /// Gives the result a named per-tool trust decision (TRUST-1).
+    pub fn with_trust(mut self, trust: ContentTrust) -> Self {
+        self.content_trust = Some(trust);
+        self
+    }
 }
 
 /// The turn's trust once the model's answer carries the result of a
@@ -174,6 +277,95 @@ mod tests {
             after_tool_results(Trusted, &one_result(), Some(Mutant::TrustNeverTainted)),
             Trusted
         );
+    }
+
+    fn result_with(trust: Option<ContentTrust>) -> ToolResult {
+        let result = CallToolResult::success(&json!({"key": "k", "text": "t"}));
+        ToolResult {
+            call_id: "call_1".into(),
+            result: match trust {
+                Some(trust) => result.with_trust(trust),
+                None => result,
+            },
+        }
+    }
+
+    #[test]
+    fn the_next_round_is_the_meet_of_every_fed_back_results_trust() {
+        use ContentTrust::{Trusted, Untrusted};
+        let trusted = result_with(Some(Trusted));
+        let untrusted = result_with(Some(Untrusted));
+        let unnamed = result_with(None);
+        assert_eq!(unnamed.result.content_trust(), Untrusted);
+        assert_eq!(
+            after_tool_results(Trusted, std::slice::from_ref(&trusted), None),
+            Trusted
+        );
+        assert_eq!(
+            after_tool_results(Untrusted, std::slice::from_ref(&trusted), None),
+            Untrusted
+        );
+        assert_eq!(after_tool_results(Trusted, &[untrusted], None), Untrusted);
+        assert_eq!(
+            after_tool_results(Trusted, &[trusted.clone(), unnamed.clone()], None),
+            Untrusted
+        );
+        assert_eq!(
+            after_tool_results(Trusted, &[unnamed], Some(Mutant::TrustNeverTainted)),
+            Trusted
+        );
+        // The named trust rides in the record, not in what the model sees.
+        let recorded = serde_json::to_value(&trusted.result).expect("ser");
+        assert_eq!(recorded["content_trust"], "trusted");
+        assert!(!trusted.result.to_text().contains("trusted\""));
+        let back: CallToolResult = serde_json::from_value(recorded).expect("de");
+        assert_eq!(back.content_trust(), Trusted);
+    }
+
+    #[test]
+    fn store_then_recall_never_raises_trust() {
+        use ContentTrust::{Trusted, Untrusted};
+        for turn in [Trusted, Untrusted] {
+            assert_eq!(of_stored_segment(turn), turn);
+            assert_eq!(of_store_ack(turn), turn);
+            assert_eq!(of_recall(Some(turn), None), turn);
+            assert_eq!(
+                of_recall(Some(turn), Some(Mutant::RecalledKnowledgeTrusted)),
+                Trusted
+            );
+        }
+        assert_eq!(of_recall(None, None), Trusted);
+        assert_eq!(RECALL_TRUST_DECISION, "stored-segment");
+    }
+
+    #[test]
+    fn inbound_content_starts_the_run_untrusted() {
+        use ContentTrust::{Trusted, Untrusted};
+        let user = Inbound::A2a {
+            message_id: "m".into(),
+            role: A2aRole::User,
+        };
+        let agent = Inbound::A2a {
+            message_id: "m".into(),
+            role: A2aRole::Agent,
+        };
+        let voice = Inbound::Voice {
+            transcript: "t".into(),
+        };
+        assert_eq!(at_start(None, None), Trusted);
+        for inbound in [&user, &agent, &voice] {
+            assert_eq!(at_start(Some(inbound), None), Untrusted);
+        }
+        let a2a = Some(Mutant::A2aUserRoleTrusted);
+        assert_eq!(at_start(Some(&user), a2a), Trusted);
+        assert_eq!(at_start(Some(&agent), a2a), Untrusted);
+        assert_eq!(at_start(Some(&voice), a2a), Untrusted);
+        let spoken = Some(Mutant::VoiceTranscriptTrusted);
+        assert_eq!(at_start(Some(&voice), spoken), Trusted);
+        assert_eq!(at_start(Some(&user), spoken), Untrusted);
+        assert_eq!(ContentTrust::parse("trusted"), Some(Trusted));
+        assert_eq!(ContentTrust::parse("untrusted"), Some(Untrusted));
+        assert_eq!(ContentTrust::parse("Trusted"), None);
     }
 
     #[test]

@@ -581,12 +581,21 @@ pub const EFFECT_FIRE_MUTANTS: [Mutant; 3] = [
 ];
 
 /// The webhook fan-out mutant (RPL-8), in `mutants::ALL` order (only
-/// [`PACK_MUTANTS`] follow it); probed by tests/webhooks.rs.
+[`PACK_MUTANTS`] and the trust groups follow it); probed by tests/webhooks.rs.
 pub const WEBHOOK_MUTANTS: [Mutant; 1] = [Mutant::WebhookRefiresPrefix];
 
-/// The pack role mutants (RPL-4) that close `mutants::ALL`, in order;
-/// probed by tests/packs.rs.
+/// The pack role mutants (RPL-4), in `mutants::ALL` order; probed by
+/// tests/packs.rs.
 pub const PACK_MUTANTS: [Mutant; 2] = [Mutant::PackRoleIgnored, Mutant::PackPureRoleOverrides];
+
+/// The store-then-recall mutant (TRUST-2), in `mutants::ALL` order (only
+/// [`INBOUND_MUTANTS`] follow it); probed by tests/memory.rs.
+pub const MEMORY_MUTANTS: [Mutant; 1] = [Mutant::RecalledKnowledgeTrusted];
+
+/// The inbound-content mutants (TRUST-6) that close `mutants::ALL`, in
+/// order; probed by tests/inbound.rs.
+pub const INBOUND_MUTANTS: [Mutant; 2] =
+    [Mutant::A2aUserRoleTrusted, Mutant::VoiceTranscriptTrusted];
 
 /// Assert `group` stands in `mutants::ALL` as one contiguous run, in its order. Each test
 /// file probes its own group; a mutant in no group is caught by
