@@ -581,7 +581,7 @@ pub const EFFECT_FIRE_MUTANTS: [Mutant; 3] = [
 ];
 
 /// The webhook fan-out mutant (RPL-8), in `mutants::ALL` order (only
-[`PACK_MUTANTS`] and the trust groups follow it); probed by tests/webhooks.rs.
+/// [`PACK_MUTANTS`] and the trust groups follow it); probed by tests/webhooks.rs.
 pub const WEBHOOK_MUTANTS: [Mutant; 1] = [Mutant::WebhookRefiresPrefix];
 
 /// The pack role mutants (RPL-4), in `mutants::ALL` order; probed by
