@@ -246,6 +246,16 @@ pub enum Mutant {
     /// The webhook fan-out ignores replay-ness and re-delivers a replay
     /// fork's prefix events (RPL-8).
     WebhookRefiresPrefix,
+    /// The MCP server mount answers a clarification interrupt as a complete
+    /// tool error ("input needed") instead of `input_required` (TURN-E4).
+    McpAskAsToolError,
+    /// The MCP server mount accepts any well-formed `requestState` naming
+    /// an open interrupt, unauthenticated and from any principal of the
+    /// tenant (MCP-9, TTC §C).
+    McpRequestStateUnbound,
+    /// The MCP server mount's retry resolves the clarification with `{}`
+    /// instead of the `inputResponses` content (MCP-9).
+    McpInputResponsesDropped,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -781,6 +791,21 @@ pub const ALL: &[MutantInfo] = &[
         name: "webhook-refires-prefix",
         breaks: "webhook fan-out re-delivers a replay fork's prefix events (RPL-8)",
     },
+    MutantInfo {
+        mutant: Mutant::McpAskAsToolError,
+        name: "mcp-ask-as-tool-error",
+        breaks: "the MCP server answers a clarification as a complete isError result \"input needed\" instead of input_required (TURN-E4)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpRequestStateUnbound,
+        name: "mcp-request-state-unbound",
+        breaks: "the MCP server accepts any well-formed requestState naming an open interrupt, unauthenticated, from any principal of the tenant (MCP-9)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpInputResponsesDropped,
+        name: "mcp-input-responses-dropped",
+        breaks: "the MCP server's MRTR retry resolves the clarification with {} instead of the inputResponses content (MCP-9)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -859,8 +884,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_104_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 104);
+    fn list_has_107_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 107);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -1022,9 +1047,19 @@ mod tests {
             surface,
             ["turn-replay-facet-string", "clarify-name-reserved"]
         );
-        // The webhook fan-out mutant (RPL-8) closes it.
-        let webhooks: Vec<&str> = ALL[103..].iter().map(|i| i.name).collect();
+        // The webhook fan-out mutant (RPL-8) follows.
+        let webhooks: Vec<&str> = ALL[103..104].iter().map(|i| i.name).collect();
         assert_eq!(webhooks, ["webhook-refires-prefix"]);
+        // The MCP server mount mutants (TURN-E4, MCP-9) close it.
+        let mcp_server: Vec<&str> = ALL[104..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            mcp_server,
+            [
+                "mcp-ask-as-tool-error",
+                "mcp-request-state-unbound",
+                "mcp-input-responses-dropped",
+            ]
+        );
     }
 
     #[test]

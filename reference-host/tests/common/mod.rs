@@ -580,9 +580,17 @@ pub const EFFECT_FIRE_MUTANTS: [Mutant; 3] = [
     Mutant::Layer2DedupSpansFork,
 ];
 
-/// The webhook fan-out mutant (RPL-8) that closes `mutants::ALL`; probed
-/// by tests/webhooks.rs.
+/// The webhook fan-out mutant (RPL-8), in `mutants::ALL` order (only
+/// [`MCP_SERVER_MUTANTS`] follow it); probed by tests/webhooks.rs.
 pub const WEBHOOK_MUTANTS: [Mutant; 1] = [Mutant::WebhookRefiresPrefix];
+
+/// The MCP server mount mutants (TURN-E4, MCP-9) that close
+/// `mutants::ALL`, in order; probed by tests/mcp_server.rs.
+pub const MCP_SERVER_MUTANTS: [Mutant; 3] = [
+    Mutant::McpAskAsToolError,
+    Mutant::McpRequestStateUnbound,
+    Mutant::McpInputResponsesDropped,
+];
 
 /// Assert `group` stands in `mutants::ALL` as one contiguous run, in its order. Each test
 /// file probes its own group; a mutant in no group is caught by
