@@ -20,6 +20,7 @@ use crate::error::{ApiError, HostError};
 use crate::http_client::SafeFetch;
 use crate::interrupts::{self, Interrupts};
 use crate::invoker::ToolInvoker;
+use crate::mcp_server::{self, McpServer};
 use crate::mutants::Mutant;
 use crate::principals::{Principal, PrincipalDirectory};
 use crate::rate_limit::RateLimiter;
@@ -69,6 +70,8 @@ struct Inner {
     record_limit_bytes: usize,
     /// Cancel signals of the turn loops running here.
     run_controls: RunControls,
+    /// The MCP server mount's templates and request-state key (TURN-E4).
+    mcp_server: McpServer,
 }
 
 impl AppState {
@@ -99,6 +102,7 @@ impl AppState {
             durable: config.data_dir.is_some(),
             record_limit_bytes: config.record_limit_bytes,
             run_controls: RunControls::new(),
+            mcp_server: McpServer::new(),
         };
         Ok(Self {
             inner: Arc::new(inner),
@@ -202,6 +206,12 @@ impl AppState {
         &self.inner.run_controls
     }
 
+    /// The MCP server mount (`POST /mcp`): its run templates and its
+    /// request-state key (TURN-E4).
+    pub fn mcp_server(&self) -> &McpServer {
+        &self.inner.mcp_server
+    }
+
     /// Tells background work (tool loops) that the host is stopping.
     pub fn request_shutdown(&self) {
         self.inner.shutdown.send_replace(true);
@@ -243,7 +253,10 @@ pub fn router(state: AppState) -> Router {
         .route("/tools", get(catalog::list_tools))
         .route("/tools/{toolId}", get(catalog::get_tool))
         .route("/webhooks", post(webhooks::post_webhook))
-        .route("/webhooks/{webhookId}", delete(webhooks::delete_webhook));
+        .route("/webhooks/{webhookId}", delete(webhooks::delete_webhook))
+        // TURN-E4: the host as an MCP server (authenticated; its tools are
+        // registered through the turn seam, so without seams it lists none).
+        .route(mcp_server::MCP_PATH, post(mcp_server::handle));
     if state.seams_enabled() {
         router = router.merge(seams::router());
     }

@@ -112,7 +112,8 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         object.insert("idempotency".to_owned(), idempotency_record(mutant));
         object.insert("replay".to_owned(), replay_record());
         object.insert("httpClient".to_owned(), http_client_record());
-        // EFF-12: the host is an MCP client of its turn seam's MCP tools.
+        // EFF-12: the host is an MCP client of its turn seam's MCP tools;
+        // TURN-E4: and an MCP server at `POST /mcp`.
         object.insert("mcp".to_owned(), crate::turn::mcp::discovery_record());
         // TRUST-2: the turn seam's knowledge store.
         object.insert("memory".to_owned(), memory_record());
@@ -268,7 +269,8 @@ mod tests {
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
                    "revisions": ["2026-07-28"], "preferredVersion": "2026-07-28",
                    "minimumRevision": "2026-07-28", "refreshedAt": "2026-11-30T00:00:00Z",
-                   "client": true, "features": ["mrtr"], "mrtr": {"maxRounds": 2}})
+                   "client": true, "features": ["mrtr"], "mrtr": {"maxRounds": 2},
+                   "serverMount": {"transports": ["streamable-http"]}})
         );
         assert_eq!(
             value["memory"],

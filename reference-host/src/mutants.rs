@@ -262,6 +262,16 @@ pub enum Mutant {
     /// `voice.transcript` says `contentTrust: "trusted"` and the run starts
     /// trusted (TRUST-6).
     VoiceTranscriptTrusted,
+    /// The MCP server mount answers a clarification interrupt as a complete
+    /// tool error ("input needed") instead of `input_required` (TURN-E4).
+    McpAskAsToolError,
+    /// The MCP server mount accepts any well-formed `requestState` naming
+    /// an open interrupt, unauthenticated and from any principal of the
+    /// tenant (MCP-9, TTC §C).
+    McpRequestStateUnbound,
+    /// The MCP server mount's retry resolves the clarification with `{}`
+    /// instead of the `inputResponses` content (MCP-9).
+    McpInputResponsesDropped,
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.
@@ -822,6 +832,21 @@ pub const ALL: &[MutantInfo] = &[
         name: "voice-transcript-trusted",
         breaks: "voice.transcript says contentTrust trusted and the turn starts trusted (TRUST-6)",
     },
+    MutantInfo {
+        mutant: Mutant::McpAskAsToolError,
+        name: "mcp-ask-as-tool-error",
+        breaks: "the MCP server answers a clarification as a complete isError result \"input needed\" instead of input_required (TURN-E4)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpRequestStateUnbound,
+        name: "mcp-request-state-unbound",
+        breaks: "the MCP server accepts any well-formed requestState naming an open interrupt, unauthenticated, from any principal of the tenant (MCP-9)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpInputResponsesDropped,
+        name: "mcp-input-responses-dropped",
+        breaks: "the MCP server's MRTR retry resolves the clarification with {} instead of the inputResponses content (MCP-9)",
+    },
 ];
 
 // `Mutant::info` falls back to `ALL[0]`; this makes that index total.
@@ -900,8 +925,8 @@ mod tests {
     }
 
     #[test]
-    fn list_has_109_unique_entries_in_documented_order() {
-        assert_eq!(ALL.len(), 109);
+    fn list_has_112_unique_entries_in_documented_order() {
+        assert_eq!(ALL.len(), 112);
         let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
         let mutants: HashSet<_> = ALL.iter().map(|i| i.mutant).collect();
         assert_eq!(names.len(), ALL.len());
@@ -1070,14 +1095,24 @@ mod tests {
         let packs: Vec<&str> = ALL[104..106].iter().map(|i| i.name).collect();
         assert_eq!(packs, ["pack-role-ignored", "pack-pure-role-overrides"]);
         // The store-then-recall (TRUST-2) and inbound-content (TRUST-6)
-        // mutants close it.
-        let inbound_trust: Vec<&str> = ALL[106..].iter().map(|i| i.name).collect();
+        // mutants follow.
+        let inbound_trust: Vec<&str> = ALL[106..109].iter().map(|i| i.name).collect();
         assert_eq!(
             inbound_trust,
             [
                 "recalled-knowledge-trusted",
                 "a2a-user-role-trusted",
                 "voice-transcript-trusted",
+            ]
+        );
+        // The MCP server mount mutants (TURN-E4, MCP-9) close it.
+        let mcp_server: Vec<&str> = ALL[109..].iter().map(|i| i.name).collect();
+        assert_eq!(
+            mcp_server,
+            [
+                "mcp-ask-as-tool-error",
+                "mcp-request-state-unbound",
+                "mcp-input-responses-dropped",
             ]
         );
     }

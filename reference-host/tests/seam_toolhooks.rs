@@ -13,10 +13,10 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use common::{
     DIVERGENCE_MUTANTS, DURABLE_MUTANTS, EFFECT_FIRE_MUTANTS, HUMAN_INPUT_MUTANTS,
-    IDEMPOTENCY_MUTANTS, INBOUND_MUTANTS, Loopback, MCP_MUTANTS, MEMORY_MUTANTS, OPERATOR,
-    PACK_MUTANTS, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, TRUST_MUTANTS, TURN_MUTANTS,
-    WEBHOOK_MUTANTS, assert_observable, assert_valid, bounded, client, discovery, poll, schema,
-    seam_host, sha256_jcs,
+    IDEMPOTENCY_MUTANTS, INBOUND_MUTANTS, Loopback, MCP_MUTANTS, MCP_SERVER_MUTANTS,
+    MEMORY_MUTANTS, OPERATOR, PACK_MUTANTS, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS,
+    TRUST_MUTANTS, TURN_MUTANTS, WEBHOOK_MUTANTS, assert_observable, assert_valid, bounded, client,
+    discovery, poll, schema, seam_host, sha256_jcs,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost, start};
@@ -607,6 +607,7 @@ async fn every_mutant_is_observable() {
                 && !PACK_MUTANTS.contains(&info.mutant)
                 && !MEMORY_MUTANTS.contains(&info.mutant)
                 && !INBOUND_MUTANTS.contains(&info.mutant)
+                && !MCP_SERVER_MUTANTS.contains(&info.mutant)
                 && info.mutant != Mutant::ClarifyNameReserved
         }) {
             assert_observable(info.mutant, host, async |host, _| {
@@ -886,5 +887,10 @@ async fn observe(
         Mutant::RecalledKnowledgeTrusted => false,
         // Skipped by the caller: tests/inbound.rs observes these (TRUST-6).
         Mutant::A2aUserRoleTrusted | Mutant::VoiceTranscriptTrusted => false,
+        // Skipped by the caller: tests/mcp_server.rs observes these
+        // (TURN-E4, MCP-9).
+        Mutant::McpAskAsToolError
+        | Mutant::McpRequestStateUnbound
+        | Mutant::McpInputResponsesDropped => false,
     }
 }

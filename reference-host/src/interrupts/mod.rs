@@ -179,6 +179,9 @@ pub struct Ticket {
     /// The keys an `mcp-input` answer must carry (every key of the MCP
     /// result's `inputRequests`, EFF-12); empty for the other kinds.
     pub input_keys: Vec<String>,
+    /// The question of a clarification ask (`None` for the other kinds);
+    /// the MCP server mount relays it as the elicitation message (TURN-E4).
+    pub question: Option<String>,
 }
 
 /// One entry of an MCP `input_required` result's `inputRequests`, as the
@@ -307,6 +310,7 @@ impl Interrupts {
             content_trust: request.content_trust,
             token,
             input_keys: request.inputs.iter().map(|p| p.key.clone()).collect(),
+            question: request.question.map(str::to_owned),
         };
         let payload = match request.kind {
             InterruptKind::Approval => json!({
@@ -325,7 +329,7 @@ impl Interrupts {
                 "nodeId": ticket.node_id,
                 "callId": ticket.call_id,
                 "toolName": ticket.tool_name,
-                "question": request.question.unwrap_or_default(),
+                "question": ticket.question.as_deref().unwrap_or_default(),
                 "boundPrincipal": ticket.bound_principal,
                 "contentTrust": ticket.content_trust.as_str(),
             }),
@@ -610,6 +614,7 @@ mod tests {
         let run = storage.run("run_1").expect("read").expect("run");
         assert_eq!(run.status, RunStatus::WaitingInput);
         let ticket = pending.ticket().clone();
+        assert_eq!(ticket.question.as_deref(), Some("Which file?"));
         // Links never resolve a clarification.
         assert_eq!(interrupts.ticket_by_token(&ticket.token), None);
         let answered = Resolution {

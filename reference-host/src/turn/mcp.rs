@@ -53,8 +53,10 @@ pub const CLIENT_NAME: &str = "toolcert-reference-host";
 
 /// The `mcp` discovery record (EFF-12): this host is an MCP client of
 /// revision [`PROTOCOL_VERSION`] with MRTR, at most [`MAX_MRTR_ROUNDS`]
-/// retries per call. `refreshedAt` is fixed so the document (and its ETag)
-/// stays the same for a build.
+/// retries per call, and an MCP server of the same revision at `POST /mcp`
+/// (`serverMount`, TURN-E4; its transport is the MCP server's own
+/// `streamable-http`, DISC-5). `refreshedAt` is fixed so the document (and
+/// its ETag) stays the same for a build.
 pub fn discovery_record() -> Value {
     json!({
         "status": "stable",
@@ -67,6 +69,7 @@ pub fn discovery_record() -> Value {
         "client": true,
         "features": ["mrtr"],
         "mrtr": {"maxRounds": MAX_MRTR_ROUNDS},
+        "serverMount": {"transports": ["streamable-http"]},
     })
 }
 
@@ -680,6 +683,10 @@ mod tests {
         assert_eq!(record["mrtr"]["maxRounds"], 2);
         assert_eq!(record["preferredVersion"], "2026-07-28");
         assert_eq!(record["features"], json!(["mrtr"]));
+        assert_eq!(
+            record["serverMount"],
+            json!({"transports": ["streamable-http"]})
+        );
         assert!(
             time::OffsetDateTime::parse(
                 record["refreshedAt"].as_str().unwrap_or_default(),

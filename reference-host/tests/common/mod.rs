@@ -592,10 +592,18 @@ pub const PACK_MUTANTS: [Mutant; 2] = [Mutant::PackRoleIgnored, Mutant::PackPure
 /// [`INBOUND_MUTANTS`] follow it); probed by tests/memory.rs.
 pub const MEMORY_MUTANTS: [Mutant; 1] = [Mutant::RecalledKnowledgeTrusted];
 
-/// The inbound-content mutants (TRUST-6) that close `mutants::ALL`, in
-/// order; probed by tests/inbound.rs.
+/// The inbound-content mutants (TRUST-6), in `mutants::ALL` order (only
+/// [`MCP_SERVER_MUTANTS`] follow them); probed by tests/inbound.rs.
 pub const INBOUND_MUTANTS: [Mutant; 2] =
     [Mutant::A2aUserRoleTrusted, Mutant::VoiceTranscriptTrusted];
+
+/// The MCP server mount mutants (TURN-E4, MCP-9) that close
+/// `mutants::ALL`, in order; probed by tests/mcp_server.rs.
+pub const MCP_SERVER_MUTANTS: [Mutant; 3] = [
+    Mutant::McpAskAsToolError,
+    Mutant::McpRequestStateUnbound,
+    Mutant::McpInputResponsesDropped,
+];
 
 /// Assert `group` stands in `mutants::ALL` as one contiguous run, in its order. Each test
 /// file probes its own group; a mutant in no group is caught by
