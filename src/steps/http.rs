@@ -28,6 +28,14 @@ pub(super) fn build(ctx: &ScenarioCtx<'_>, call: &HttpCall) -> Result<HostReques
         Ok(p) => p,
         Err(e) => return Err(template_failure(&e, &ctx.doc)),
     };
+    // A path can come from the host profile (`{{facts.mcpServerPath}}`): one that is not
+    // absolute is the operator's to fix, and nothing is sent.
+    if !path.starts_with('/') {
+        return Err(super::blocked(format!(
+            "the path {:?} renders to {path:?}, which does not start with /; fix the host profile value it names",
+            call.path
+        )));
+    }
     let path = if call.raw {
         path
     } else {
