@@ -14,9 +14,9 @@ use axum::routing::post;
 use common::{
     DIVERGENCE_MUTANTS, DURABLE_MUTANTS, EFFECT_FIRE_MUTANTS, HUMAN_INPUT_MUTANTS,
     IDEMPOTENCY_MUTANTS, INBOUND_MUTANTS, Loopback, MCP_MUTANTS, MCP_SERVER_MUTANTS,
-    MEMORY_MUTANTS, OPERATOR, PACK_MUTANTS, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS,
-    TRUST_MUTANTS, TURN_MUTANTS, WEBHOOK_MUTANTS, assert_observable, assert_valid, bounded, client,
-    discovery, poll, schema, seam_host, sha256_jcs,
+    MEMORY_MUTANTS, OPERATOR, PACK_MUTANTS, REFUSAL_MUTANTS, REPLAY_SURFACE_MUTANTS, TRUST_MUTANTS,
+    TURN_MUTANTS, WEBHOOK_MUTANTS, assert_observable, assert_valid, bounded, client, discovery,
+    poll, schema, seam_host, sha256_jcs,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost, start};

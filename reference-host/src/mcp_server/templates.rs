@@ -216,6 +216,10 @@ mod tests {
         let cases: Vec<(Edit, &str)> = vec![
             (Box::new(|b| b["input"] = json!("hi")), "`input`"),
             (
+                Box::new(|b| b["inbound"] = json!({"channel": "voice", "transcript": "t"})),
+                "`inbound`",
+            ),
+            (
                 Box::new(|b| b[EXPOSE_FIELD] = json!("a b")),
                 "`exposeAsMcpTool`",
             ),
