@@ -6,17 +6,12 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use common::{
-    ALICE, BOB, FakeProvider, HUMAN_INPUT_MUTANTS, Loopback, OPERATOR, Reply, anthropic_answer,
-    assert_contiguous, assert_observable, assert_valid, bounded, client, events_until, fed_back,
-    get_json, of_type, openai_calls, openai_text, seam_host, send,
+    ALICE, BOB, FakeProvider, HUMAN_INPUT_MUTANTS, LabelReceiver, OPERATOR, Reply,
+    anthropic_answer, assert_contiguous, assert_observable, assert_valid, bounded, client,
+    events_until, fed_back, get_json, of_type, openai_calls, openai_text, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -39,26 +34,11 @@ const ASK: &str = "ask_user";
 // ---------------------------------------------------------------------------
 // The tool receiver: `/ok/{label}` answers `{"done": true}`.
 
-type Seen = Arc<Mutex<Vec<String>>>;
-
-type Receiver = Loopback<Seen>;
+type Receiver = LabelReceiver;
 
 impl Receiver {
     async fn start() -> Self {
-        async fn ok(State(seen): State<Seen>, Path(label): Path<String>) -> Response {
-            seen.lock().expect("lock").push(label);
-            axum::Json(json!({"done": true})).into_response()
-        }
-        Self::serve(Router::new().route("/ok/{label}", post(ok))).await
-    }
-
-    fn count(&self, label: &str) -> usize {
-        self.state
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|seen| *seen == label)
-            .count()
+        Self::answering(json!({"done": true})).await
     }
 }
 

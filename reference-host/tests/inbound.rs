@@ -10,17 +10,12 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use common::{
-    ALICE, FakeProvider, INBOUND_MUTANTS, Loopback, OPERATOR, assert_contiguous, assert_observable,
-    assert_valid, bounded, client, events_until, of_type, openai_calls, openai_text, schema,
-    seam_host, send,
+    ALICE, FakeProvider, INBOUND_MUTANTS, LabelReceiver, OPERATOR, assert_contiguous,
+    assert_observable, assert_valid, bounded, client, events_until, of_type, openai_calls,
+    openai_text, schema, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -39,26 +34,14 @@ const EVENT_POLLS: usize = 12;
 // ---------------------------------------------------------------------------
 // The tool receiver: `/ok/{label}` answers `{"done": true}` and counts.
 
-type Seen = Arc<Mutex<Vec<String>>>;
-
-type Receiver = Loopback<Seen>;
+type Receiver = LabelReceiver;
 
 async fn receiver() -> Receiver {
-    async fn ok(State(seen): State<Seen>, Path(label): Path<String>) -> Response {
-        seen.lock().expect("lock").push(label);
-        axum::Json(json!({"done": true})).into_response()
-    }
-    Receiver::serve(Router::new().route("/ok/{label}", post(ok))).await
+    Receiver::answering(json!({"done": true})).await
 }
 
 fn count(receiver: &Receiver, label: &str) -> usize {
-    receiver
-        .state
-        .lock()
-        .expect("lock")
-        .iter()
-        .filter(|seen| *seen == label)
-        .count()
+    receiver.count(label)
 }
 
 // ---------------------------------------------------------------------------

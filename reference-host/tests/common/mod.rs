@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -111,6 +111,43 @@ impl<S: Clone + Default + Send + Sync + 'static> Loopback<S> {
 impl<S> Drop for Loopback<S> {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// What a [`LabelReceiver`] shares with its handler: one label per arrival,
+/// in order, and the JSON every arrival is answered with.
+#[derive(Clone, Default)]
+pub struct LabelState {
+    seen: Arc<Mutex<Vec<String>>>,
+    answer: Arc<Mutex<Value>>,
+}
+
+/// A counting tool receiver: `POST /ok/{label}` records `label` and answers
+/// a fixed JSON body.
+pub type LabelReceiver = Loopback<LabelState>;
+
+impl Loopback<LabelState> {
+    /// Serves `/ok/{label}`, answering every arrival with `answer`.
+    pub async fn answering(answer: Value) -> Self {
+        async fn ok(State(state): State<LabelState>, Path(label): Path<String>) -> Response {
+            state.seen.lock().expect("lock").push(label);
+            let answer = state.answer.lock().expect("lock").clone();
+            axum::Json(answer).into_response()
+        }
+        let receiver = Self::serve(Router::new().route("/ok/{label}", post(ok))).await;
+        *receiver.state.answer.lock().expect("lock") = answer;
+        receiver
+    }
+
+    /// How many calls reached `/ok/{label}`.
+    pub fn count(&self, label: &str) -> usize {
+        self.state
+            .seen
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|seen| *seen == label)
+            .count()
     }
 }
 
