@@ -16,7 +16,7 @@ use axum::routing::post;
 use common::{
     Canned, DIVERGENCE_MUTANTS, FakeProvider, Loopback, OPERATOR, assert_contiguous,
     assert_observable, bounded, client, events_until, nonconformant_codes, of_type, openai_calls,
-    openai_text, seam_host, send,
+    openai_text, replay_fork, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RunningHost};
@@ -106,15 +106,7 @@ async fn run_and_fork(
         "the source used its answers"
     );
     let after_source = receiver.state.load(Ordering::SeqCst);
-    let forked = send(
-        client
-            .post(format!("{base}/runs/{source_id}:fork"))
-            .json(&json!({"mode": "replay"})),
-        Some(OPERATOR),
-    )
-    .await;
-    assert_eq!(forked.status, 201, "{}", forked.body);
-    let fork_id = forked.body["runId"].as_str().expect("runId").to_owned();
+    let fork_id = replay_fork(client, base, &source_id).await;
     let fork = events_until(client, host, &fork_id, 20, |_| false).await;
     let odd = nonconformant_codes(&fork);
     assert!(odd.is_empty(), "unregistered event error codes {odd:?}");

@@ -21,8 +21,8 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::routing::post;
 use common::{
     ALICE, EFFECT_FIRE_MUTANTS, Loopback, OPERATOR, assert_contiguous, assert_observable,
-    assert_valid, bounded, client, events_until, get_json, nonconformant_codes, of_type, seam_host,
-    send,
+    assert_valid, bounded, client, events_until, get_json, nonconformant_codes, of_type,
+    replay_fork, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RunningHost};
@@ -123,15 +123,7 @@ async fn fire(client: &reqwest::Client, host: &RunningHost, seam: &str, url: &st
 
 /// Forks `run_id` (replay) and reads the fork's events until it is terminal.
 async fn fork(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> (String, Vec<Value>) {
-    let answer = send(
-        client
-            .post(format!("{}/runs/{run_id}:fork", host.base_url))
-            .json(&json!({"mode": "replay"})),
-        Some(OPERATOR),
-    )
-    .await;
-    assert_eq!(answer.status, 201, "{}", answer.body);
-    let fork_id = answer.body["runId"].as_str().expect("runId").to_owned();
+    let fork_id = replay_fork(client, &host.base_url, run_id).await;
     let events = events_until(client, host, &fork_id, 10, |_| false).await;
     (fork_id, events)
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 use common::{
     ALICE, BOB, FakeProvider, HUMAN_INPUT_MUTANTS, LabelReceiver, OPERATOR, Reply,
     anthropic_answer, assert_contiguous, assert_observable, assert_valid, bounded, client,
-    events_until, fed_back, get_json, of_type, openai_calls, openai_text, seam_host, send,
+    events_until, fed_back, get_json, of_type, openai_calls, openai_text, replay_fork, seam_host,
+    send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -467,15 +468,7 @@ async fn a_replay_fork_serves_the_answered_ask_and_never_asks_again() {
         let source = finished(&client, &host, &run_id).await;
         assert_eq!(terminal(&source)["type"], "run.completed");
 
-        let forked = send(
-            client
-                .post(format!("{}/runs/{run_id}:fork", host.base_url))
-                .json(&json!({"mode": "replay"})),
-            Some(OPERATOR),
-        )
-        .await;
-        assert_eq!(forked.status, 201, "{}", forked.body);
-        let fork_id = forked.body["runId"].as_str().expect("runId").to_owned();
+        let fork_id = replay_fork(&client, &host.base_url, &run_id).await;
         let events = finished(&client, &host, &fork_id).await;
         assert_eq!(terminal(&events)["type"], "run.completed", "{events:#?}");
         assert!(of_type(&events, "interrupt.requested").is_empty());
@@ -761,15 +754,7 @@ async fn searched_then_forked(host: &RunningHost) -> (Vec<Value>, Vec<Value>, us
     assert_eq!(terminal(&source)["type"], "run.completed", "{source:#?}");
     assert_eq!(provider.requests(&model).len(), 2);
 
-    let forked = send(
-        client
-            .post(format!("{}/runs/{run_id}:fork", host.base_url))
-            .json(&json!({"mode": "replay"})),
-        Some(OPERATOR),
-    )
-    .await;
-    assert_eq!(forked.status, 201, "{}", forked.body);
-    let fork_id = forked.body["runId"].as_str().expect("runId").to_owned();
+    let fork_id = replay_fork(&client, &host.base_url, &run_id).await;
     let events = finished(&client, host, &fork_id).await;
     let fork_requests: Vec<Value> = provider.requests(&model)[2..]
         .iter()

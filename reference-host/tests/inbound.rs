@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{
     ALICE, FakeProvider, INBOUND_MUTANTS, LabelReceiver, OPERATOR, assert_contiguous,
     assert_observable, assert_valid, bounded, client, events_until, of_type, openai_calls,
-    openai_text, schema, seam_host, send,
+    openai_text, replay_fork, schema, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -272,12 +272,7 @@ async fn a_replay_fork_of_a_voice_run_announces_its_transcript_again() {
         });
         let run_id = create_run(&client, &host, &body).await;
         let (source, _) = run_to_end(&client, &host, &run_id).await;
-        let request = client
-            .post(format!("{}/runs/{run_id}:fork", host.base_url))
-            .json(&json!({"mode": "replay"}));
-        let answer = send(request, Some(OPERATOR)).await;
-        assert_eq!(answer.status, 201, "{}", answer.body);
-        let fork_id = answer.body["runId"].as_str().expect("runId").to_owned();
+        let fork_id = replay_fork(&client, &host.base_url, &run_id).await;
         let (fork, _) = run_to_end(&client, &host, &fork_id).await;
         for events in [&source, &fork] {
             assert_eq!(of_type(events, "voice.transcript").len(), 1, "{events:#?}");

@@ -19,7 +19,7 @@ use axum::routing::post;
 use common::{
     ALICE, BOB, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR, Reply, anthropic_answer,
     assert_contiguous, assert_observable, assert_valid, bounded, client, events_until, get_json,
-    of_type, openai_calls, openai_text, seam_host, send,
+    of_type, openai_calls, openai_text, replay_fork, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::turn::records::tool_key;
@@ -340,15 +340,7 @@ async fn mrtr_run(
 }
 
 async fn fork(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Vec<Value> {
-    let forked = send(
-        client
-            .post(format!("{}/runs/{run_id}:fork", host.base_url))
-            .json(&json!({"mode": "replay"})),
-        Some(OPERATOR),
-    )
-    .await;
-    assert_eq!(forked.status, 201, "{}", forked.body);
-    let fork_id = forked.body["runId"].as_str().expect("runId").to_owned();
+    let fork_id = replay_fork(client, &host.base_url, run_id).await;
     finished(client, host, &fork_id).await
 }
 

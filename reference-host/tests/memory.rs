@@ -17,7 +17,7 @@ use std::time::Duration;
 use common::{
     ALICE, ERIN, FakeProvider, LabelReceiver, MEMORY_MUTANTS, OPERATOR, assert_contiguous,
     assert_observable, assert_valid, bounded, client, events_until, fed_back, get_json, of_type,
-    openai_calls, openai_text, schema, seam_host, send,
+    openai_calls, openai_text, replay_fork, schema, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
@@ -776,15 +776,6 @@ async fn knowledge_outlives_a_restart_on_a_data_dir_with_its_trust() {
     .await;
 }
 
-async fn fork(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> String {
-    let request = client
-        .post(format!("{}/runs/{run_id}:fork", host.base_url))
-        .json(&json!({"mode": "replay"}));
-    let answer = send(request, Some(OPERATOR)).await;
-    assert_eq!(answer.status, 201, "{}", answer.body);
-    answer.body["runId"].as_str().expect("runId").to_owned()
-}
-
 #[tokio::test]
 async fn a_replay_fork_serves_recalls_from_the_record_and_never_stores() {
     bounded(TEST_TIMEOUT, async {
@@ -827,7 +818,7 @@ async fn a_replay_fork_serves_recalls_from_the_record_and_never_stores() {
         // Then v2 is stored from an untrusted turn.
         store_after_reading(&client, &host, (&provider, &receiver), "forks", "k", "v2").await;
 
-        let forked = fork(&client, &host, &source).await;
+        let forked = replay_fork(&client, &host.base_url, &source).await;
         let fork_events = finished(&client, &host, &forked).await;
         assert_eq!(
             of_type(&fork_events, "run.completed").len(),
@@ -849,7 +840,7 @@ async fn a_replay_fork_serves_recalls_from_the_record_and_never_stores() {
 
         // A fork of the run that stored v1 serves its store from the
         // record: it does not write v1 back.
-        let forked_store = fork(&client, &host, &store_v1).await;
+        let forked_store = replay_fork(&client, &host.base_url, &store_v1).await;
         let events = finished(&client, &host, &forked_store).await;
         assert_eq!(of_type(&events, "run.completed").len(), 1, "{events:#?}");
         assert_eq!(provider.requests(&store_model).len(), 4);

@@ -23,7 +23,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
     ALICE, Loopback, OPERATOR, PACK_MUTANTS, assert_contiguous, assert_observable, assert_valid,
-    bounded, client, events_until, get_json, nonconformant_codes, of_type, seam_host, send,
+    bounded, client, events_until, get_json, nonconformant_codes, of_type, replay_fork, seam_host,
+    send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RunningHost};
@@ -167,17 +168,7 @@ async fn run(client: &reqwest::Client, host: &RunningHost, body: &Value) -> (Str
 
 /// Forks `run_id` in replay mode: the fork's id and its events once terminal.
 async fn fork(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> (String, Vec<Value>) {
-    let answer = send(
-        client
-            .post(format!("{}/runs/{run_id}:fork", host.base_url))
-            .json(&json!({"mode": "replay"})),
-        Some(OPERATOR),
-    )
-    .await;
-    assert_eq!(answer.status, 201, "{}", answer.body);
-    assert_eq!(answer.body["sourceRunId"], run_id);
-    assert_eq!(answer.body["mode"], "replay");
-    let fork_id = answer.body["runId"].as_str().expect("runId").to_owned();
+    let fork_id = replay_fork(client, &host.base_url, run_id).await;
     let events = events(client, host, &fork_id).await;
     (fork_id, events)
 }

@@ -353,6 +353,22 @@ pub struct Reply {
     pub body: Value,
 }
 
+/// Forks `run_id` in replay mode as the operator (`POST /runs/{id}:fork
+/// {mode: "replay"}`), asserts the 201 and returns the fork's run id.
+pub async fn replay_fork(client: &reqwest::Client, base: &str, run_id: &str) -> String {
+    let answer = send(
+        client
+            .post(format!("{base}/runs/{run_id}:fork"))
+            .json(&json!({"mode": "replay"})),
+        Some(OPERATOR),
+    )
+    .await;
+    assert_eq!(answer.status, 201, "{}", answer.body);
+    assert_eq!(answer.body["sourceRunId"], run_id, "{}", answer.body);
+    assert_eq!(answer.body["mode"], "replay", "{}", answer.body);
+    answer.body["runId"].as_str().expect("runId").to_owned()
+}
+
 /// Sends `request`, as `token` if given; the answer must be JSON.
 pub async fn send(request: reqwest::RequestBuilder, token: Option<&str>) -> Reply {
     let request = match token {
