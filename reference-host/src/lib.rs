@@ -25,6 +25,7 @@ pub mod interrupts;
 pub mod invoker;
 pub mod json_body;
 pub mod layer1;
+pub mod mac_key;
 pub mod mcp_server;
 pub mod mutants;
 pub mod principals;

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::args_hash::sha256_hex;
 use crate::interrupts::Ticket;
-use crate::interrupts::token::{constant_time_eq, hmac_sha256};
+use crate::mac_key::MacKey;
 
 /// Prefix of every request state this host issues.
 pub const PREFIX: &str = "rs1.";
@@ -104,34 +104,20 @@ pub fn interrupt_id(ticket: &Ticket) -> String {
     sha256_hex(input.as_bytes())[..32].to_owned()
 }
 
-/// The per-process signing key (random, never leaves the process).
-pub struct StateKey([u8; 32]);
-
-impl std::fmt::Debug for StateKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The key is a secret: never printed.
-        f.write_str("StateKey([redacted])")
-    }
-}
-
-impl Default for StateKey {
-    fn default() -> Self {
-        Self::random()
-    }
-}
+/// The per-process signing key of request states (random, never leaves the
+/// process).
+#[derive(Debug, Default)]
+pub struct StateKey(MacKey);
 
 impl StateKey {
-    /// A fresh random key (two v4 UUIDs: 244 random bits from the OS).
+    /// A fresh random key.
     pub fn random() -> Self {
-        let mut key = [0u8; 32];
-        key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-        key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-        Self(key)
+        Self(MacKey::random())
     }
 
     /// A key with fixed bytes (tests).
     pub fn from_bytes(bytes: [u8; 32]) -> Self {
-        Self(bytes)
+        Self(MacKey::from_bytes(bytes))
     }
 
     /// The request state for `claims`.
@@ -160,16 +146,12 @@ impl StateKey {
         let claims = StateClaims::from_json(&value)?;
         Some(Opened {
             claims,
-            authentic: constant_time_eq(&mac, &self.mac(&payload)),
+            authentic: self.0.verify(&mac, MAC_DOMAIN, &[&payload]),
         })
     }
 
     fn mac(&self, payload: &[u8]) -> [u8; 32] {
-        let mut message = Vec::with_capacity(MAC_DOMAIN.len() + 1 + payload.len());
-        message.extend_from_slice(MAC_DOMAIN);
-        message.push(0);
-        message.extend_from_slice(payload);
-        hmac_sha256(&self.0, &message)
+        self.0.mac(MAC_DOMAIN, &[payload])
     }
 }
 
@@ -242,6 +224,6 @@ mod tests {
         ] {
             assert_eq!(key.open(&bad), None, "{bad}");
         }
-        assert_eq!(format!("{key:?}"), "StateKey([redacted])");
+        assert_eq!(format!("{key:?}"), "StateKey(MacKey([redacted]))");
     }
 }
