@@ -564,16 +564,41 @@ impl FireRun<'_> {
         let refire = state.mutant_is(Mutant::FireSeamRefiresOnFork);
         // The executor that holds this run's claim, if it won one.
         let mut held: Option<String> = None;
-        let mut dispatched = false;
-        let admitted = match self.replay {
+        // What this run does with the call: serve a recorded return, or
+        // dispatch it.
+        enum Act<R> {
+            Serve(R),
+            Dispatch,
+        }
+        let act = match self.replay {
             // EFF-10: a replay fork never claims; serving the record is
             // replay's suppression.
             Some(source) if !refire => {
-                let record = records::tool(storage, &source.run_id, source.attempt, 1)?;
-                admission::serve_replay(&scope, &emission, record, &journal)?
+                Act::Serve(records::tool(storage, &source.run_id, source.attempt, 1)?)
             }
-            Some(_) => {
-                dispatched = true;
+            Some(_) => Act::Dispatch,
+            None => {
+                let key_run = self.branch.map_or(self.run_id, |b| b.lineage_root.as_str());
+                let executor = format!("exe_{}", uuid::Uuid::new_v4().simple());
+                match self.claim(key_run, &executor).await? {
+                    ClaimOutcome::Won => {
+                        held = Some(executor);
+                        Act::Dispatch
+                    }
+                    // Another executor of this scope holds the effect: send
+                    // nothing; report the holder's recorded return (only the
+                    // `layer2-dedup-spans-fork` mutant puts a branch here).
+                    ClaimOutcome::Lost { holder_run, .. } => Act::Serve(match holder_run {
+                        Some(holder) => records::tool(storage, &holder, 1, 1)?,
+                        None => None,
+                    }),
+                }
+            }
+        };
+        let dispatched = matches!(act, Act::Dispatch);
+        let admitted = match act {
+            Act::Serve(record) => admission::serve_replay(&scope, &emission, record, &journal)?,
+            Act::Dispatch => {
                 admission::admit_journaled(
                     &scope,
                     &mut RepeatMemory::default(),
@@ -583,35 +608,6 @@ impl FireRun<'_> {
                     &journal,
                 )
                 .await?
-            }
-            None => {
-                let key_run = self.branch.map_or(self.run_id, |b| b.lineage_root.as_str());
-                let executor = format!("exe_{}", uuid::Uuid::new_v4().simple());
-                match self.claim(key_run, &executor).await? {
-                    ClaimOutcome::Won => {
-                        held = Some(executor);
-                        dispatched = true;
-                        admission::admit_journaled(
-                            &scope,
-                            &mut RepeatMemory::default(),
-                            &emission,
-                            Completion::Clean,
-                            &RoundContext::trusted(),
-                            &journal,
-                        )
-                        .await?
-                    }
-                    // Another executor of this scope holds the effect: send
-                    // nothing; report the holder's recorded return (only the
-                    // `layer2-dedup-spans-fork` mutant puts a branch here).
-                    ClaimOutcome::Lost { holder_run, .. } => {
-                        let record = match holder_run {
-                            Some(holder) => records::tool(storage, &holder, 1, 1)?,
-                            None => None,
-                        };
-                        admission::serve_replay(&scope, &emission, record, &journal)?
-                    }
-                }
             }
         };
         let answered_at = now_unix_ms();

@@ -463,19 +463,21 @@ pub async fn admit_journaled(
         scope.state.mutant(),
     );
 
+    // Where a dispatch reports to: the same for a call run at once and one
+    // run after its approval.
+    let on = On {
+        scope,
+        call_id: &call_id,
+        call_event_id: &call_event_id,
+        content_trust: round.content_trust,
+        key: &key,
+    };
     let mut transient = false;
     let mut mrtr = None;
     let (outcome, ret, result) = match check_gates(scope, memory, emission, completion) {
         Err(stop) => settle_stop(scope, emission, stop)?,
         Ok((tool, args)) => match approval::verdict(tool, round.content_trust, mutant) {
             Verdict::Dispatch => {
-                let on = On {
-                    scope,
-                    call_id: &call_id,
-                    call_event_id: &call_event_id,
-                    content_trust: round.content_trust,
-                    key: &key,
-                };
                 let dispatched = dispatch(&on, tool, &args).await?;
                 transient = dispatched.transient;
                 mrtr = dispatched.mrtr;
@@ -502,13 +504,6 @@ pub async fn admit_journaled(
                 };
                 match approval::hold(state, request, round).await? {
                     WaitEnd::Resolved(resolution) if resolution.action == Action::Accept => {
-                        let on = On {
-                            scope,
-                            call_id: &call_id,
-                            call_event_id: &call_event_id,
-                            content_trust: round.content_trust,
-                            key: &key,
-                        };
                         // The approved call runs ONCE, through the normal path.
                         let dispatched = dispatch(&on, tool, &args).await?;
                         if mutant == Some(Mutant::ApprovedCallRunsTwice) {
