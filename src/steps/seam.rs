@@ -61,13 +61,10 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &SeamCall) -> (Value, F
     (normalize(&resp.observation()), Flow::Continue)
 }
 
-/// Whether an error body is the `capability_not_provided` envelope (v2 `{error: CODE}` or v1
-/// `{error: {code: CODE}}`).
+/// Whether an error body is the `capability_not_provided` envelope (`{error: CODE, message}`,
+/// the envelope the `errorEnvelope` matcher judges).
 fn refused_as_not_provided(body: &Value) -> bool {
-    let code = body["error"]
-        .as_str()
-        .or_else(|| body["error"]["code"].as_str());
-    code == Some("capability_not_provided")
+    body["error"].as_str() == Some("capability_not_provided")
 }
 
 /// Lift `runId`, `toolCalled`, `toolReturned` from the body or its `details`.
@@ -93,12 +90,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn not_provided_in_either_envelope() {
+    fn not_provided_is_read_from_the_envelope() {
         assert!(refused_as_not_provided(
             &json!({"error": "capability_not_provided", "message": "m"})
-        ));
-        assert!(refused_as_not_provided(
-            &json!({"error": {"code": "capability_not_provided"}})
         ));
         assert!(!refused_as_not_provided(
             &json!({"error": "validation_error", "message": "m"})
