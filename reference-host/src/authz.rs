@@ -46,12 +46,8 @@ pub fn decide(
     required_scopes: &[String],
     mutant: Option<Mutant>,
 ) -> Decision {
-    if mutant == Some(Mutant::AuthzAlwaysDeny) {
-        // Bug: denies even when every required scope is held.
-        return Decision::Deny {
-            reason: DenyReason::MissingScope,
-            message: format!("principal `{principal}` may not invoke tool `{tool}`"),
-        };
+    if let Some(deny) = always_deny(principal, tool, mutant) {
+        return deny;
     }
     let Some(subject) = directory.get(principal) else {
         // RFC 0064 §C fail-closed: an unknown subject cannot be evaluated.
@@ -64,8 +60,7 @@ pub fn decide(
     };
     let held = match subject.resolve_scopes() {
         Ok(held) => held,
-        // Bug: a resolver error is treated as "allowed" (fails open).
-        Err(_) if mutant == Some(Mutant::AuthzFailOpenOnResolverError) => return Decision::Allow,
+        Err(_) if fails_open(mutant) => return Decision::Allow,
         Err(err) => {
             // RFC 0064 §C fail-closed: a resolver error denies; it never allows.
             return Decision::Deny {
@@ -76,7 +71,58 @@ pub fn decide(
             };
         }
     };
-    let missing: Vec<&str> = required_scopes
+    missing_scopes(principal, tool, required_scopes, held)
+}
+
+/// Decides a call whose grant the caller states (the upstream tool-hooks
+/// seam, [`crate::upstream::toolhooks`]): `granted` are the principal's
+/// scopes as the request gives them; the host's own record of the principal
+/// is not consulted. Fail-closed: required scopes with no stated grant
+/// cannot be evaluated, so the call is denied.
+pub fn decide_stated(
+    principal: &str,
+    tool: &str,
+    required_scopes: &[String],
+    granted: Option<&[String]>,
+    mutant: Option<Mutant>,
+) -> Decision {
+    if let Some(deny) = always_deny(principal, tool, mutant) {
+        return deny;
+    }
+    match granted {
+        Some(granted) => missing_scopes(principal, tool, required_scopes, granted),
+        None if required_scopes.is_empty() => Decision::Allow,
+        None if fails_open(mutant) => Decision::Allow,
+        // RFC 0064 §C fail-closed: no grant to check the requirement against.
+        None => Decision::Deny {
+            reason: DenyReason::Unevaluable,
+            message: format!(
+                "tool `{tool}` requires scope(s) {} and no grantedScopes were given for principal `{principal}`, so the call cannot be evaluated and is denied (fail-closed); state the grant",
+                required_scopes.join(", ")
+            ),
+        },
+    }
+}
+
+/// Under `authz-always-deny`, the deny every check answers.
+fn always_deny(principal: &str, tool: &str, mutant: Option<Mutant>) -> Option<Decision> {
+    // Bug: denies even when every required scope is held.
+    (mutant == Some(Mutant::AuthzAlwaysDeny)).then(|| Decision::Deny {
+        reason: DenyReason::MissingScope,
+        message: format!("principal `{principal}` may not invoke tool `{tool}`"),
+    })
+}
+
+/// Whether an unevaluable decision allows (the
+/// `authz-fail-open-on-resolver-error` bug); correct hosts deny.
+fn fails_open(mutant: Option<Mutant>) -> bool {
+    // Bug: a resolver error is treated as "allowed" (fails open).
+    mutant == Some(Mutant::AuthzFailOpenOnResolverError)
+}
+
+/// Allow when `held` has every required scope; deny naming the missing ones.
+fn missing_scopes(principal: &str, tool: &str, required: &[String], held: &[String]) -> Decision {
+    let missing: Vec<&str> = required
         .iter()
         .filter(|scope| !held.contains(scope))
         .map(String::as_str)
@@ -134,6 +180,49 @@ mod tests {
         assert_eq!(
             reason(decide(&dir(), "dave", "t", &[], None)),
             Some(DenyReason::Unevaluable)
+        );
+    }
+
+    #[test]
+    fn stated_grants_decide_and_fail_closed_without_one() {
+        let write = scopes(&["tools:write"]);
+        let both = scopes(&["tools:read", "tools:write"]);
+        // The host's record of the principal is not consulted.
+        assert_eq!(
+            decide_stated("mallory", "t", &write, Some(&both), None),
+            Decision::Allow
+        );
+        assert_eq!(
+            reason(decide_stated("alice", "t", &write, Some(&[]), None)),
+            Some(DenyReason::MissingScope)
+        );
+        assert_eq!(
+            reason(decide_stated("alice", "t", &write, None, None)),
+            Some(DenyReason::Unevaluable)
+        );
+        assert_eq!(
+            decide_stated("alice", "t", &[], None, None),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide_stated(
+                "alice",
+                "t",
+                &write,
+                None,
+                Some(Mutant::AuthzFailOpenOnResolverError)
+            ),
+            Decision::Allow
+        );
+        assert_eq!(
+            reason(decide_stated(
+                "alice",
+                "t",
+                &[],
+                Some(&both),
+                Some(Mutant::AuthzAlwaysDeny)
+            )),
+            Some(DenyReason::MissingScope)
         );
     }
 

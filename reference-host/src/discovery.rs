@@ -4,7 +4,9 @@
 //! seams are enabled and on the mutant), so it is rendered once with a strong
 //! ETag (quoted hex SHA-256 of the body) and served with conditional-GET
 //! support. This host only speaks v2, so the same closed root is served
-//! whether or not the request carries `OpenWOP-Version`.
+//! whether or not the request carries `OpenWOP-Version`. (Upstream-only
+//! mode serves its v1 document through the same handler instead,
+//! [`crate::upstream::discovery`].)
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -31,7 +33,13 @@ pub struct DiscoveryDoc {
 impl DiscoveryDoc {
     /// Renders the document for this host's configuration.
     pub fn render(seams_enabled: bool, mutant: Option<Mutant>) -> Self {
-        let body = serde_json::to_vec(&document(seams_enabled, mutant)).unwrap_or_default();
+        Self::from_document(&document(seams_enabled, mutant))
+    }
+
+    /// The served form of `document` (its bytes and their ETag); the
+    /// upstream-only mode renders its v1 document through this.
+    pub fn from_document(document: &Value) -> Self {
+        let body = serde_json::to_vec(document).unwrap_or_default();
         let etag = format!("\"{}\"", sha256_hex(&body));
         Self { body, etag }
     }
@@ -78,18 +86,14 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         // Bug: the §D facet carried as a string (TURN-D11 defines a boolean).
         tool_hooks["turnReplay"] = json!("yes");
     }
-    if mutant == Some(Mutant::ToolhooksFacetNotBoolean) {
-        // Bug: a boolean facet carried as a string.
-        tool_hooks["perToolRateLimit"] = json!("yes");
-    }
+    tool_hooks["perToolRateLimit"] = per_tool_rate_limit_facet(mutant);
     if mutant == Some(Mutant::DiscoveryRecordMissingWitness)
         && let Some(record) = tool_hooks.as_object_mut()
     {
         // Bug: every capability record must say how it is witnessed.
         record.remove("witness");
     }
-    // RFC 0064 §C: this host denies whenever a decision cannot be evaluated.
-    let fail_closed = mutant != Some(Mutant::AuthorizationFailclosedFalse);
+    let fail_closed = fail_closed_facet(mutant);
     let mut root = json!({
         "protocolVersions": ["2.0"],
         "preferredVersion": preferred,
@@ -135,26 +139,54 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
 /// "single-region"` is the honest answer for one in-memory store; the claim's
 /// atomicity holds within it and nowhere else.
 fn idempotency_record(mutant: Option<Mutant>) -> Value {
-    let layer1_retention = if mutant == Some(Mutant::L1RetentionShort) {
-        // Bug: advertises a retention below the 24 h Layer-1 floor.
-        3_600
-    } else {
-        LAYER1_RETENTION_SECS
-    };
-    let cross_region = if mutant == Some(Mutant::CrossRegionUnknown) {
-        // Bug: claims a topology this single in-memory store cannot back.
-        "multi-master"
-    } else {
-        "single-region"
-    };
     json!({
         "status": "stable",
         "since": "2.0",
         "witness": "witnessable-gated",
-        "crossRegion": cross_region,
-        "layer1RetentionSeconds": layer1_retention,
+        "crossRegion": cross_region_facet(mutant),
+        "layer1RetentionSeconds": layer1_retention_facet(mutant),
         "layer2RetentionSeconds": EFFECT_RETENTION_SECS,
     })
+}
+
+// The facet values below are shared by the v2 document and the upstream-only
+// mode's v1 document ([`crate::upstream::discovery`]), so each discovery
+// mutant alters both the same way from one place.
+
+/// `toolHooks.perToolRateLimit`: `true` (a boolean facet).
+pub fn per_tool_rate_limit_facet(mutant: Option<Mutant>) -> Value {
+    if mutant == Some(Mutant::ToolhooksFacetNotBoolean) {
+        // Bug: a boolean facet carried as a string.
+        json!("yes")
+    } else {
+        json!(true)
+    }
+}
+
+/// `authorization.failClosed`. RFC 0064 §C: this host denies whenever a
+/// decision cannot be evaluated.
+pub fn fail_closed_facet(mutant: Option<Mutant>) -> bool {
+    mutant != Some(Mutant::AuthorizationFailclosedFalse)
+}
+
+/// `idempotency.layer1RetentionSeconds`: 24 h.
+pub fn layer1_retention_facet(mutant: Option<Mutant>) -> u64 {
+    if mutant == Some(Mutant::L1RetentionShort) {
+        // Bug: advertises a retention below the 24 h Layer-1 floor.
+        3_600
+    } else {
+        LAYER1_RETENTION_SECS
+    }
+}
+
+/// `idempotency.crossRegion`.
+pub fn cross_region_facet(mutant: Option<Mutant>) -> &'static str {
+    if mutant == Some(Mutant::CrossRegionUnknown) {
+        // Bug: claims a topology this single in-memory store cannot back.
+        "multi-master"
+    } else {
+        "single-region"
+    }
 }
 
 /// The `replay` capability record (RPL-1): `replay` forks of turn and

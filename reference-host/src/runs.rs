@@ -178,24 +178,63 @@ pub async fn poll_events(
 ) -> Result<Response, ApiError> {
     let tenant = authorize_reader(&state, &headers)?.tenant.clone();
     let query = PollQuery::from_request(query)?;
+    let page = poll_page(&state, &tenant, &run_id, &query).await?;
+    Ok(Json(page.into_json()).into_response())
+}
+
+/// One answer of the events poll: the run as read last, and its events
+/// after the cursor (filtered by the stream mode).
+#[derive(Debug, Clone)]
+pub struct PollPage {
+    /// The run.
+    pub run: RunRecord,
+    /// The events, in sequence order.
+    pub events: Vec<RunEventDoc>,
+    /// The sequence to poll after next time.
+    pub last_sequence: i64,
+}
+
+impl PollPage {
+    /// `{runId, events, lastSequence, status, isTerminal}`.
+    pub fn into_json(self) -> serde_json::Value {
+        json!({
+            "runId": self.run.run_id,
+            "events": self.events,
+            "lastSequence": self.last_sequence,
+            "status": self.run.status.as_str(),
+            "isTerminal": self.run.status.is_terminal(),
+        })
+    }
+}
+
+/// The poll itself, for a caller of `tenant` (already authorized): waits up
+/// to `query.timeout` for an event after the cursor, and returns at once
+/// when there is one or when the run is terminal. Shared by the v2 poll and
+/// the upstream-only mode's v1 poll ([`crate::upstream`]).
+pub async fn poll_page(
+    state: &AppState,
+    tenant: &str,
+    run_id: &str,
+    query: &PollQuery,
+) -> Result<PollPage, ApiError> {
     let after = query.after_sequence.unwrap_or(-1);
-    find_visible_run(&state, &tenant, &run_id)?;
+    find_visible_run(state, tenant, run_id)?;
     // Subscribe to this run's signal before the first read, so an append
     // between the read and the wait still wakes us, and other runs' writes
     // do not.
     let mut changes = state
         .storage()
-        .subscribe_run(&run_id)
+        .subscribe_run(run_id)
         .unwrap_or_else(|| state.storage().subscribe());
     let deadline = query.timeout.map(|timeout| Instant::now() + timeout);
     loop {
         // Mark the signal seen BEFORE reading: a write after this point
         // (even one racing the read below) wakes the wait.
         changes.borrow_and_update();
-        let run = find_visible_run(&state, &tenant, &run_id)?;
+        let run = find_visible_run(state, tenant, run_id)?;
         let events: Vec<RunEventDoc> = state
             .storage()
-            .events_after(&run_id, after)?
+            .events_after(run_id, after)?
             .into_iter()
             .filter(|event| {
                 query.stream_mode == StreamMode::Debug || visible_in_updates(&event.event_type)
@@ -208,14 +247,11 @@ pub async fn poll_events(
             || deadline.is_none_or(|deadline| Instant::now() >= deadline);
         if done {
             let last_sequence = events.last().map_or(after, |event| event.sequence);
-            return Ok(Json(json!({
-                "runId": run.run_id,
-                "events": events,
-                "lastSequence": last_sequence,
-                "status": run.status.as_str(),
-                "isTerminal": run.status.is_terminal(),
-            }))
-            .into_response());
+            return Ok(PollPage {
+                run,
+                events,
+                last_sequence,
+            });
         }
         if let Some(deadline) = deadline {
             // Wakes on a committed write to this run or at the deadline,

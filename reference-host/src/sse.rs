@@ -72,7 +72,29 @@ pub async fn stream_events(
     let tenant = authorize_reader(&state, &headers)?.tenant.clone();
     let query = PollQuery::from_request(query)?;
     let after = resume_after(&headers, &query)?;
-    find_visible_run(&state, &tenant, &run_id)?;
+    event_stream(
+        state,
+        &tenant,
+        run_id,
+        after,
+        query.stream_mode,
+        std::convert::identity,
+    )
+}
+
+/// The stream itself, for a caller of `tenant` (already authorized), from
+/// after sequence `after`. Every event passes through `view` on its way
+/// out (the v2 stream sends them as stored; the upstream-only mode's v1
+/// stream renames their types, [`crate::upstream`]).
+pub fn event_stream(
+    state: AppState,
+    tenant: &str,
+    run_id: String,
+    after: i64,
+    mode: StreamMode,
+    view: fn(RunEventDoc) -> RunEventDoc,
+) -> Result<Response, ApiError> {
+    find_visible_run(&state, tenant, &run_id)?;
     // Subscribed before the first read, so no write can slip between.
     let changes = state
         .storage()
@@ -82,7 +104,8 @@ pub async fn stream_events(
         state,
         run_id,
         after,
-        mode: query.stream_mode,
+        mode,
+        view,
         changes,
         deadline: Instant::now() + MAX_STREAM,
         pending: VecDeque::new(),
@@ -106,6 +129,8 @@ struct Cursor {
     /// Last sequence read (sent, or filtered out).
     after: i64,
     mode: StreamMode,
+    /// How each event is shown.
+    view: fn(RunEventDoc) -> RunEventDoc,
     changes: watch::Receiver<u64>,
     deadline: Instant,
     pending: VecDeque<String>,
@@ -140,7 +165,7 @@ impl Cursor {
             for event in events {
                 self.after = event.sequence;
                 if self.mode == StreamMode::Debug || visible_in_updates(&event.event_type) {
-                    self.pending.push_back(frame(&event));
+                    self.pending.push_back(frame(&(self.view)(event)));
                 }
             }
             if run.status.is_terminal() {

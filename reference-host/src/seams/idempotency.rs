@@ -39,6 +39,7 @@ use crate::effects::{self, EffectError, EffectOutcome, EffectReport, EffectSpec,
 use crate::error::{ApiError, ErrorCode, json_response};
 use crate::json_body::{Fields, parse_object};
 use crate::layer1::{self, HoldRefused, RUNS_ENDPOINT};
+use crate::principals::Principal;
 use crate::runs::find_visible_run;
 use crate::seams::request::require_loopback_http;
 use crate::seams::{seam_body, seam_caller};
@@ -117,6 +118,43 @@ pub async fn concurrent_claim(
 ) -> Result<Response, ApiError> {
     let caller = seam_caller(&state, &headers)?;
     let request = ConcurrentClaimRequest::parse(&seam_body(body)?)?;
+    let race = race_claim(&state, caller, request).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({
+            "runId": race.run_id,
+            "logicalInvocationId": race.logical_invocation_id,
+            "mintedIds": race.minted_ids,
+            "attempted": race.attempted,
+            "delivered": race.delivered,
+        }),
+    ))
+}
+
+/// What one concurrent-claim race did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRace {
+    /// The seam's run.
+    pub run_id: String,
+    /// The one logical invocation the executors raced for.
+    pub logical_invocation_id: String,
+    /// The effect id each executor minted, in executor order.
+    pub minted_ids: Vec<String>,
+    /// How many executors attempted the claim.
+    pub attempted: usize,
+    /// How many reached the provider and were accepted.
+    pub delivered: usize,
+}
+
+/// Runs one race of `request.executors` executors for one logical
+/// invocation, in a run of its own (attributed to `request.principal`, or
+/// `caller`). Shared by the v2 seam and the upstream-only mode's
+/// ([`crate::upstream`]).
+pub async fn race_claim(
+    state: &AppState,
+    caller: &Principal,
+    request: ConcurrentClaimRequest,
+) -> Result<ClaimRace, ApiError> {
     let principal = request.principal.unwrap_or_else(|| caller.id.clone());
     let tenant = state
         .principals()
@@ -129,7 +167,7 @@ pub async fn concurrent_claim(
         .to_owned();
     let run_id = new_run_id();
     begin_run(
-        &state,
+        state,
         &run_id,
         &principal,
         &tenant,
@@ -184,20 +222,17 @@ pub async fn concurrent_claim(
     let effect_id = minted_ids.first().cloned().unwrap_or_default();
     let fired = reports.iter().filter(|r| r.outcome.fired()).count();
     end_run(
-        &state,
+        state,
         &run_id,
         seam_result(&reports, &effect_id, fired, delivered),
     )?;
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({
-            "runId": run_id,
-            "logicalInvocationId": logical_invocation_id,
-            "mintedIds": minted_ids,
-            "attempted": attempted,
-            "delivered": delivered,
-        }),
-    ))
+    Ok(ClaimRace {
+        run_id,
+        logical_invocation_id,
+        minted_ids,
+        attempted,
+        delivered,
+    })
 }
 
 /// Joins every executor within [`SEAM_BUDGET`]; `None` (and every executor

@@ -338,7 +338,13 @@ fn inherit_effects(
     Ok(())
 }
 
-async fn cancel(state: &AppState, run_id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
+/// `:cancel` of `run_id` (also the upstream-only mode's
+/// `POST /v1/runs/{runId}/cancel`, [`crate::upstream`]).
+pub async fn cancel(
+    state: &AppState,
+    run_id: &str,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
     let caller = authorize_reader(state, headers)?;
     let run = find_visible_run(state, &caller.tenant, run_id)?;
     if run.status.is_terminal() {
