@@ -31,6 +31,7 @@ use crate::storage::Storage;
 use crate::turn;
 use crate::turn::control::RunControls;
 use crate::turn::provider::ProviderClient;
+use crate::upstream;
 use crate::webhooks;
 use crate::workflows;
 
@@ -47,6 +48,8 @@ pub struct AppState {
 struct Inner {
     mutant: Option<Mutant>,
     seams_enabled: bool,
+    /// Serving as a plain upstream v1 host ([`crate::upstream`]).
+    upstream_only: bool,
     principals: PrincipalDirectory,
     storage: Storage,
     limiter: RateLimiter,
@@ -86,13 +89,18 @@ impl AppState {
         let inner = Inner {
             mutant: config.mutant,
             seams_enabled: config.seams_enabled,
+            upstream_only: config.upstream_only,
             principals: PrincipalDirectory::new(config.principals.clone())?,
             storage,
             limiter: RateLimiter::new(config.rate_limit, config.mutant),
             invoker: ToolInvoker::new().map_err(HostError::HttpClient)?,
             // Test mode (seams on) is what lets loopback through the guard.
             safe_fetch: SafeFetch::new(config.seams_enabled).map_err(HostError::HttpClient)?,
-            discovery: DiscoveryDoc::render(config.seams_enabled, config.mutant),
+            discovery: if config.upstream_only {
+                upstream::discovery::render(config.mutant)
+            } else {
+                DiscoveryDoc::render(config.seams_enabled, config.mutant)
+            },
             default_tool_timeout: config.default_tool_timeout,
             catalog: Catalog::new(),
             provider: ProviderClient::new().map_err(HostError::HttpClient)?,
@@ -122,6 +130,12 @@ impl AppState {
     /// Whether the conformance seams are mounted.
     pub fn seams_enabled(&self) -> bool {
         self.inner.seams_enabled
+    }
+
+    /// Whether the host serves as a plain upstream v1 host
+    /// (`--upstream-only`, [`crate::upstream`]).
+    pub fn upstream_only(&self) -> bool {
+        self.inner.upstream_only
     }
 
     /// Known principals.
@@ -227,8 +241,12 @@ impl AppState {
 }
 
 /// The host's routes. Unknown routes and wrong methods answer the 404
-/// `not_found` envelope (the closed code set has no 405).
+/// `not_found` envelope (the closed code set has no 405). In upstream-only
+/// mode the routes are [`upstream::router`]'s instead.
 pub fn router(state: AppState) -> Router {
+    if state.upstream_only() {
+        return upstream::router(state);
+    }
     let mut router = Router::new()
         .route("/.well-known/openwop", get(discovery::get_discovery))
         .route("/runs", post(workflows::post_runs))
@@ -266,7 +284,8 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn unknown_route(method: Method, uri: Uri) -> ApiError {
+/// The 404 of a route this host does not serve (also upstream-only mode's).
+pub(crate) async fn unknown_route(method: Method, uri: Uri) -> ApiError {
     ApiError::not_found(format!(
         "no route for {method} {}; see docs/reference-host.md for the endpoints this host serves",
         uri.path()

@@ -48,6 +48,10 @@ struct Cli {
     /// (a miss on replay and recovery).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RECORD_LIMIT_BYTES)]
     record_limit_bytes: usize,
+    /// Serve as a plain upstream OpenWOP v1 host: v1 discovery, every route
+    /// under /v1, only the upstream fixtures and seams.
+    #[arg(long)]
+    upstream_only: bool,
 }
 
 /// Runs the command line `args` (the first one is the program name) and
@@ -88,6 +92,7 @@ where
         principals,
         data_dir: cli.data_dir,
         record_limit_bytes: cli.record_limit_bytes,
+        upstream_only: cli.upstream_only,
         ..HostConfig::default()
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -53,6 +53,11 @@ pub struct HostConfig {
     /// default 65536); a larger one is kept as a digest with a truncation
     /// marker and is a miss on replay and recovery (TURN-D10).
     pub record_limit_bytes: usize,
+    /// Serve as a plain upstream OpenWOP v1 host (`--upstream-only`): the
+    /// v1 discovery document, every API route under `/v1`, only the
+    /// upstream fixtures and seams (see [`crate::upstream`]). Default off:
+    /// the v2 host.
+    pub upstream_only: bool,
 }
 
 /// Default of [`HostConfig::record_limit_bytes`].
@@ -73,6 +78,7 @@ impl Default for HostConfig {
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             data_dir: None,
             record_limit_bytes: DEFAULT_RECORD_LIMIT_BYTES,
+            upstream_only: false,
         }
     }
 }
@@ -94,5 +100,6 @@ mod tests {
         assert_eq!(config.approval_timeout, Duration::from_secs(120));
         assert_eq!(config.data_dir, None);
         assert_eq!(config.record_limit_bytes, 65_536);
+        assert!(!config.upstream_only);
     }
 }

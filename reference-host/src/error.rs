@@ -47,6 +47,10 @@ pub enum ErrorCode {
     /// already finished, e.g. `:cancel` on a completed run. No registered
     /// v2 code says this, and borrowing an idempotency code misled callers.
     RunAlreadyTerminal,
+    /// 404 `workflow_not_found`: the v1 code of an unknown `workflowId`.
+    /// Only the upstream-only mode sends it ([`crate::upstream`]); the v2
+    /// host answers `not_found`.
+    WorkflowNotFound,
 }
 
 impl ErrorCode {
@@ -66,6 +70,7 @@ impl ErrorCode {
             Self::ServiceUnavailable => "service_unavailable",
             Self::CapabilityNotProvided => "capability_not_provided",
             Self::RunAlreadyTerminal => "refhost.run_already_terminal",
+            Self::WorkflowNotFound => "workflow_not_found",
         }
     }
 
@@ -75,7 +80,7 @@ impl ErrorCode {
             Self::ValidationError => StatusCode::BAD_REQUEST,
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,
-            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::NotFound | Self::WorkflowNotFound => StatusCode::NOT_FOUND,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
             Self::IdempotencyKeyInvalid => StatusCode::BAD_REQUEST,
@@ -304,6 +309,7 @@ mod tests {
             (ErrorCode::ServiceUnavailable, 503),
             (ErrorCode::CapabilityNotProvided, 422),
             (ErrorCode::RunAlreadyTerminal, 409),
+            (ErrorCode::WorkflowNotFound, 404),
         ];
         for (code, status) in pairs {
             assert_eq!(code.status().as_u16(), status, "{code}");

@@ -37,6 +37,7 @@ pub mod sse;
 pub mod storage;
 pub mod tool_events;
 pub mod turn;
+pub mod upstream;
 pub mod webhooks;
 pub mod workflows;
 

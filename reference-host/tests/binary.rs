@@ -111,3 +111,50 @@ async fn serves_after_one_startup_line_and_stops_on_sigterm() {
         .expect("readable");
     assert_eq!(rest, None);
 }
+
+#[tokio::test]
+async fn upstream_only_flag_serves_the_v1_host() {
+    let mut child = Command::new(BIN)
+        .args(["--port", "0", "--enable-seams", "--upstream-only"])
+        .env_remove("OPENWOP_TEST_SEAM_ENABLED")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawns");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("line in time")
+        .expect("readable")
+        .expect("a line");
+    let url = line
+        .strip_prefix("reference-host listening on ")
+        .expect("startup line format")
+        .to_owned();
+    let client = client(WAIT);
+    let doc = discovery(&client, &url).await;
+    assert_eq!(doc["protocolVersion"], "1.0", "{doc}");
+    assert_eq!(doc["implementation"]["mode"], "upstream-only", "{doc}");
+    assert!(doc.get("metadata").is_none(), "{doc}");
+    let seam = client
+        .post(format!("{url}/v1/host/sample/toolhooks/invoke"))
+        .bearer_auth(common::OPERATOR)
+        .json(&serde_json::json!({"toolName": "t"}))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(seam.status(), 200);
+    let v2 = client
+        .post(format!("{url}/conformance/seams/sample/toolhooks/invoke"))
+        .bearer_auth(common::OPERATOR)
+        .json(&serde_json::json!({"principal": "alice", "toolName": "t"}))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(v2.status(), 404);
+    child.start_kill().expect("kill");
+    let _ = tokio::time::timeout(WAIT, child.wait()).await;
+}
