@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context as _;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
-use crate::host::{Budgets, HostProfile};
+use crate::host::{Budgets, CaCerts, HostProfile};
 use crate::runner::{RunOptions, ScenarioResult, Session, Target, conclude};
 use crate::verdict::Disposition;
 
@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// Bearer token for a role, ROLE=TOKEN (repeatable; wins over the profile).
     #[arg(long = "token", value_name = "ROLE=TOKEN")]
     pub tokens: Vec<String>,
+    /// PEM file of a CA to trust for an https host (repeatable): given, these CAs are the only
+    /// roots trusted (the system's are not consulted), like `curl --cacert`.
+    #[arg(long = "ca-cert", value_name = "FILE")]
+    pub ca_certs: Vec<PathBuf>,
     /// Start the host with this shell command and certify it; toolcert also starts one more
     /// instance per kill-and-restart scenario. `{port}` and `{data_dir}` are filled in (keep
     /// both, so a restart finds its port and its data); the host must print its
@@ -122,6 +126,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         "--timeout-scale {}: expected a positive number",
         args.timeout_scale
     );
+    let ca_certs = CaCerts::load(&args.ca_certs)?;
     let suite = Arc::new(super::load_suite(args.suite.as_deref()).context("loading the suite")?);
     let mut libtest = Arguments {
         list: args.list,
@@ -154,6 +159,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         budgets: Budgets::scaled(args.timeout_scale),
         jobs: args.jobs.max(1),
         strict: args.strict,
+        ca_certs,
         ..RunOptions::default()
     };
     let target = target_for(&args, &rt)?;

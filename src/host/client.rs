@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use super::WireMajor;
+use super::{CaCerts, WireMajor};
 use crate::transcript::Exchange;
 
 /// Time and size budgets, scaled by `--timeout-scale`.
@@ -165,31 +165,50 @@ pub struct HostClient {
     tokens: BTreeMap<String, String>,
     budgets: Budgets,
     wire: WireMajor,
+    /// Whether `--ca-cert` roots replace the system's (for the hint on certificate errors).
+    tls_roots_given: bool,
 }
 
 impl HostClient {
-    /// A client for `base_url` with per-role tokens.
+    /// A client for `base_url` with per-role tokens; an https host must present a certificate
+    /// from the system's roots.
     pub fn new(
         base_url: &str,
         tokens: BTreeMap<String, String>,
         budgets: Budgets,
     ) -> Result<HostClient, TransportError> {
-        let http = reqwest::Client::builder()
+        HostClient::new_with_ca_certs(base_url, tokens, budgets, &CaCerts::default())
+    }
+
+    /// A client for `base_url` with per-role tokens that trusts `ca_certs` (`--ca-cert`) instead
+    /// of the system's roots when it has any.
+    pub fn new_with_ca_certs(
+        base_url: &str,
+        tokens: BTreeMap<String, String>,
+        budgets: Budgets,
+        ca_certs: &CaCerts,
+    ) -> Result<HostClient, TransportError> {
+        let broken = |e: reqwest::Error| TransportError::Broken {
+            url: base_url.to_string(),
+            message: error_chain(&e),
+        };
+        let builder = reqwest::Client::builder()
             .no_proxy()
             .connect_timeout(budgets.connect)
             .read_timeout(budgets.read)
-            .redirect(reqwest::redirect::Policy::none())
+            .redirect(reqwest::redirect::Policy::none());
+        let http = ca_certs
+            .apply(builder)
+            .map_err(broken)?
             .build()
-            .map_err(|e| TransportError::Broken {
-                url: base_url.to_string(),
-                message: e.to_string(),
-            })?;
+            .map_err(broken)?;
         Ok(HostClient {
             base_url: base_url.trim_end_matches('/').to_string(),
             http,
             tokens,
             budgets,
             wire: WireMajor::V2,
+            tls_roots_given: !ca_certs.is_empty(),
         })
     }
 
@@ -309,9 +328,19 @@ impl HostClient {
                     budget_ms: self.budgets.read.as_millis(),
                 }
             } else if e.is_connect() {
+                let mut message = error_chain(&e);
+                // rustls' wording for a certificate that chains to no trusted root, a wrong
+                // name or an expired one.
+                if message.contains("invalid peer certificate") {
+                    message.push_str(if self.tls_roots_given {
+                        " (the host's certificate does not verify against the --ca-cert roots)"
+                    } else {
+                        " (for a host whose certificate comes from a private CA, pass it with --ca-cert FILE)"
+                    });
+                }
                 TransportError::Connect {
                     url: url.to_string(),
-                    message: error_chain(&e),
+                    message,
                 }
             } else {
                 TransportError::Broken {

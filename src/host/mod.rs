@@ -7,6 +7,7 @@ mod paths;
 mod profile;
 mod spawn;
 mod sse;
+mod tls;
 
 pub use client::{Budgets, HostClient, HostRequest, HostResponse, TransportError};
 pub use discovery::{Discovery, DiscoveryError, discover};
@@ -16,6 +17,7 @@ pub use spawn::{
     DataDir, STARTUP_BUDGET, SpawnCommand, SpawnError, SpawnedHost, reference_host_exe,
 };
 pub use sse::{SseEvent, SseParser, SseRead};
+pub use tls::{CaCertError, CaCerts};
 
 /// Parse a body a double received, with the same leniency as host responses.
 pub fn parse_body_for_witness(bytes: &[u8]) -> serde_json::Value {

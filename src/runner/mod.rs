@@ -41,6 +41,8 @@ pub struct RunOptions {
     /// toolcert's binary, to run the embedded reference host as a child process for
     /// kill-and-restart scenarios (default: [`crate::host::reference_host_exe`]).
     pub reference_host_exe: Option<std::path::PathBuf>,
+    /// `--ca-cert`: the only roots trusted for an https host (empty: the system's).
+    pub ca_certs: crate::host::CaCerts,
 }
 
 impl Default for RunOptions {
@@ -51,6 +53,7 @@ impl Default for RunOptions {
             jobs: 4,
             strict: false,
             reference_host_exe: crate::host::reference_host_exe(),
+            ca_certs: crate::host::CaCerts::default(),
         }
     }
 }
@@ -129,8 +132,9 @@ impl Session {
             .iter()
             .filter_map(|(role, p)| p.token.clone().map(|t| (role.clone(), t)))
             .collect();
-        let mut client = HostClient::new(&target.base_url, tokens, opts.budgets)
-            .map_err(|e| TargetError::Client(e.to_string()))?;
+        let mut client =
+            HostClient::new_with_ca_certs(&target.base_url, tokens, opts.budgets, &opts.ca_certs)
+                .map_err(|e| TargetError::Client(e.to_string()))?;
         let receiver = Receiver::start().await.map_err(TargetError::Receiver)?;
         let provider = mock_provider::MockProvider::start()
             .await
