@@ -24,8 +24,11 @@ fn main() {
         .build()
         .unwrap();
     let mutant = std::env::var("TOOLCERT_CRASH_MUTANT").ok();
-    let command =
-        SpawnCommand::reference_host(env!("CARGO_BIN_EXE_toolcert").as_ref(), mutant.as_deref());
+    let command = SpawnCommand::reference_host(
+        env!("CARGO_BIN_EXE_toolcert").as_ref(),
+        mutant.as_deref(),
+        false,
+    );
     let outcome = rt
         .block_on(crash_cycles(&command, cycles, seed))
         .expect("the crash test runs");

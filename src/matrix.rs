@@ -1,10 +1,14 @@
 //! The mutation matrix: the clean reference host against every mutant.
 //!
-//! It proves every check can fail. The clean host must pass every scenario; each mutant must
-//! fail at least the scenarios that name it in `kills`; every row that has a scenario must be
-//! turned from `pass` by at least one mutant; every mutant must be named by some scenario.
+//! It proves every check can fail. A mutant is *killed* only by a `fail` or `warn`: a mutant
+//! that merely makes rows `blocked` or `error` proves nothing about the checks (a host that
+//! breaks its own setup is not caught, it is just not judged), so those are reported beside
+//! the kills and never counted as one. The clean host must pass every scenario; each mutant
+//! must be killed by the scenarios that name it in `kills`; every row that has a scenario
+//! must be turned to `fail`/`warn` by at least one mutant; every mutant must be named by some
+//! scenario. Kills are also tracked per check, so "every check can fail" is measured.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use reference_host::mutants::{ALL, Mutant};
@@ -13,10 +17,14 @@ use crate::runner::{RunOptions, RunOutcome, TargetError, run_embedded};
 use crate::suite::Suite;
 use crate::verdict::Disposition;
 
-/// Whether a disposition under a mutant counts as detecting it. `inapplicable` does not: a
-/// mutant that stops advertising a capability is not caught by the rows it hides.
-fn detects(d: Disposition) -> bool {
-    !matches!(d, Disposition::Pass | Disposition::Inapplicable)
+/// Whether a disposition kills a mutant: only an observed wrong answer does.
+fn kills(d: Disposition) -> bool {
+    matches!(d, Disposition::Fail | Disposition::Warn)
+}
+
+/// Whether a disposition shows the mutant changed something without convicting it.
+fn only_disturbs(d: Disposition) -> bool {
+    matches!(d, Disposition::Blocked | Disposition::Error)
 }
 
 /// One column of the matrix: a run against one host variant.
@@ -28,12 +36,26 @@ pub struct Column {
     pub breaks: String,
     /// Scenario id ⇒ disposition.
     pub scenarios: BTreeMap<String, Disposition>,
+    /// Scenarios with at least one check that failed or warned (a real kill).
+    pub killing: BTreeSet<String>,
+    /// `(scenario, check)` pairs that failed or warned.
+    pub failing_checks: BTreeSet<(String, String)>,
     /// Row id ⇒ disposition.
     pub rows: BTreeMap<String, Disposition>,
 }
 
 impl Column {
-    fn from_run(name: &str, breaks: &str, run: &RunOutcome) -> Column {
+    fn from_run(suite: &Suite, name: &str, breaks: &str, run: &RunOutcome) -> Column {
+        let mut killing = BTreeSet::new();
+        let mut failing_checks = BTreeSet::new();
+        for s in &run.scenarios {
+            for c in &s.checks {
+                if kills(c.disposition(&suite.registry, false)) {
+                    killing.insert(s.scenario_id.clone());
+                    failing_checks.insert((s.scenario_id.clone(), c.check_id.clone()));
+                }
+            }
+        }
         Column {
             name: name.to_string(),
             breaks: breaks.to_string(),
@@ -42,12 +64,23 @@ impl Column {
                 .iter()
                 .map(|s| (s.scenario_id.clone(), s.disposition))
                 .collect(),
+            killing,
+            failing_checks,
             rows: run
                 .rows
                 .iter()
                 .map(|r| (r.requirement_id.clone(), r.disposition))
                 .collect(),
         }
+    }
+
+    /// Scenarios this variant only made `blocked` or `error`, without any failing check.
+    pub fn disturbed_only(&self) -> Vec<&str> {
+        self.scenarios
+            .iter()
+            .filter(|(s, d)| only_disturbs(**d) && !self.killing.contains(*s))
+            .map(|(s, _)| s.as_str())
+            .collect()
     }
 }
 
@@ -75,7 +108,7 @@ pub async fn run_matrix(
     use futures_util::StreamExt as _;
     let run_one = |mutant: Option<Mutant>| run_embedded(suite, mutant, opts, None);
     let clean_run = run_one(None).await?;
-    let clean = Column::from_run("clean", "", &clean_run);
+    let clean = Column::from_run(suite, "clean", "", &clean_run);
     let runs: Vec<Result<RunOutcome, TargetError>> = futures_util::stream::iter(ALL)
         .map(|info| run_one(Some(info.mutant)))
         .buffered(columns.max(1))
@@ -83,7 +116,7 @@ pub async fn run_matrix(
         .await;
     let mut mutants = Vec::with_capacity(ALL.len());
     for (info, run) in ALL.iter().zip(runs) {
-        mutants.push(Column::from_run(info.name, info.breaks, &run?));
+        mutants.push(Column::from_run(suite, info.name, info.breaks, &run?));
     }
     Ok(Matrix {
         clean_run,
@@ -93,23 +126,48 @@ pub async fn run_matrix(
 }
 
 impl Matrix {
-    /// Mutants whose column turned this row away from `pass`.
+    /// Mutants whose column turned this row to `fail` or `warn`.
     pub fn killers_of_row(&self, row: &str) -> Vec<&str> {
         self.mutants
             .iter()
-            .filter(|c| c.rows.get(row).is_some_and(|d| detects(*d)))
+            .filter(|c| c.rows.get(row).is_some_and(|d| kills(*d)))
             .map(|c| c.name.as_str())
             .collect()
     }
 
-    /// Scenarios that did not pass against this mutant.
+    /// Scenarios with a check that failed or warned against this mutant.
     pub fn killed_by(&self, column: &Column) -> Vec<String> {
-        column
+        column.killing.iter().cloned().collect()
+    }
+
+    /// Mutants that made this check fail or warn.
+    pub fn killers_of_check(&self, scenario: &str, check: &str) -> Vec<&str> {
+        let key = (scenario.to_string(), check.to_string());
+        self.mutants
+            .iter()
+            .filter(|c| c.failing_checks.contains(&key))
+            .map(|c| c.name.as_str())
+            .collect()
+    }
+
+    /// `(killed, total)`: checks of the suite some mutant makes fail or warn, out of all
+    /// checks that can convict (positive controls never fail: they block).
+    pub fn checks_killed(&self, suite: &Suite) -> (usize, usize) {
+        let all: Vec<(&str, &str)> = suite
             .scenarios
             .iter()
-            .filter(|(_, d)| detects(**d))
-            .map(|(s, _)| s.clone())
-            .collect()
+            .flat_map(|s| {
+                s.checks
+                    .iter()
+                    .filter(|c| !c.control)
+                    .map(move |c| (s.id.as_str(), c.id.as_str()))
+            })
+            .collect();
+        let killed = all
+            .iter()
+            .filter(|(s, c)| !self.killers_of_check(s, c).is_empty())
+            .count();
+        (killed, all.len())
     }
 
     /// Every way the matrix falls short; empty when it proves what it must.
@@ -131,9 +189,17 @@ impl Matrix {
                     ));
                     continue;
                 };
-                if !col.scenarios.get(&s.id).copied().is_some_and(detects) {
+                if !col.killing.contains(&s.id) {
+                    let seen = col.scenarios.get(&s.id).copied();
+                    let how = match seen {
+                        Some(d) if only_disturbs(d) => {
+                            format!(" (it only made it {d}, which is no kill)")
+                        }
+                        Some(d) => format!(" ({d})"),
+                        None => String::new(),
+                    };
                     out.push(format!(
-                        "mutant {m} survives {}, which claims to kill it",
+                        "mutant {m} survives {}, which claims to kill it{how}",
                         s.id
                     ));
                 }
@@ -143,7 +209,7 @@ impl Matrix {
             let covered = suite.scenarios.iter().any(|s| s.rows.contains(&row.id));
             if covered && row.unwitnessable.is_none() && self.killers_of_row(&row.id).is_empty() {
                 out.push(format!(
-                    "row {} has a scenario but no mutant turns it from pass",
+                    "row {} has a scenario but no mutant turns it to fail or warn",
                     row.id
                 ));
             }
@@ -155,8 +221,11 @@ impl Matrix {
                     col.name
                 ));
             }
-            if self.killed_by(col).is_empty() {
-                out.push(format!("mutant {} is killed by no scenario", col.name));
+            if col.killing.is_empty() {
+                out.push(format!(
+                    "mutant {} is killed by no scenario (no check fails or warns)",
+                    col.name
+                ));
             }
         }
         out
@@ -169,7 +238,7 @@ impl Matrix {
         let _ = writeln!(out, "# Mutation matrix\n");
         let _ = writeln!(
             out,
-            "Generated by `cargo run --release -- matrix`. Each mutant is the reference host with one known bug switched on; a scenario *kills* it when it neither passes nor turns inapplicable. `cargo test` fails when the clean host does not pass every scenario, when a mutant survives a scenario that names it, or when a covered row is killed by no mutant.\n"
+            "Generated by `cargo run --release -- matrix`. Each mutant is the reference host with one known bug switched on. A scenario *kills* a mutant only when one of its checks fails or warns against it; a scenario the mutant merely made `blocked` or `error` is listed apart and is no kill (a host that breaks its own setup is not judged, so it is not caught either). `cargo test` fails when the clean host does not pass every scenario, when a mutant survives a scenario that names it, or when a covered row is turned to fail or warn by no mutant.\n"
         );
         let clean_pass = self
             .clean
@@ -182,9 +251,17 @@ impl Matrix {
             "Clean reference host: {clean_pass} of {} scenarios pass.\n",
             self.clean.scenarios.len()
         );
+        let (killed, total) = self.checks_killed(suite);
+        let _ = writeln!(
+            out,
+            "Checks some mutant makes fail or warn: {killed} of {total} (positive controls are left out: they block, never fail).\n"
+        );
         let _ = writeln!(out, "## Mutants\n");
-        let _ = writeln!(out, "| mutant | breaks | named by | killed by |");
-        let _ = writeln!(out, "|---|---|---|---|");
+        let _ = writeln!(
+            out,
+            "| mutant | breaks | named by | killed by (fail/warn) | only blocked/error in |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|");
         for col in &self.mutants {
             let named: Vec<&str> = suite
                 .scenarios
@@ -193,9 +270,10 @@ impl Matrix {
                 .map(|s| s.id.as_str())
                 .collect();
             let killed = self.killed_by(col);
+            let disturbed = col.disturbed_only();
             let _ = writeln!(
                 out,
-                "| `{}` | {} | {} | {} |",
+                "| `{}` | {} | {} | {} | {} |",
                 col.name,
                 col.breaks,
                 named.join(", "),
@@ -203,6 +281,11 @@ impl Matrix {
                     "**survives**".to_string()
                 } else {
                     killed.join(", ")
+                },
+                if disturbed.is_empty() {
+                    "—".to_string()
+                } else {
+                    disturbed.join(", ")
                 }
             );
         }
@@ -225,6 +308,19 @@ impl Matrix {
                     killers.join(", ")
                 }
             );
+        }
+        let _ = writeln!(out, "\n## Checks no mutant makes fail or warn\n");
+        let mut any = false;
+        for s in &suite.scenarios {
+            for c in s.checks.iter().filter(|c| !c.control) {
+                if self.killers_of_check(&s.id, &c.id).is_empty() {
+                    any = true;
+                    let _ = writeln!(out, "- `{}` / `{}` ({}): {}", s.id, c.id, c.row, c.says);
+                }
+            }
+        }
+        if !any {
+            let _ = writeln!(out, "None.");
         }
         let problems = self.problems(suite);
         let _ = writeln!(out, "\n## Problems\n");

@@ -123,9 +123,14 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         object.insert("memory".to_owned(), memory_record());
     }
     if seams_enabled && let Some(object) = root.as_object_mut() {
+        // The v2 root is closed, so conformance metadata (the seams profile, C-15, and the
+        // fixture workflows a harness may start) lives under `metadata`.
         object.insert(
             "metadata".to_owned(),
-            json!({"conformance.seamsProfile": SEAMS_PROFILE}),
+            json!({
+                "conformance.seamsProfile": SEAMS_PROFILE,
+                "conformance.fixtures": crate::workflows::WORKFLOWS,
+            }),
         );
     }
     root

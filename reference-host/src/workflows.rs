@@ -8,6 +8,7 @@
 //! | workflowId | inputs | what it does |
 //! |---|---|---|
 //! | `conformance-noop` | none | completes at once |
+//! | `conformance-idempotent` | `{nonce}` (a string) | completes at once; the nonce only varies the body (upstream fixture) |
 //! | `conformance-effect` | `{businessKey, receiverUrl, count?: 1..4}` | performs `count` `ledger.charge` effects through the effect path, keys `businessKey` (count 1) or `businessKey#1`…`#n`, node `effect`, then completes |
 //! | `conformance-flaky` | `{nonce, failTimes: 0..5}` | the first `failTimes` starts for the nonce answer 503 `service_unavailable` (`Retry-After: 1`), later ones complete at once |
 
@@ -46,13 +47,20 @@ pub const RUNS_WRITE_SCOPE: &str = "runs:write";
 
 /// Completes at once.
 pub const NOOP_WORKFLOW: &str = "conformance-noop";
+/// A noop that requires `inputs.nonce` (upstream fixture; the nonce only varies the body).
+pub const IDEMPOTENT_WORKFLOW: &str = "conformance-idempotent";
 /// Performs effects.
 pub const EFFECT_WORKFLOW: &str = "conformance-effect";
 /// Fails a given number of times first.
 pub const FLAKY_WORKFLOW: &str = "conformance-flaky";
 
 /// Every built-in workflow id.
-pub const WORKFLOWS: &[&str] = &[NOOP_WORKFLOW, EFFECT_WORKFLOW, FLAKY_WORKFLOW];
+pub const WORKFLOWS: &[&str] = &[
+    NOOP_WORKFLOW,
+    IDEMPOTENT_WORKFLOW,
+    EFFECT_WORKFLOW,
+    FLAKY_WORKFLOW,
+];
 
 /// Most effects one `conformance-effect` run performs.
 pub const MAX_EFFECT_COUNT: u64 = 4;
@@ -73,6 +81,8 @@ const FLAKY_INPUTS: &[&str] = &["nonce", "failTimes"];
 pub enum Workflow {
     /// `conformance-noop`.
     Noop,
+    /// `conformance-idempotent`: a noop whose nonce only varies the request body.
+    Idempotent,
     /// `conformance-effect`.
     Effect {
         /// The caller's business key.
@@ -96,6 +106,7 @@ impl Workflow {
     pub fn id(&self) -> &'static str {
         match self {
             Self::Noop => NOOP_WORKFLOW,
+            Self::Idempotent => IDEMPOTENT_WORKFLOW,
             Self::Effect { .. } => EFFECT_WORKFLOW,
             Self::Flaky { .. } => FLAKY_WORKFLOW,
         }
@@ -114,6 +125,11 @@ impl Workflow {
             NOOP_WORKFLOW => {
                 Fields::closed_at("inputs", inputs, &[])?;
                 Ok(Self::Noop)
+            }
+            IDEMPOTENT_WORKFLOW => {
+                let mut inputs = Fields::closed_at("inputs", inputs, &["nonce"])?;
+                inputs.required_string("nonce")?;
+                Ok(Self::Idempotent)
             }
             EFFECT_WORKFLOW => {
                 let mut inputs = Fields::closed_at("inputs", inputs, EFFECT_INPUTS)?;
@@ -211,7 +227,7 @@ pub async fn start(
         json!({"workflowId": workflow.id()}),
     )?;
     let ended = match &workflow {
-        Workflow::Noop | Workflow::Flaky { .. } => Ok(Value::Null),
+        Workflow::Noop | Workflow::Idempotent | Workflow::Flaky { .. } => Ok(Value::Null),
         Workflow::Effect {
             business_key,
             receiver,

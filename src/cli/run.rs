@@ -35,6 +35,11 @@ pub struct RunArgs {
     /// Fail `warn` (SHOULD) and `inapplicable` rows too.
     #[arg(long)]
     pub strict: bool,
+    /// Count a row as passing only at this evidence level or stronger: `double` (counted at a
+    /// double toolcert owns) or `wire` (the default: the host's answer, judged by toolcert).
+    /// Weaker passes become `blocked`.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_evidence)]
+    pub require_evidence: Option<crate::verdict::Evidence>,
     /// Multiply every timeout (connect 2 s, read 5 s, request 10 s) by F.
     #[arg(long, default_value_t = 1.0, value_name = "F")]
     pub timeout_scale: f64,
@@ -60,6 +65,11 @@ pub struct RunArgs {
     /// Switch one mutant on in the embedded reference host (`toolcert mutants` lists them).
     #[arg(long, value_name = "NAME", conflicts_with = "host")]
     pub reference_mutant: Option<String>,
+    /// Run the embedded reference host as a plain upstream OpenWOP v1 host (v1 discovery, only
+    /// upstream seams, seam fields and fixtures): what toolcert can judge on a host that
+    /// implements none of toolcert's extensions.
+    #[arg(long, conflicts_with_all = ["host", "spawn"])]
+    pub reference_upstream_only: bool,
     /// Write the JSON report here.
     #[arg(long, value_name = "PATH")]
     pub report: Option<PathBuf>,
@@ -110,7 +120,11 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
                 .map(|name| name.parse::<reference_host::mutants::Mutant>())
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("--reference-mutant: {e}"))?;
-            let mut target = rt.block_on(Target::embedded(mutant))?;
+            let variant = crate::runner::ReferenceVariant {
+                mutant,
+                upstream_only: args.reference_upstream_only,
+            };
+            let mut target = rt.block_on(Target::embedded_variant(variant))?;
             // A profile may still override tokens of the embedded host's roles.
             for flag in &args.tokens {
                 target.profile.set_token_flag(flag)?;
@@ -160,6 +174,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         jobs: args.jobs.max(1),
         strict: args.strict,
         ca_certs,
+        require_evidence: args.require_evidence,
         ..RunOptions::default()
     };
     let target = target_for(&args, &rt)?;
@@ -173,8 +188,9 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         match session.discovery() {
             Ok(d) => println!(
-                "discovery: wire major {}, sha256 {}",
+                "discovery: wire major {} ({}), sha256 {}",
                 d.wire.number(),
+                d.wire_reason,
                 d.sha256
             ),
             Err(e) => println!("discovery failed: {e}"),
@@ -258,6 +274,15 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+fn parse_evidence(s: &str) -> Result<crate::verdict::Evidence, String> {
+    match s.parse()? {
+        crate::verdict::Evidence::SelfReport => {
+            Err("self-report can never make a row pass; use double or wire".to_string())
+        }
+        level => Ok(level),
+    }
+}
+
 fn message_first(message: &str) -> String {
     message.lines().next().unwrap_or("").to_string()
 }
@@ -280,11 +305,19 @@ fn family_of(s: &crate::suite::Scenario) -> String {
 fn print_summary(run: &crate::runner::RunOutcome) {
     let counts = crate::report::counts_for(&run.rows);
     let line: Vec<String> = counts.iter().map(|(d, n)| format!("{n} {d}")).collect();
+    let at = |e: crate::verdict::Evidence| {
+        run.rows
+            .iter()
+            .filter(|r| r.disposition == Disposition::Pass && r.evidence == Some(e))
+            .count()
+    };
     println!(
-        "toolcert: {} rows judged ({} measured): {}; {} rows not covered by a scenario yet",
+        "toolcert: {} rows judged ({} measured): {}; passes at double evidence {}, at wire {}; {} rows not covered by a scenario yet",
         run.rows.len(),
         run.measured(),
         line.join(", "),
+        at(crate::verdict::Evidence::Double),
+        at(crate::verdict::Evidence::Wire),
         run.uncovered.len()
     );
     let verdict = if run.measured() == 0 {

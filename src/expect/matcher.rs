@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::error_registry::{CodeStanding, standing};
 use crate::canonical::jcs_sha256_hex;
-use crate::suite::{IgnoringSpec, Matcher};
+use crate::suite::{Bound, IgnoringSpec, Matcher};
 use crate::template;
 
 /// Whether `actual` (the value at the check's pointer, `None` when absent) satisfies `m`.
@@ -90,14 +90,20 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
             ok.then_some(())
                 .ok_or_else(|| format!("expected type {ty}, found {}", show(&v)))
         }
-        Matcher::AtLeast(bound) => match need(actual)?.as_f64() {
-            Some(n) if n >= *bound => Ok(()),
-            _ => Err(format!("expected a number ≥ {bound}, found {}", shown())),
-        },
-        Matcher::AtMost(bound) => match need(actual)?.as_f64() {
-            Some(n) if n <= *bound => Ok(()),
-            _ => Err(format!("expected a number ≤ {bound}, found {}", shown())),
-        },
+        Matcher::AtLeast(bound) => {
+            let bound = number(bound, doc)?;
+            match need(actual)?.as_f64() {
+                Some(n) if n >= bound => Ok(()),
+                _ => Err(format!("expected a number ≥ {bound}, found {}", shown())),
+            }
+        }
+        Matcher::AtMost(bound) => {
+            let bound = number(bound, doc)?;
+            match need(actual)?.as_f64() {
+                Some(n) if n <= bound => Ok(()),
+                _ => Err(format!("expected a number ≤ {bound}, found {}", shown())),
+            }
+        }
         Matcher::EqualsAtIgnoring(spec) => {
             let other = doc
                 .pointer(&spec.at)
@@ -257,6 +263,19 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
             }
             other => Err(format!("expected an array, found {}", show(&other))),
         },
+    }
+}
+
+/// The value of a numeric bound (a placeholder renders through the observations).
+fn number(bound: &Bound, doc: &Value) -> Result<f64, String> {
+    match bound {
+        Bound::Number(n) => Ok(*n),
+        Bound::Template(t) => {
+            let v = template::render_str(t, doc).map_err(|e| e.to_string())?;
+            v.as_f64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                .ok_or_else(|| format!("the bound {t} renders to {}, not a number", show(&v)))
+        }
     }
 }
 

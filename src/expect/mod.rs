@@ -1,117 +1,270 @@
 //! Judging checks over a scenario's observation document (drive, then judge).
 //!
 //! Checks are pure functions of the observations, so a stored transcript can be re-judged
-//! without the host. A check whose pointer runs through a `$blocked` / `$error` / `$fail`
-//! observation takes that status; a failed positive control makes its row `blocked` and
-//! blocks every check that requires it, so "zero calls" is never judged against a double
-//! nobody reached.
+//! without the host. The judge cannot convict on a broken setup, by construction:
+//!
+//! - a check whose pointers run through a `$blocked` / `$error` / `$fail` observation (a step
+//!   that could not be made) takes that status;
+//! - a positive control that does not hold is `blocked`, and so is every check of the rows
+//!   it guards (its own row, plus `guards`) and every check that `requires` it, so "zero
+//!   calls" is never judged against a double nobody reached;
+//! - a value an expectation compares with that was never observed is `blocked`, and a broken
+//!   expectation of toolcert's own (a placeholder naming nothing) is `error`, never `fail`.
 
 pub mod error_registry;
 mod matcher;
+pub mod reads;
 
 pub use matcher::matches;
+pub use reads::Reads;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::suite::{Check, Matcher, Scenario};
-use crate::verdict::{CheckOutcome, CheckStatus};
+use crate::suite::{Check, Scenario, Step, Suite};
+use crate::template;
+use crate::verdict::{CheckOutcome, CheckStatus, Evidence};
 
-/// Judge every check of `scenario` over `doc`, in file order.
-pub fn evaluate(scenario: &Scenario, doc: &Value) -> Vec<CheckOutcome> {
-    let mut memo: HashMap<String, Option<(CheckStatus, String)>> = HashMap::new();
+/// Judge every check of `scenario` over `doc`, in file order. `wire_major` is the host's
+/// (checks of rules that belong to another major are `inapplicable`); `None` judges every
+/// check, as an offline re-check of a stored report does.
+pub fn evaluate(
+    suite: &Suite,
+    scenario: &Scenario,
+    doc: &Value,
+    wire_major: Option<u8>,
+) -> Vec<CheckOutcome> {
+    let judge = Judge {
+        suite,
+        scenario,
+        doc,
+        wire_major,
+        memo: HashMap::new(),
+    };
+    let mut judge = judge;
     scenario
         .checks
         .iter()
         .map(|check| {
-            let (status, detail) = judge(scenario, check, doc, &mut memo);
+            let (status, detail) = judge.judge(check);
             CheckOutcome {
                 check_id: check.id.clone(),
                 row: check.row.clone(),
                 says: check.says.clone(),
                 status,
                 detail,
+                evidence: evidence_of(scenario, check),
+                control: check.control,
+                warn_unless_strict: check.warn_unless_strict.clone(),
             }
         })
         .collect()
 }
 
-fn judge(
-    scenario: &Scenario,
-    check: &Check,
-    doc: &Value,
-    memo: &mut HashMap<String, Option<(CheckStatus, String)>>,
-) -> (CheckStatus, String) {
-    match memo.get(&check.id) {
-        Some(Some(done)) => return done.clone(),
-        Some(None) => {
-            return (
-                CheckStatus::Error,
-                format!("check {} requires itself through a cycle", check.id),
-            );
-        }
-        None => {}
+/// What a check observes: its declared level, else `double` when it reads what one of
+/// toolcert's doubles saw (directly, or through a step that aggregates double observations:
+/// `wait`, `fireEffectSeams`), else `wire`.
+pub fn evidence_of(scenario: &Scenario, check: &Check) -> Evidence {
+    if let Some(declared) = check.evidence {
+        return declared;
     }
-    memo.insert(check.id.clone(), None);
-    let result = judge_uncached(scenario, check, doc, memo);
-    memo.insert(check.id.clone(), Some(result.clone()));
-    result
+    let reads = Reads::of(check);
+    let double = reads.observation_pointers().iter().any(|p| {
+        let (root, name) = reads::root_of(p);
+        reads::DOUBLE_ROOTS.contains(&root)
+            || (root == "steps"
+                && name.is_some_and(|n| {
+                    scenario.steps.iter().any(|s| {
+                        s.name() == n && matches!(s, Step::Wait(_) | Step::FireEffectSeams(_))
+                    })
+                }))
+    });
+    if double {
+        Evidence::Double
+    } else {
+        Evidence::Wire
+    }
 }
 
-fn judge_uncached(
-    scenario: &Scenario,
-    check: &Check,
-    doc: &Value,
-    memo: &mut HashMap<String, Option<(CheckStatus, String)>>,
-) -> (CheckStatus, String) {
-    for req in &check.requires {
-        let Some(dep) = scenario.checks.iter().find(|c| &c.id == req) else {
-            return (CheckStatus::Error, format!("requires unknown check {req}"));
-        };
-        let (status, detail) = judge(scenario, dep, doc, memo);
-        if status != CheckStatus::Pass {
-            let status = if status == CheckStatus::Error {
-                CheckStatus::Error
-            } else {
-                CheckStatus::Blocked
-            };
-            return (
-                status,
-                format!("cannot be judged: the check it relies on ({req}) did not pass: {detail}"),
-            );
+struct Judge<'a> {
+    suite: &'a Suite,
+    scenario: &'a Scenario,
+    doc: &'a Value,
+    wire_major: Option<u8>,
+    memo: HashMap<String, Option<(CheckStatus, String)>>,
+}
+
+impl Judge<'_> {
+    fn judge(&mut self, check: &Check) -> (CheckStatus, String) {
+        match self.memo.get(&check.id) {
+            Some(Some(done)) => return done.clone(),
+            Some(None) => {
+                return (
+                    CheckStatus::Error,
+                    format!("check {} requires itself through a cycle", check.id),
+                );
+            }
+            None => {}
         }
+        self.memo.insert(check.id.clone(), None);
+        let result = self.judge_uncached(check);
+        self.memo.insert(check.id.clone(), Some(result.clone()));
+        result
     }
-    for pointer in pointers_of(check) {
-        if let Some(state) = observation_state(doc, pointer) {
+
+    /// Why the check does not apply on this wire major, if so.
+    fn off_major(&self, check: &Check) -> Option<String> {
+        let major = self.wire_major?;
+        if !check.wire.is_empty() && !check.wire.contains(&major) {
+            return Some(format!(
+                "this check belongs to wire major {:?}; the host speaks {major}",
+                check.wire
+            ));
+        }
+        let row = self.suite.registry.row(&check.row)?;
+        (!row.applies_on(major)).then(|| {
+            format!(
+                "row {} belongs to wire major {:?}; the host speaks {major}",
+                row.id, row.wire
+            )
+        })
+    }
+
+    fn judge_uncached(&mut self, check: &Check) -> (CheckStatus, String) {
+        if let Some(why) = self.off_major(check) {
+            return (CheckStatus::Inapplicable, why);
+        }
+        let scenario = self.scenario;
+        for req in &check.requires {
+            let Some(dep) = scenario.checks.iter().find(|c| &c.id == req) else {
+                return (CheckStatus::Error, format!("requires unknown check {req}"));
+            };
+            let (status, detail) = self.judge(dep);
+            if status != CheckStatus::Pass && status != CheckStatus::Inapplicable {
+                let status = if status == CheckStatus::Error {
+                    CheckStatus::Error
+                } else {
+                    CheckStatus::Blocked
+                };
+                return (
+                    status,
+                    format!(
+                        "cannot be judged: the check it relies on ({req}) did not pass: {detail}"
+                    ),
+                );
+            }
+        }
+        // Structural guard: while a positive control of the row has not held, no check of
+        // the row can convict the host (the setup it relies on was not shown to work).
+        if !check.control {
+            let guards: Vec<&Check> = scenario
+                .checks
+                .iter()
+                .filter(|c| c.control && c.id != check.id)
+                .filter(|c| c.row == check.row || c.guards.contains(&check.row))
+                .collect();
+            for control in guards {
+                let (status, detail) = self.judge(control);
+                match status {
+                    CheckStatus::Pass | CheckStatus::Inapplicable => {}
+                    CheckStatus::Error => {
+                        return (
+                            CheckStatus::Error,
+                            format!(
+                                "cannot be judged: the positive control {} broke: {detail}",
+                                control.id
+                            ),
+                        );
+                    }
+                    _ => {
+                        return (
+                            CheckStatus::Blocked,
+                            format!(
+                                "cannot convict: the positive control {} of this row did not hold: {detail}",
+                                control.id
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        let reads = Reads::of(check);
+        for pointer in reads.observation_pointers() {
+            if let Some(state) = observation_state(self.doc, &pointer) {
+                return state;
+            }
+        }
+        if let Some(state) = self.expectation_state(&reads) {
             return state;
         }
-    }
-    match matches(&check.expect, doc.pointer(&check.at), doc) {
-        Ok(()) => (CheckStatus::Pass, String::new()),
-        Err(why) if check.control => (
-            CheckStatus::Blocked,
-            format!(
-                "positive control failed ({}: {why}); toolcert's double was not reached as expected, so the negative legs prove nothing",
-                check.says
+        match matches(&check.expect, self.doc.pointer(&check.at), self.doc) {
+            Ok(()) => (CheckStatus::Pass, String::new()),
+            Err(why) if check.control => (
+                CheckStatus::Blocked,
+                format!(
+                    "positive control failed ({}: {why}); the setup it proves did not work here, so the legs it guards prove nothing{}",
+                    check.says,
+                    self.needs()
+                ),
             ),
-        ),
-        Err(why) => (CheckStatus::Fail, format!("{}: {why}", check.says)),
+            Err(why) => (CheckStatus::Fail, format!("{}: {why}", check.says)),
+        }
     }
-}
 
-/// Every pointer a check reads.
-fn pointers_of(check: &Check) -> Vec<&str> {
-    let mut out = vec![check.at.as_str()];
-    match &check.expect {
-        Matcher::EqualsAt(p)
-        | Matcher::JcsSha256Of(p)
-        | Matcher::NotJcsSha256Of(p)
-        | Matcher::MemberOf(p) => out.push(p),
-        Matcher::EqualsAtIgnoring(spec) => out.push(&spec.at),
-        _ => {}
+    /// What the scenario needs beyond the upstream API, for a failed control's reason.
+    fn needs(&self) -> String {
+        let surfaces = &self.suite.surfaces;
+        let named: Vec<String> = self
+            .scenario
+            .surfaces
+            .iter()
+            .filter(|id| surfaces.get(id).is_some_and(|s| s.kind.is_extension()))
+            .map(|id| surfaces.reason(id))
+            .collect();
+        if named.is_empty() {
+            String::new()
+        } else {
+            format!("; this leg needs {}", named.join("; "))
+        }
     }
-    out
+
+    /// Whether toolcert's own expectation can be evaluated: the values it compares with were
+    /// observed and its placeholders resolve. A value the host never produced makes the check
+    /// `blocked`; a mistake in the scenario data is `error`, never the host's `fail`.
+    fn expectation_state(&self, reads: &Reads<'_>) -> Option<(CheckStatus, String)> {
+        for pointer in reads.pointers.iter().skip(1) {
+            if self.doc.pointer(pointer).is_none() {
+                return Some((
+                    CheckStatus::Blocked,
+                    format!("the value this check compares with ({pointer}) was not observed"),
+                ));
+            }
+        }
+        for path in &reads.placeholders {
+            if template::lookup(self.doc, path).is_some() {
+                continue;
+            }
+            let root = path.split('.').next().unwrap_or("");
+            let status = match root {
+                "vars" | "provider" | "discovery" => CheckStatus::Error,
+                _ => CheckStatus::Blocked,
+            };
+            return Some((
+                status,
+                format!("the expected value names {{{{{path}}}}}, which was not observed"),
+            ));
+        }
+        for pattern in &reads.patterns {
+            if let Err(e) = regex::Regex::new(pattern) {
+                return Some((
+                    CheckStatus::Error,
+                    format!("toolcert's pattern {pattern:?} does not compile: {e}"),
+                ));
+            }
+        }
+        None
+    }
 }
 
 /// If the pointer passes through an observation that could not be made, its status.
@@ -154,6 +307,10 @@ mod tests {
         .unwrap()
     }
 
+    fn judge(s: &Scenario, doc: &Value) -> Vec<CheckOutcome> {
+        evaluate(&Suite::embedded().unwrap(), s, doc, None)
+    }
+
     #[test]
     fn failed_control_blocks_its_dependents_instead_of_passing_them() {
         let s = scenario(json!([
@@ -161,29 +318,102 @@ mod tests {
             {"id": "denied", "row": "HOOKS-AUTH-1", "says": "denied call never reached it", "at": "/receivers/d/count", "expect": {"equals": 0}, "requires": ["control"]}
         ]));
         let doc = json!({"receivers": {"g": {"count": 0}, "d": {"count": 0}}});
-        let out = evaluate(&s, &doc);
+        let out = judge(&s, &doc);
         assert_eq!(out[0].status, CheckStatus::Blocked);
         assert_eq!(out[1].status, CheckStatus::Blocked);
         let doc = json!({"receivers": {"g": {"count": 1}, "d": {"count": 0}}});
-        let out = evaluate(&s, &doc);
+        let out = judge(&s, &doc);
         assert!(out.iter().all(|o| o.status == CheckStatus::Pass), "{out:?}");
         let doc = json!({"receivers": {"g": {"count": 1}, "d": {"count": 1}}});
-        assert_eq!(evaluate(&s, &doc)[1].status, CheckStatus::Fail);
+        assert_eq!(judge(&s, &doc)[1].status, CheckStatus::Fail);
+    }
+
+    #[test]
+    fn a_failed_control_guards_every_check_of_its_rows_without_requires() {
+        let s = scenario(json!([
+            {"id": "control", "row": "HOOKS-AUTH-3", "says": "path works", "at": "/receivers/g/count", "expect": {"equals": 1}, "control": true, "guards": ["HOOKS-AUTH-1"]},
+            {"id": "own-row", "row": "HOOKS-AUTH-3", "says": "ok", "at": "/steps/a/status", "expect": {"equals": "ok"}},
+            {"id": "guarded", "row": "HOOKS-AUTH-1", "says": "forbidden", "at": "/steps/b/status", "expect": {"equals": "forbidden"}}
+        ]));
+        let broken = json!({"receivers": {"g": {"count": 0}}, "steps": {"a": {"status": "no"}, "b": {"status": "no"}}});
+        let out = judge(&s, &broken);
+        assert!(
+            out.iter().all(|o| o.status == CheckStatus::Blocked),
+            "{out:?}"
+        );
+        assert!(
+            out[2].detail.contains("positive control control"),
+            "{}",
+            out[2].detail
+        );
+        let working = json!({"receivers": {"g": {"count": 1}}, "steps": {"a": {"status": "no"}, "b": {"status": "no"}}});
+        let out = judge(&s, &working);
+        assert_eq!(out[1].status, CheckStatus::Fail);
+        assert_eq!(out[2].status, CheckStatus::Fail);
     }
 
     #[test]
     fn observation_states_propagate_along_the_pointer() {
         let s = scenario(json!([
             {"id": "a", "row": "HOOKS-AUTH-1", "says": "s", "at": "/steps/x/toolReturned/status", "expect": {"equals": "forbidden"}},
-            {"id": "b", "row": "HOOKS-AUTH-3", "says": "s", "at": "/steps/y/http/status", "expect": {"equals": 200}}
+            {"id": "b", "row": "HOOKS-AUTH-3", "says": "s", "at": "/steps/y/http/status", "expect": {"equals": 200}},
+            {"id": "c", "row": "HOOKS-AUTH-3", "says": "s", "at": "/steps/z/runId", "expect": {"equals": "{{steps.x.runId}}"}}
         ]));
-        let doc =
-            json!({"steps": {"x": {"$blocked": "seam not wired"}, "y": {"$error": "timeout"}}});
-        let out = evaluate(&s, &doc);
+        let doc = json!({"steps": {"x": {"$blocked": "seam not wired"}, "y": {"$error": "timeout"}, "z": {"runId": "r"}}});
+        let out = judge(&s, &doc);
         assert_eq!(
             (out[0].status, out[0].detail.as_str()),
             (CheckStatus::Blocked, "seam not wired")
         );
         assert_eq!(out[1].status, CheckStatus::Error);
+        // A step named only in the expected value's template is read too.
+        assert_eq!(out[2].status, CheckStatus::Blocked);
+    }
+
+    #[test]
+    fn an_unobserved_comparison_blocks_and_a_broken_expectation_is_an_error() {
+        let s = scenario(json!([
+            {"id": "a", "row": "HOOKS-AUTH-1", "says": "same run", "at": "/steps/x/runId", "expect": {"equalsAt": "/steps/y/runId"}},
+            {"id": "b", "row": "HOOKS-AUTH-3", "says": "named", "at": "/steps/x/runId", "expect": {"equals": "{{vars.missing}}"}}
+        ]));
+        let doc = json!({"steps": {"x": {"runId": "r"}, "y": {}}, "vars": {}});
+        let out = judge(&s, &doc);
+        assert_eq!(out[0].status, CheckStatus::Blocked, "{out:?}");
+        assert_eq!(out[1].status, CheckStatus::Error, "{out:?}");
+    }
+
+    #[test]
+    fn evidence_is_inferred_from_what_a_check_reads() {
+        let s = scenario(json!([
+            {"id": "a", "row": "HOOKS-AUTH-1", "says": "s", "at": "/receivers/r/count", "expect": {"equals": 0}},
+            {"id": "b", "row": "HOOKS-AUTH-1", "says": "s", "at": "/steps/x/status", "expect": {"equals": 403}},
+            {"id": "c", "row": "HOOKS-AUTH-1", "says": "s", "at": "/steps/x/delivered", "expect": {"equals": 1}, "evidence": "self-report"}
+        ]));
+        let out = judge(&s, &json!({}));
+        let levels: Vec<Evidence> = out.iter().map(|o| o.evidence).collect();
+        assert_eq!(
+            levels,
+            vec![Evidence::Double, Evidence::Wire, Evidence::SelfReport]
+        );
+    }
+
+    #[test]
+    fn rules_of_another_wire_major_are_inapplicable() {
+        let s: Scenario = serde_json::from_value(json!({
+            "id": "t.t", "title": "t", "rows": ["IDEM-L1-8", "IDEM-L1-2"], "gate": null, "kills": [], "steps": [],
+            "checks": [
+                {"id": "a", "row": "IDEM-L1-8", "says": "s", "at": "/x", "expect": {"present": true}},
+                {"id": "b", "row": "IDEM-L1-2", "says": "s", "at": "/x", "expect": {"present": true}, "wire": [1]}
+            ]
+        }))
+        .unwrap();
+        let suite = Suite::embedded().unwrap();
+        let doc = json!({"x": 1});
+        let v1 = evaluate(&suite, &s, &doc, Some(1));
+        assert_eq!(v1[0].status, CheckStatus::Inapplicable, "{v1:?}");
+        assert_eq!(v1[1].status, CheckStatus::Pass);
+        let v2 = evaluate(&suite, &s, &doc, Some(2));
+        assert_eq!(v2[0].status, CheckStatus::Pass);
+        assert_eq!(v2[1].status, CheckStatus::Inapplicable);
     }
 }

@@ -1,9 +1,12 @@
 //! Discovery: `GET /.well-known/openwop`, the wire major, and capability gates.
 //!
 //! toolcert asks for v2 first (`OpenWOP-Version: 2.0`, then `2`, C-19) and falls back to the
-//! v1 document (no header). A v2 capability is claimed by the record's presence and a facet
-//! by its key being `true`; a v1 block is claimed by `supported: true` (read at the root
-//! first, then under the deprecated `capabilities` wrapper).
+//! v1 document (no header). A v2 document lists a `2.x` in `protocolVersions`; a v1 document
+//! carries `protocolVersion` (a string such as `"1.0"`) and/or a `protocolVersions` list without
+//! a 2.x (the public example hosts carry only the string). A v2 capability is claimed by the
+//! record's presence and a facet by its key being `true`; a v1 block is claimed by
+//! `supported: true`, read at the root first, then under the deprecated `capabilities`
+//! wrapper. A family named in `refusedCapabilities[]` is refused: its rows are inapplicable.
 
 use serde_json::Value;
 
@@ -17,6 +20,8 @@ pub struct Discovery {
     pub document: Value,
     /// The wire major it implies.
     pub wire: WireMajor,
+    /// Why that major was chosen, in words (reports print it).
+    pub wire_reason: String,
     /// The `ETag` header, if any.
     pub etag: Option<String>,
     /// Lowercase hex SHA-256 over the RFC 8785 form of the document.
@@ -43,13 +48,71 @@ pub enum DiscoveryError {
     },
 }
 
-fn is_v2(doc: &Value) -> bool {
-    doc.get("protocolVersions")
+/// What a discovery document says about its major.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    V2(String),
+    V1(String),
+    Neither(String),
+}
+
+fn classify(doc: &Value) -> Kind {
+    let listed: Option<Vec<&str>> = doc
+        .get("protocolVersions")
         .and_then(Value::as_array)
-        .is_some_and(|vs| {
-            vs.iter()
-                .any(|v| v.as_str().is_some_and(|s| s.starts_with("2.")))
-        })
+        .map(|vs| vs.iter().filter_map(Value::as_str).collect());
+    let single = doc.get("protocolVersion").and_then(Value::as_str);
+    if let Some(list) = &listed
+        && let Some(v2) = list.iter().find(|v| v.starts_with("2."))
+    {
+        return Kind::V2(format!("protocolVersions lists {v2}"));
+    }
+    if let Some(v) = single.filter(|v| v.starts_with("2.") || *v == "2") {
+        return Kind::V2(format!("protocolVersion is \"{v}\""));
+    }
+    match (single, &listed) {
+        (Some(v), _) if v.starts_with("1.") || v == "1" => {
+            let also = match &listed {
+                Some(list) => format!(" (protocolVersions {list:?})"),
+                None => " and no protocolVersions list".to_string(),
+            };
+            Kind::V1(format!("protocolVersion is \"{v}\"{also}"))
+        }
+        (_, Some(list)) if list.iter().any(|v| v.starts_with("1.")) => {
+            Kind::V1(format!("protocolVersions {list:?} lists no 2.x"))
+        }
+        (Some(v), _) => Kind::Neither(format!("protocolVersion \"{v}\" is neither 1.x nor 2.x")),
+        (None, Some(list)) => Kind::Neither(format!(
+            "protocolVersions {list:?} lists neither a 1.x nor a 2.x version"
+        )),
+        (None, None) => Kind::Neither(
+            "the object has neither a protocolVersion string (v1) nor a protocolVersions list (v2)"
+                .into(),
+        ),
+    }
+}
+
+/// Why a response is no discovery document at all, if it is not.
+fn unusable(
+    status: u16,
+    headers: &std::collections::BTreeMap<String, String>,
+    body: &Value,
+) -> Option<String> {
+    if (300..400).contains(&status) {
+        return Some(match headers.get("location") {
+            Some(to) => format!(
+                "a redirect to {to:?}, which toolcert never follows; pass the URL it names as --host"
+            ),
+            None => "a redirect without a Location header, which toolcert never follows".into(),
+        });
+    }
+    if status != 200 {
+        return Some(format!("HTTP {status} instead of 200"));
+    }
+    if body.get("$nonJson").is_some() || !body.is_object() {
+        return Some("the body is not a JSON object".into());
+    }
+    None
 }
 
 /// Fetch and classify the discovery document.
@@ -64,35 +127,39 @@ pub async fn discover(client: &HostClient) -> Result<Discovery, DiscoveryError> 
         let (result, exchange) = client.send("discovery", &req).await;
         exchanges.push(exchange);
         let resp = result?;
-        if resp.status != 200 || !resp.body.is_object() || resp.body.get("$nonJson").is_some() {
-            last = (resp.status, "the body is not a JSON object".into());
+        if let Some(why) = unusable(resp.status, &resp.headers, &resp.body) {
+            last = (resp.status, why);
             continue;
         }
-        if !resp
-            .body
-            .get("protocolVersions")
-            .is_some_and(Value::is_array)
-        {
-            last = (
-                resp.status,
-                "the object has no protocolVersions list".into(),
-            );
-            continue;
-        }
-        let wire = if is_v2(&resp.body) {
-            WireMajor::V2
-        } else if header.is_none() {
-            WireMajor::V1
-        } else {
+        let (wire, wire_reason) = match (classify(&resp.body), header) {
+            (Kind::V2(why), Some(h)) => (
+                WireMajor::V2,
+                format!("asked with OpenWOP-Version: {h}, the document's {why}"),
+            ),
+            (Kind::V2(why), None) => (
+                WireMajor::V2,
+                format!("asked without a version header, the document's {why}"),
+            ),
+            (Kind::V1(why), None) => (
+                WireMajor::V1,
+                format!("no v2 document was served; the v1 document's {why}"),
+            ),
             // A v1-only host may ignore the header; take its document on the plain request.
-            last = (resp.status, "no 2.x in protocolVersions".into());
-            continue;
+            (Kind::V1(why), Some(_)) => {
+                last = (resp.status, format!("a v1 document ({why})"));
+                continue;
+            }
+            (Kind::Neither(why), _) => {
+                last = (resp.status, why);
+                continue;
+            }
         };
         return Ok(Discovery {
             sha256: crate::canonical::jcs_sha256_hex(&resp.body),
             etag: resp.headers.get("etag").cloned(),
             document: resp.body,
             wire,
+            wire_reason,
             exchanges,
         });
     }
@@ -102,14 +169,21 @@ pub async fn discover(client: &HostClient) -> Result<Discovery, DiscoveryError> 
     })
 }
 
+/// Whether a gate is met, and if not, why (a fact about the host).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Advertised {
+    /// The capability (and facet) is advertised.
+    Yes,
+    /// It is not advertised.
+    No,
+    /// The family is listed in `refusedCapabilities[]`.
+    Refused,
+}
+
 impl Discovery {
-    /// Whether the dotted capability path is advertised: `toolHooks` (the family) or
-    /// `toolHooks.perToolAuthorization` (a facet that must be `true`).
-    pub fn advertises(&self, gate: &str) -> bool {
-        let mut parts = gate.split('.');
-        let Some(family) = parts.next() else {
-            return false;
-        };
+    /// The capability record of a family: the root first, then (v1) the deprecated
+    /// `capabilities` wrapper.
+    fn record(&self, family: &str) -> Option<&Value> {
         let record = match self.wire {
             WireMajor::V2 => self.document.get(family),
             WireMajor::V1 => self.document.get(family).or_else(|| {
@@ -118,21 +192,93 @@ impl Discovery {
                     .and_then(|c| c.get(family))
             }),
         };
-        let Some(record) = record.filter(|r| r.is_object()) else {
-            return false;
+        record.filter(|r| r.is_object())
+    }
+
+    /// Families the host says it refuses (`refusedCapabilities[]`, at the root or under the v1
+    /// wrapper).
+    pub fn refused(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let lists = [
+            self.document.get("refusedCapabilities"),
+            self.document
+                .get("capabilities")
+                .and_then(|c| c.get("refusedCapabilities")),
+        ];
+        for list in lists.into_iter().flatten() {
+            for family in list
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                if !out.iter().any(|f| f == family) {
+                    out.push(family.to_string());
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the dotted capability path is advertised: `toolHooks` (the family) or
+    /// `toolHooks.perToolAuthorization` (a facet that must be `true`).
+    pub fn advertises(&self, gate: &str) -> bool {
+        self.advertisement(gate) == Advertised::Yes
+    }
+
+    /// Whether the dotted capability path is advertised, not advertised, or refused.
+    pub fn advertisement(&self, gate: &str) -> Advertised {
+        let mut parts = gate.split('.');
+        let Some(family) = parts.next() else {
+            return Advertised::No;
+        };
+        if self.refused().iter().any(|f| f == family) {
+            return Advertised::Refused;
+        }
+        let Some(record) = self.record(family) else {
+            return Advertised::No;
         };
         if self.wire == WireMajor::V1 && record.get("supported") != Some(&Value::Bool(true)) {
-            return false;
+            return Advertised::No;
         }
         let mut node = record;
         for facet in parts {
             match node.get(facet) {
                 Some(next) => node = next,
-                None => return false,
+                None => return Advertised::No,
             }
         }
         // A facet is claimed when true; a nested object facet is claimed by presence.
-        node.as_bool().unwrap_or(node.is_object())
+        if node.as_bool().unwrap_or(node.is_object()) {
+            Advertised::Yes
+        } else {
+            Advertised::No
+        }
+    }
+
+    /// The fixture workflow ids the host advertises: `fixtures[]` at the root, or (v2, whose
+    /// root is closed) the metadata key `conformance.fixtures`.
+    pub fn fixtures(&self) -> Vec<String> {
+        let lists = [
+            self.document.get("fixtures"),
+            self.document
+                .get("metadata")
+                .and_then(|m| m.get("conformance.fixtures")),
+        ];
+        let mut out: Vec<String> = Vec::new();
+        for list in lists.into_iter().flatten() {
+            for id in list
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                if !out.iter().any(|f| f == id) {
+                    out.push(id.to_string());
+                }
+            }
+        }
+        out
     }
 }
 
@@ -144,6 +290,7 @@ mod tests {
     fn disc(document: Value, wire: WireMajor) -> Discovery {
         Discovery {
             sha256: String::new(),
+            wire_reason: String::new(),
             document,
             wire,
             etag: None,
@@ -172,5 +319,72 @@ mod tests {
         );
         assert!(d.advertises("toolHooks.prePostEvents"));
         assert!(!d.advertises("mcp"));
+    }
+
+    #[test]
+    fn every_real_document_is_classified() {
+        // The public example hosts: a protocolVersion string and nothing else.
+        assert!(matches!(
+            classify(&json!({"protocolVersion": "1.0"})),
+            Kind::V1(_)
+        ));
+        assert!(matches!(
+            classify(&json!({"protocolVersion": "1.0", "protocolVersions": ["1.0", "1.1"]})),
+            Kind::V1(_)
+        ));
+        assert!(matches!(
+            classify(&json!({"protocolVersions": ["1.0"]})),
+            Kind::V1(_)
+        ));
+        assert!(matches!(
+            classify(&json!({"protocolVersions": ["1.1", "2.0"], "preferredVersion": "2.0"})),
+            Kind::V2(_)
+        ));
+        let Kind::Neither(why) = classify(&json!({"name": "x"})) else {
+            panic!("not a discovery document");
+        };
+        assert!(why.contains("protocolVersion"), "{why}");
+        assert!(matches!(
+            classify(&json!({"protocolVersion": "3.0"})),
+            Kind::Neither(_)
+        ));
+    }
+
+    #[test]
+    fn refused_families_are_refused_wherever_they_are_listed() {
+        let d = disc(
+            json!({"protocolVersion": "1.0", "capabilities": {"refusedCapabilities": ["aiProviders"]}, "refusedCapabilities": ["mcp"], "toolHooks": {"supported": true}}),
+            WireMajor::V1,
+        );
+        assert_eq!(
+            d.refused(),
+            vec!["mcp".to_string(), "aiProviders".to_string()]
+        );
+        assert_eq!(d.advertisement("aiProviders"), Advertised::Refused);
+        assert_eq!(d.advertisement("mcp.client"), Advertised::Refused);
+        assert_eq!(d.advertisement("toolHooks"), Advertised::Yes);
+        assert_eq!(d.advertisement("replay"), Advertised::No);
+    }
+
+    #[test]
+    fn fixtures_come_from_the_root_or_v2_metadata() {
+        let v1 = disc(json!({"fixtures": ["conformance-noop"]}), WireMajor::V1);
+        assert_eq!(v1.fixtures(), vec!["conformance-noop".to_string()]);
+        let v2 = disc(
+            json!({"metadata": {"conformance.fixtures": ["conformance-effect"]}}),
+            WireMajor::V2,
+        );
+        assert_eq!(v2.fixtures(), vec!["conformance-effect".to_string()]);
+    }
+
+    #[test]
+    fn a_redirect_is_named_as_one() {
+        let headers =
+            std::collections::BTreeMap::from([("location".to_string(), "https://x/".to_string())]);
+        let why = unusable(302, &headers, &Value::Null).unwrap();
+        assert!(
+            why.contains("redirect") && why.contains("https://x/"),
+            "{why}"
+        );
     }
 }

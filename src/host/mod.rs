@@ -10,7 +10,7 @@ mod sse;
 mod tls;
 
 pub use client::{Budgets, HostClient, HostRequest, HostResponse, TransportError};
-pub use discovery::{Discovery, DiscoveryError, discover};
+pub use discovery::{Advertised, Discovery, DiscoveryError, discover};
 pub use paths::WireMajor;
 pub use profile::{HostProfile, ProfileError, RoleProfile};
 pub use spawn::{

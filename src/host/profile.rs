@@ -43,9 +43,14 @@ pub struct HostProfile {
     /// What the host cannot advertise but a row needs, stated by its operator (templates read
     /// them as `{{facts.NAME}}`; a row needing an absent one is `blocked`): `recordLimitBytes`
     /// (TURN-D10), `clarificationTool` (TURN-E1), `mcpServerPath` (TURN-E4: the path of the
-    /// host's MCP server mount, which the `mcp` facet cannot carry).
+    /// host's MCP server mount, which the `mcp` facet cannot carry), `rateLimitCapacity`
+    /// (HOOKS-RL-1: how many calls a fresh `(principal, tool)` bucket admits).
     #[serde(default)]
     pub facts: BTreeMap<String, Value>,
+    /// Fixture ids mapped to the host's own workflow ids (`"conformance-effect":
+    /// "my-effect-flow"`): a mapped fixture is used even when discovery does not list it.
+    #[serde(default)]
+    pub fixtures: BTreeMap<String, String>,
 }
 
 /// Every provider wire format toolcert's mock provider speaks.
@@ -66,7 +71,7 @@ pub enum ProfileError {
     },
     /// The file is not a valid profile.
     #[error(
-        "host profile {file}: {message} (expected {{\"baseUrl\"?, \"roles\": {{ROLE: {{\"token\"?, \"principal\"?}}}}, \"scopes\": {{\"granted\": SCOPE}}, \"providerWires\"?: [\"openai-chat\", \"anthropic-messages\"]}})"
+        "host profile {file}: {message} (expected {{\"baseUrl\"?, \"roles\": {{ROLE: {{\"token\"?, \"principal\"?}}}}, \"scopes\": {{\"granted\": SCOPE}}, \"providerWires\"?: [\"openai-chat\", \"anthropic-messages\"], \"facts\"?: {{NAME: VALUE}}, \"fixtures\"?: {{FIXTURE: WORKFLOW}}}})"
     )]
     Invalid {
         /// The file.
@@ -87,6 +92,7 @@ impl Default for HostProfile {
             scopes: BTreeMap::new(),
             provider_wires: all_provider_wires(),
             facts: BTreeMap::new(),
+            fixtures: BTreeMap::new(),
         }
     }
 }
@@ -117,7 +123,9 @@ impl HostProfile {
                 ("recordLimitBytes".into(), json!(65536)),
                 ("clarificationTool".into(), json!("ask_user")),
                 ("mcpServerPath".into(), json!("/mcp")),
+                ("rateLimitCapacity".into(), json!(5)),
             ]),
+            fixtures: BTreeMap::new(),
         }
     }
 

@@ -77,8 +77,9 @@ pub enum SpawnCommand {
 
 impl SpawnCommand {
     /// toolcert's own binary serving the reference host (`toolcert reference-host`), seams on,
-    /// on a pinned port and a data directory, with `mutant` switched on.
-    pub fn reference_host(exe: &Path, mutant: Option<&str>) -> SpawnCommand {
+    /// on a pinned port and a data directory, with `mutant` switched on, and as a plain
+    /// upstream v1 host when `upstream_only`.
+    pub fn reference_host(exe: &Path, mutant: Option<&str>, upstream_only: bool) -> SpawnCommand {
         let mut argv = vec![
             exe.display().to_string(),
             "reference-host".into(),
@@ -91,6 +92,9 @@ impl SpawnCommand {
         if let Some(m) = mutant {
             argv.push("--mutant".into());
             argv.push(m.into());
+        }
+        if upstream_only {
+            argv.push("--upstream-only".into());
         }
         SpawnCommand::Argv(argv)
     }
@@ -388,12 +392,19 @@ mod tests {
         let (shown, _) =
             SpawnCommand::Shell("host --port {port} --data {data_dir}".into()).render(7, dir);
         assert_eq!(shown, "host --port 7 --data /tmp/x");
-        let cmd = SpawnCommand::reference_host(Path::new("/bin/toolcert"), Some("m"));
+        let cmd = SpawnCommand::reference_host(Path::new("/bin/toolcert"), Some("m"), false);
         assert!(cmd.pins_port());
         let (shown, _) = cmd.render(9, dir);
         assert_eq!(
             shown,
             "/bin/toolcert reference-host --port 9 --data-dir /tmp/x --enable-seams --mutant m"
+        );
+        let upstream = SpawnCommand::reference_host(Path::new("/bin/toolcert"), None, true);
+        assert!(
+            upstream
+                .render(9, dir)
+                .0
+                .ends_with("--enable-seams --upstream-only")
         );
     }
 

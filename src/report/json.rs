@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::runner::{RunOutcome, ScenarioResult};
 use crate::suite::Suite;
-use crate::verdict::{Disposition, RowVerdict};
+use crate::verdict::{Disposition, Evidence, RowVerdict};
 
 /// Schema every JSON report must satisfy.
 pub const REPORT_SCHEMA: &str = "schemas/report.schema.json";
@@ -102,6 +102,14 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
     let mut summary = json!(counts(&run.rows));
     summary["rowsJudged"] = json!(run.rows.len());
     summary["rowsMeasured"] = json!(run.measured());
+    let at = |e: Evidence| {
+        run.rows
+            .iter()
+            .filter(|r| r.disposition == Disposition::Pass && r.evidence == Some(e))
+            .count()
+    };
+    summary["passEvidence"] = json!({"double": at(Evidence::Double), "wire": at(Evidence::Wire)});
+    summary["requireEvidence"] = json!(run.require_evidence);
     summary["scenarios"] = json!(run.scenarios.len());
     summary["uncovered"] = json!(run.uncovered.len());
     summary["certified"] = json!(!run.denied());
@@ -110,7 +118,7 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
     Report {
-        report_version: 1,
+        report_version: 2,
         toolcert_version: env!("CARGO_PKG_VERSION").to_string(),
         suite_version: crate::SUITE_VERSION.to_string(),
         generated_at,
@@ -120,6 +128,7 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
             "baseUrl": run.base_url,
             "embedded": run.embedded,
             "mutant": run.mutant,
+            "upstreamOnly": run.upstream_only,
             "discovery": run.discovery,
         }),
         summary,

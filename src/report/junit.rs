@@ -2,7 +2,8 @@
 //!
 //! Mapping (explicit, because CI systems read it): `pass` ⇒ success; `warn` ⇒ success with
 //! the warning in system-out; `inapplicable` ⇒ skipped with the reason; `blocked` and `fail`
-//! ⇒ failure; `error` ⇒ error.
+//! ⇒ failure; `error` ⇒ error. Every case carries the property `disposition`, and a `pass`
+//! or `warn` case the property `evidence` (`double` or `wire`) and says it in system-out.
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -46,8 +47,21 @@ pub fn render_junit(report: &JsonReport) -> String {
             let mut case = TestCase::new(v.requirement_id.clone(), status);
             case.set_classname(format!("toolcert.{family}"));
             case.set_assertions(v.assertions as usize);
-            if v.disposition == Disposition::Warn {
-                case.set_system_out(format!("warn (SHOULD): {}", v.detail));
+            case.add_property(("disposition", v.disposition.as_str()));
+            if let Some(evidence) = v.evidence {
+                case.add_property(("evidence", evidence.as_str()));
+            }
+            match (v.disposition, v.evidence) {
+                (Disposition::Warn, _) => {
+                    case.set_system_out(format!("warn (SHOULD): {}", v.detail));
+                }
+                (Disposition::Pass, Some(evidence)) if v.detail.is_empty() => {
+                    case.set_system_out(format!("pass at {evidence} evidence"));
+                }
+                (Disposition::Pass, Some(evidence)) => {
+                    case.set_system_out(format!("pass at {evidence} evidence: {}", v.detail));
+                }
+                _ => {}
             }
             suite.add_test_case(case);
         }

@@ -5,7 +5,17 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Report;
-use crate::verdict::Disposition;
+use crate::verdict::{Disposition, Evidence};
+
+/// Text fit for one Markdown table cell or list item: one line, no pipes, and no HTML a host
+/// could smuggle into the report (`<script>` stays text).
+fn cell(text: &str) -> String {
+    text.replace('\n', " ")
+        .replace('|', "\\|")
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
 
 /// Render the Markdown report.
 pub fn render_markdown(report: &Report) -> String {
@@ -16,16 +26,26 @@ pub fn render_markdown(report: &Report) -> String {
         out,
         "- Host: `{}`{}",
         report.host["baseUrl"].as_str().unwrap_or(""),
-        report.host["mutant"]
-            .as_str()
-            .map(|m| format!(" (reference host, mutant `{m}`)"))
-            .unwrap_or_default()
+        match (
+            report.host["mutant"].as_str(),
+            report.host["upstreamOnly"].as_bool().unwrap_or(false)
+        ) {
+            (Some(m), true) => format!(" (reference host, upstream-only, mutant `{m}`)"),
+            (Some(m), false) => format!(" (reference host, mutant `{m}`)"),
+            (None, true) => " (reference host, upstream-only)".to_string(),
+            (None, false) => String::new(),
+        }
     );
     if let Some(sha) = report.host["discovery"]["sha256"].as_str() {
         let _ = writeln!(
             out,
-            "- Discovery: wire major {}, SHA-256 `{sha}`",
-            report.host["discovery"]["wireMajor"]
+            "- Discovery: wire major {} ({}), SHA-256 `{sha}`",
+            report.host["discovery"]["wireMajor"],
+            cell(
+                report.host["discovery"]["wireReason"]
+                    .as_str()
+                    .unwrap_or("")
+            )
         );
     } else if let Some(e) = report.host["discovery"]["error"].as_str() {
         let _ = writeln!(out, "- Discovery failed: {e}");
@@ -54,6 +74,7 @@ pub fn render_markdown(report: &Report) -> String {
         "| family | pass | warn | inapplicable | blocked | fail | error |"
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    // The pass column says at which evidence level the rows held: `3 (2 double, 1 wire)`.
     let mut families: BTreeMap<&str, BTreeMap<Disposition, usize>> = BTreeMap::new();
     for r in &report.rows {
         *families
@@ -65,7 +86,28 @@ pub fn render_markdown(report: &Report) -> String {
     for (family, counts) in &families {
         let cells: Vec<String> = Disposition::ALL
             .iter()
-            .map(|d| counts.get(d).copied().unwrap_or(0).to_string())
+            .map(|d| {
+                let n = counts.get(d).copied().unwrap_or(0);
+                if *d != Disposition::Pass || n == 0 {
+                    return n.to_string();
+                }
+                let at = |e: Evidence| {
+                    report
+                        .rows
+                        .iter()
+                        .filter(|r| {
+                            r.verdict.family == *family
+                                && r.verdict.disposition == Disposition::Pass
+                                && r.verdict.evidence == Some(e)
+                        })
+                        .count()
+                };
+                format!(
+                    "{n} ({} double, {} wire)",
+                    at(Evidence::Double),
+                    at(Evidence::Wire)
+                )
+            })
             .collect();
         let _ = writeln!(out, "| {family} | {} |", cells.join(" | "));
     }
@@ -93,8 +135,35 @@ pub fn render_markdown(report: &Report) -> String {
             r.source,
             r.rule,
             v.scenario_id,
-            v.detail.replace('\n', " ")
+            cell(&v.detail)
         );
+    }
+    let passed: Vec<_> = report
+        .rows
+        .iter()
+        .filter(|r| r.verdict.disposition == Disposition::Pass)
+        .collect();
+    let _ = writeln!(out, "\n## Rows that passed\n");
+    if passed.is_empty() {
+        let _ = writeln!(out, "None.");
+    } else {
+        let _ = writeln!(
+            out,
+            "`double`: counted at a double toolcert owns; `wire`: the host's answer to toolcert's own request, judged by toolcert.\n"
+        );
+        let _ = writeln!(out, "| row | evidence | scenario | note |");
+        let _ = writeln!(out, "|---|---|---|---|");
+        for r in passed {
+            let v = &r.verdict;
+            let _ = writeln!(
+                out,
+                "| {} | {} | `{}` | {} |",
+                v.requirement_id,
+                v.evidence.map_or("?", |e| e.as_str()),
+                v.scenario_id,
+                cell(&v.detail)
+            );
+        }
     }
     let _ = writeln!(out, "\n## Not covered by a scenario yet\n");
     if report.uncovered.is_empty() {

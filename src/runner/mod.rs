@@ -6,7 +6,7 @@
 
 mod target;
 
-pub use target::{Target, TargetError};
+pub use target::{ReferenceVariant, Target, TargetError};
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,14 +16,16 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::host::{
-    Budgets, Discovery, HostClient, HostProfile, STARTUP_BUDGET, SpawnCommand, SpawnedHost,
-    discover,
+    Advertised, Budgets, Discovery, HostClient, HostProfile, STARTUP_BUDGET, SpawnCommand,
+    SpawnedHost, discover,
 };
 use crate::steps::{Flow, ScenarioCtx};
 use crate::suite::{Level, Scenario, Suite};
 use crate::template;
 use crate::transcript::{Transcript, redact};
-use crate::verdict::{CheckOutcome, CheckStatus, Disposition, RowVerdict, fold_rows};
+use crate::verdict::{
+    CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions, RowVerdict, fold_rows,
+};
 use crate::witness::{McpServer, Receiver};
 
 /// Options of one run.
@@ -38,6 +40,8 @@ pub struct RunOptions {
     pub jobs: usize,
     /// Strict mode: `warn` and `inapplicable` deny certification too.
     pub strict: bool,
+    /// `--require-evidence`: a row that held below this level is `blocked`.
+    pub require_evidence: Option<Evidence>,
     /// toolcert's binary, to run the embedded reference host as a child process for
     /// kill-and-restart scenarios (default: [`crate::host::reference_host_exe`]).
     pub reference_host_exe: Option<std::path::PathBuf>,
@@ -52,6 +56,7 @@ impl Default for RunOptions {
             budgets: Budgets::default(),
             jobs: 4,
             strict: false,
+            require_evidence: None,
             reference_host_exe: crate::host::reference_host_exe(),
             ca_certs: crate::host::CaCerts::default(),
         }
@@ -185,14 +190,39 @@ impl Session {
                 "the host profile says the host cannot use a {wire} provider"
             ));
         }
-        // A gate may join facets with ` & ` (HOOKS-EVT-5 needs both `safeFetch` and
-        // `prePostEvents`); the reason names the first facet missing.
-        scenario
-            .gate
-            .as_deref()?
-            .split(" & ")
-            .find(|g| !d.advertises(g))
-            .map(|g| format!("the host does not advertise {g}"))
+        // A gate is alternatives joined with ` | `, each facets joined with ` & `
+        // (HOOKS-EVT-5 needs both `safeFetch` and `prePostEvents`); the reason names, per
+        // alternative, the first facet missing.
+        let gate = scenario.gate.as_deref()?;
+        let mut reasons = Vec::new();
+        for alternative in gate.split(" | ") {
+            let missing = alternative
+                .split(" & ")
+                .map(|g| (g, d.advertisement(g)))
+                .find(|(_, a)| *a != Advertised::Yes);
+            match missing {
+                None => return None,
+                Some((g, Advertised::Refused)) => reasons.push(format!(
+                    "the host refuses the {} family (refusedCapabilities)",
+                    g.split('.').next().unwrap_or(g)
+                )),
+                Some((g, _)) => reasons.push(format!("the host does not advertise {g}")),
+            }
+        }
+        Some(reasons.join(", and "))
+    }
+
+    /// Fixture id ⇒ the host's workflow id: what discovery advertises, then what the profile
+    /// maps (`{{fixtures.conformance-noop}}` renders through it).
+    fn fixtures(&self, discovery: &Discovery) -> Value {
+        let mut map = serde_json::Map::new();
+        for id in discovery.fixtures() {
+            map.insert(id.clone(), Value::String(id));
+        }
+        for (id, workflow) in &self.profile.fixtures {
+            map.insert(id.clone(), Value::String(workflow.clone()));
+        }
+        Value::Object(map)
     }
 
     fn derive(&self, scenario: &str, purpose: &str) -> String {
@@ -213,6 +243,9 @@ impl Session {
                     says: c.says.clone(),
                     status,
                     detail: detail.clone(),
+                    evidence: crate::expect::evidence_of(scenario, c),
+                    control: c.control,
+                    warn_unless_strict: c.warn_unless_strict.clone(),
                 })
                 .collect()
         };
@@ -250,6 +283,7 @@ impl Session {
             "roles": roles,
             "scopes": scopes,
             "facts": self.profile.facts,
+            "fixtures": self.fixtures(discovery),
             "discovery": {
                 "document": discovery.document,
                 "etag": discovery.etag,
@@ -313,6 +347,7 @@ impl Session {
             .map(|h| self.client.with_base_url(h.base_url()));
         let mut ctx = ScenarioCtx {
             client: scenario_client.as_ref().unwrap_or(&self.client),
+            surfaces: &suite.surfaces,
             receiver: &self.receiver,
             provider: &self.provider,
             mcp: &self.mcp,
@@ -343,7 +378,8 @@ impl Session {
         ctx.observe_receivers();
         ctx.observe_providers();
         ctx.observe_mcp_servers();
-        let checks = crate::expect::evaluate(scenario, &ctx.doc);
+        let checks =
+            crate::expect::evaluate(suite, scenario, &ctx.doc, Some(discovery.wire.number()));
         self.receiver.forget(&nonce);
         self.mcp.forget(&nonce);
         for (_, model) in &ctx.providers {
@@ -402,12 +438,16 @@ pub struct RunOutcome {
     pub seed: u64,
     /// Strict mode.
     pub strict: bool,
+    /// `--require-evidence`, if given.
+    pub require_evidence: Option<Evidence>,
     /// Host base URL.
     pub base_url: String,
     /// Whether the host is the embedded reference host.
     pub embedded: bool,
     /// The embedded reference host's mutant, if any.
     pub mutant: Option<String>,
+    /// Whether the embedded reference host ran in upstream-only mode.
+    pub upstream_only: bool,
     /// The discovery document, its digest and wire major, or why discovery failed.
     pub discovery: Value,
     /// Per scenario results, sorted by id.
@@ -446,6 +486,9 @@ impl Session {
                 "sha256": d.sha256,
                 "etag": d.etag,
                 "wireMajor": d.wire.number(),
+                "wireReason": d.wire_reason,
+                "fixtures": d.fixtures(),
+                "refusedCapabilities": d.refused(),
             }),
             Err(e) => json!({"error": e}),
         }
@@ -464,7 +507,10 @@ pub fn conclude(
     scenarios.sort_by(|a, b| a.scenario_id.cmp(&b.scenario_id));
     let rows = fold_rows(
         &suite.registry,
-        opts.strict,
+        FoldOptions {
+            strict: opts.strict,
+            require_evidence: opts.require_evidence,
+        },
         scenarios
             .iter()
             .map(|s| (s.scenario_id.as_str(), s.checks.as_slice())),
@@ -472,9 +518,11 @@ pub fn conclude(
     RunOutcome {
         seed: opts.seed,
         strict: opts.strict,
+        require_evidence: opts.require_evidence,
         base_url: target.base_url.clone(),
         embedded: target.is_embedded(),
         mutant: target.mutant.clone(),
+        upstream_only: target.upstream_only,
         discovery: session.discovery_summary(),
         scenarios,
         rows,
@@ -542,10 +590,25 @@ pub async fn run_embedded(
     opts: &RunOptions,
     select: Option<&dyn Fn(&Scenario) -> bool>,
 ) -> Result<RunOutcome, TargetError> {
-    let target = Target::embedded(mutant).await?;
+    run_reference(suite, ReferenceVariant::with_mutant(mutant), opts, select).await
+}
+
+/// Start a variant of the embedded reference host, run the selected scenarios against it,
+/// and stop it.
+pub async fn run_reference(
+    suite: &Suite,
+    variant: ReferenceVariant,
+    opts: &RunOptions,
+    select: Option<&dyn Fn(&Scenario) -> bool>,
+) -> Result<RunOutcome, TargetError> {
+    let target = Target::embedded_variant(variant).await?;
     let target = match &opts.reference_host_exe {
         Some(exe) => {
-            let command = SpawnCommand::reference_host(exe, mutant.map(|m| m.name()));
+            let command = SpawnCommand::reference_host(
+                exe,
+                variant.mutant.map(|m| m.name()),
+                variant.upstream_only,
+            );
             target.with_spawner(Some(command))
         }
         None => target,

@@ -22,6 +22,26 @@ pub enum TargetError {
     Spawn(String),
 }
 
+/// Which variant of the reference host to embed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReferenceVariant {
+    /// The known bug switched on, if any.
+    pub mutant: Option<reference_host::mutants::Mutant>,
+    /// Serve a plain upstream OpenWOP v1 host: v1 discovery without `protocolVersions`, only
+    /// upstream seams, seam fields and fixtures (`reference-host --upstream-only`).
+    pub upstream_only: bool,
+}
+
+impl ReferenceVariant {
+    /// The clean or mutated default (v2) reference host.
+    pub fn with_mutant(mutant: Option<reference_host::mutants::Mutant>) -> Self {
+        ReferenceVariant {
+            mutant,
+            upstream_only: false,
+        }
+    }
+}
+
 /// A host to certify.
 pub struct Target {
     /// Base URL.
@@ -30,6 +50,8 @@ pub struct Target {
     pub profile: HostProfile,
     /// The mutant switched on in the embedded host, if any.
     pub mutant: Option<String>,
+    /// Whether the embedded host runs in upstream-only mode.
+    pub upstream_only: bool,
     /// How to start a host process of its own for each scenario that kills and restarts one;
     /// `None` makes those scenarios `blocked`.
     pub spawner: Option<SpawnCommand>,
@@ -42,9 +64,19 @@ impl Target {
     pub async fn embedded(
         mutant: Option<reference_host::mutants::Mutant>,
     ) -> Result<Target, TargetError> {
+        Target::embedded_variant(ReferenceVariant::with_mutant(mutant)).await
+    }
+
+    /// Start a variant of the reference host in-process on 127.0.0.1 (seams on).
+    pub async fn embedded_variant(variant: ReferenceVariant) -> Result<Target, TargetError> {
+        let ReferenceVariant {
+            mutant,
+            upstream_only,
+        } = variant;
         let config = reference_host::HostConfig {
             mutant,
             seams_enabled: true,
+            upstream_only,
             ..reference_host::HostConfig::default()
         };
         let host = reference_host::start(config)
@@ -53,11 +85,12 @@ impl Target {
         // Kill-and-restart scenarios run the same host as a child process (`toolcert
         // reference-host`), so they also run from the one command; see `with_spawner`.
         let spawner = reference_host_exe()
-            .map(|exe| SpawnCommand::reference_host(&exe, mutant.map(|m| m.name())));
+            .map(|exe| SpawnCommand::reference_host(&exe, mutant.map(|m| m.name()), upstream_only));
         Ok(Target {
             base_url: host.base_url.clone(),
             profile: HostProfile::reference(),
             mutant: mutant.map(|m| m.name().to_string()),
+            upstream_only,
             spawner,
             embedded: Some(host),
             spawned: None,
@@ -77,6 +110,7 @@ impl Target {
             base_url: host.base_url().to_string(),
             profile,
             mutant: None,
+            upstream_only: false,
             spawner: Some(command),
             embedded: None,
             spawned: Some(host),
@@ -95,6 +129,7 @@ impl Target {
             base_url: base_url.trim_end_matches('/').to_string(),
             profile,
             mutant: None,
+            upstream_only: false,
             spawner: None,
             embedded: None,
             spawned: None,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Flow, ScenarioCtx, blocked, require_role, template_failure, transport_failure};
+use super::{Flow, ScenarioCtx, blocked, require_role, transport_failure};
 use crate::host::{HostRequest, WireMajor};
 use crate::suite::EventsRead;
 use crate::transcript::Exchange;
@@ -73,7 +73,7 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, read: &EventsRead) -> (Value,
                 Flow::Continue,
             );
         }
-        Err(e) => return (template_failure(&e, &ctx.doc), Flow::Continue),
+        Err(e) => return (ctx.template_failure(&e), Flow::Continue),
     };
     let collected = match via_sse(ctx, read, &run_id).await {
         Ok(Some(c)) => c,
@@ -409,12 +409,15 @@ mod tests {
         let discovery = Discovery {
             document: json!({}),
             wire: WireMajor::V2,
+            wire_reason: String::new(),
             etag: None,
             sha256: String::new(),
             exchanges: vec![],
         };
+        let surfaces = crate::suite::Surfaces::default();
         let mut ctx = ScenarioCtx {
             client: &client,
+            surfaces: &surfaces,
             receiver: &receiver,
             provider: &provider,
             mcp: &mcp,

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Flow, ScenarioCtx, require_role, template_failure, transport_failure};
+use super::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::HostRequest;
 use crate::suite::HttpCall;
 
@@ -26,7 +26,7 @@ pub(super) fn build(ctx: &ScenarioCtx<'_>, call: &HttpCall) -> Result<HostReques
     }
     let path = match crate::template::render_text(&call.path, &ctx.doc) {
         Ok(p) => p,
-        Err(e) => return Err(template_failure(&e, &ctx.doc)),
+        Err(e) => return Err(ctx.template_failure(&e)),
     };
     // A path can come from the host profile (`{{facts.mcpServerPath}}`): one that is not
     // absolute is the operator's to fix, and nothing is sent.
@@ -52,13 +52,13 @@ pub(super) fn build(ctx: &ScenarioCtx<'_>, call: &HttpCall) -> Result<HostReques
         match ctx.render(value) {
             Ok(Value::String(v)) => req.headers.push((name.clone(), v)),
             Ok(other) => req.headers.push((name.clone(), other.to_string())),
-            Err(e) => return Err(template_failure(&e, &ctx.doc)),
+            Err(e) => return Err(ctx.template_failure(&e)),
         }
     }
     if let Some(body) = &call.body {
         match ctx.render(body) {
             Ok(b) => req.body = Some(b),
-            Err(e) => return Err(template_failure(&e, &ctx.doc)),
+            Err(e) => return Err(ctx.template_failure(&e)),
         }
     }
     Ok(req)

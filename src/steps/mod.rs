@@ -31,6 +31,8 @@ use crate::witness::{McpServer, Receiver};
 pub struct ScenarioCtx<'a> {
     /// The host.
     pub client: &'a HostClient,
+    /// The host surfaces of the suite (for blocked reasons that say how to provide one).
+    pub surfaces: &'a crate::suite::Surfaces,
     /// toolcert's tool receiver.
     pub receiver: &'a Receiver,
     /// toolcert's mock model provider.
@@ -248,35 +250,51 @@ fn distinct_non_null<'v>(values: impl IntoIterator<Item = &'v Value>) -> usize {
     seen.len()
 }
 
-/// Map a template failure to an observation: a missing role or scope is the profile's gap
-/// (`blocked`); a value missing because an earlier step was not made inherits that step's
-/// state and reason; anything else is a bug in the scenario data (`error`).
-fn template_failure(e: &TemplateError, doc: &Value) -> Value {
-    match e.path() {
-        Some(p) if p.starts_with("roles.") || p.starts_with("scopes.") => blocked(format!(
-            "the host profile does not configure {p} (add it to the profile file)"
-        )),
-        Some(p) if p.starts_with("facts.") => blocked(format!(
-            "the host cannot advertise {p} and the host profile does not state it (add it under \"facts\" in the profile file)"
-        )),
-        Some(p)
-            if p.starts_with("steps.")
-                || p.starts_with("receivers.")
-                || p.starts_with("mcpServers.") =>
-        {
-            let mut parts = p.splitn(3, '.');
-            let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-            let earlier = &doc[kind][name];
-            for key in ["$blocked", "$error"] {
-                if let Some(reason) = earlier.get(key).and_then(Value::as_str) {
-                    return json!({ key: format!("{kind}.{name} was not made: {reason}") });
-                }
+impl ScenarioCtx<'_> {
+    /// Map a template failure to an observation: a missing role or scope is the profile's gap
+    /// and a missing fact or fixture a surface the host (or its profile) does not provide
+    /// (`blocked`, saying how to provide it); a value missing because an earlier step was not
+    /// made inherits that step's state and reason; anything else is a bug in the scenario
+    /// data (`error`).
+    fn template_failure(&self, e: &TemplateError) -> Value {
+        let doc = &self.doc;
+        match e.path() {
+            Some(p) if p.starts_with("roles.") || p.starts_with("scopes.") => blocked(format!(
+                "the host profile does not configure {p} (add it to the profile file)"
+            )),
+            Some(p) if p.starts_with("facts.") => {
+                let name = p.split('.').nth(1).unwrap_or("");
+                blocked(format!(
+                    "the host cannot advertise {p} and the host profile does not state it: {}",
+                    self.surfaces.reason(&crate::suite::fact_id(name))
+                ))
             }
-            blocked(format!(
-                "an earlier observation has no {p}, so this step cannot be made"
-            ))
+            Some(p) if p.starts_with("fixtures.") => {
+                let id = p.split('.').nth(1).unwrap_or("");
+                blocked(format!(
+                    "fixture {id} is not advertised by the host (discovery fixtures[]) nor mapped in the host profile: {}",
+                    self.surfaces.reason(&crate::suite::fixture_id(id))
+                ))
+            }
+            Some(p)
+                if p.starts_with("steps.")
+                    || p.starts_with("receivers.")
+                    || p.starts_with("mcpServers.") =>
+            {
+                let mut parts = p.splitn(3, '.');
+                let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+                let earlier = &doc[kind][name];
+                for key in ["$blocked", "$error"] {
+                    if let Some(reason) = earlier.get(key).and_then(Value::as_str) {
+                        return json!({ key: format!("{kind}.{name} was not made: {reason}") });
+                    }
+                }
+                blocked(format!(
+                    "an earlier observation has no {p}, so this step cannot be made"
+                ))
+            }
+            _ => error(format!("scenario data: {e}")),
         }
-        _ => error(format!("scenario data: {e}")),
     }
 }
 

@@ -6,14 +6,14 @@
 
 use serde_json::{Value, json};
 
-use super::{ScenarioCtx, error, template_failure};
+use super::{ScenarioCtx, error};
 use crate::suite::ProviderScript;
 
 pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ProviderScript) -> Value {
     let model = format!("tc-{}-{}", ctx.nonce, spec.name);
     let rounds = match ctx.render(&Value::Array(spec.rounds.clone())) {
         Ok(r) => r,
-        Err(e) => return template_failure(&e, &ctx.doc),
+        Err(e) => return ctx.template_failure(&e),
     };
     let script = json!({"model": model, "rounds": rounds});
     let loaded = mock_provider::Script::from_json(&script).and_then(|s| ctx.provider.load(s));

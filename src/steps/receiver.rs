@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{ScenarioCtx, template_failure};
+use super::ScenarioCtx;
 use crate::suite::ReceiverSpec;
 
 pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
@@ -12,7 +12,7 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
         None => json!({"ok": true}),
         Some(Ok(b)) => b,
         Some(Err(e)) => {
-            let obs = template_failure(&e, &ctx.doc);
+            let obs = ctx.template_failure(&e);
             ctx.doc["receivers"][&spec.name] = obs.clone();
             return obs;
         }
@@ -24,7 +24,7 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
             Ok(Value::String(s)) => s.trim().parse::<u64>().ok(),
             Ok(_) => None,
             Err(e) => {
-                let obs = template_failure(&e, &ctx.doc);
+                let obs = ctx.template_failure(&e);
                 ctx.doc["receivers"][&spec.name] = obs.clone();
                 return obs;
             }

@@ -1,7 +1,10 @@
 //! `repeat`: make the same seam call until a condition holds, at most `max` times.
 //!
 //! Used to exhaust a rate-limit bucket with real calls (HOOKS-RL-1): the observation keeps
-//! the first and last answers, every status, and how many calls the host reported `ok`.
+//! the first and last answers, every status, and how many calls the host reported `ok`. The
+//! answer that met the condition is `met`; when none did within `max` calls, `met` is a
+//! `$blocked` observation, so checks of that answer (a refusal's shape) are never judged
+//! against an answer that was not a refusal, while the counts can still be.
 
 use serde_json::{Value, json};
 
@@ -35,6 +38,14 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &RepeatSpec) -> (Value,
             break;
         }
     }
+    let met_answer = if met {
+        last.clone()
+    } else {
+        super::blocked(format!(
+            "no answer met the condition at {} within {} calls (toolcert's bound)",
+            spec.until.at, spec.max
+        ))
+    };
     (
         json!({
             "iterations": statuses.len(),
@@ -43,6 +54,7 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &RepeatSpec) -> (Value,
             "conditionMet": met,
             "first": first,
             "last": last,
+            "met": met_answer,
         }),
         Flow::Continue,
     )

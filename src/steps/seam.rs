@@ -7,9 +7,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Flow, ScenarioCtx, blocked, require_role, template_failure, transport_failure};
+use super::{Flow, ScenarioCtx, blocked, require_role, transport_failure};
 use crate::host::HostRequest;
-use crate::suite::SeamCall;
+use crate::suite::{SeamCall, SurfaceKind, field_id, seam_id};
 
 pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &SeamCall) -> (Value, Flow) {
     if let Some(obs) = require_role(ctx, &call.role) {
@@ -17,10 +17,10 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &SeamCall) -> (Value, F
     }
     let body = match ctx.render(&call.body) {
         Ok(b) => b,
-        Err(e) => return (template_failure(&e, &ctx.doc), Flow::Continue),
+        Err(e) => return (ctx.template_failure(&e), Flow::Continue),
     };
     let path = ctx.client.wire().seam_path(&call.seam);
-    let req = HostRequest::post(path.clone(), body).role(call.role.clone());
+    let req = HostRequest::post(path.clone(), body.clone()).role(call.role.clone());
     let resp = match ctx.send(&call.name, &req).await {
         Ok(r) => r,
         Err(e) => return transport_failure(&e),
@@ -29,8 +29,21 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &SeamCall) -> (Value, F
         404 | 405 | 501 => {
             return (
                 blocked(format!(
-                    "seam {path} is not wired on this host (HTTP {})",
-                    resp.status
+                    "seam {path} is not served on this host (HTTP {}): {}",
+                    resp.status,
+                    ctx.surfaces.reason(&seam_id(&call.seam))
+                )),
+                Flow::Continue,
+            );
+        }
+        400 if let Some(field) = refused_extension(ctx, call, &body, &resp.body) => {
+            // An upstream host that refuses members it does not know: the extension is what
+            // is missing, not a wrong answer.
+            return (
+                blocked(format!(
+                    "the host refused toolcert's extension member {field} of seam {path} (HTTP 400: {}): {}",
+                    resp.body["message"].as_str().unwrap_or("no message"),
+                    ctx.surfaces.reason(&field_id(&call.seam, &field))
                 )),
                 Flow::Continue,
             );
@@ -59,6 +72,25 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &SeamCall) -> (Value, F
         _ => {}
     }
     (normalize(&resp.observation()), Flow::Continue)
+}
+
+/// The toolcert extension member of an upstream seam request that a 400 answer names, if any.
+fn refused_extension(
+    ctx: &ScenarioCtx<'_>,
+    call: &SeamCall,
+    sent: &Value,
+    answer: &Value,
+) -> Option<String> {
+    let surface = ctx.surfaces.seam(&call.seam)?;
+    if surface.kind != SurfaceKind::UpstreamSeam {
+        return None;
+    }
+    let text = answer.to_string();
+    sent.as_object()?
+        .keys()
+        .filter(|member| !surface.fields.contains(member))
+        .find(|member| text.contains(member.as_str()))
+        .cloned()
 }
 
 /// Whether an error body is the `capability_not_provided` envelope (`{error: CODE, message}`,

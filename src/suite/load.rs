@@ -5,12 +5,16 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::surfaces::{self, SurfaceKind, Surfaces};
 use super::{Registry, Scenario, SchemaSet, Step, Suite, SuiteError};
 use crate::canonical::parse_strict;
+use crate::expect::reads::{self, Reads};
 
 pub(crate) const REGISTRY_FILE: &str = "scenarios/requirements.json";
 pub(crate) const REGISTRY_SCHEMA: &str = "schemas/requirements.schema.json";
 pub(crate) const SCENARIO_SCHEMA: &str = "schemas/scenario.schema.json";
+pub(crate) const SURFACES_FILE: &str = "scenarios/surfaces.json";
+pub(crate) const SURFACES_SCHEMA: &str = "schemas/surfaces.schema.json";
 
 /// Load from `DIR/scenarios` and `DIR/schemas`.
 pub(crate) fn from_dir(dir: &Path) -> Result<Suite, SuiteError> {
@@ -93,6 +97,18 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
         )
     })?;
     check_registry(&registry)?;
+    let surfaces_value = data
+        .remove(SURFACES_FILE)
+        .ok_or_else(|| SuiteError::Missing(SURFACES_FILE.into()))?;
+    schemas.validate(SURFACES_SCHEMA, SURFACES_FILE, &surfaces_value)?;
+    let surfaces: Surfaces = serde_json::from_value(surfaces_value).map_err(|e| {
+        reference(
+            SURFACES_FILE,
+            String::new(),
+            format!("does not deserialize: {e}"),
+        )
+    })?;
+    check_surfaces(&surfaces)?;
 
     let known_mutants: BTreeSet<&str> = reference_host::mutants::ALL
         .iter()
@@ -105,6 +121,9 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
             .map_err(|e| reference(&file, String::new(), format!("does not deserialize: {e}")))?;
         scenario.file = file.clone();
         check_scenario(&scenario, &registry, &known_mutants)?;
+        check_scenario_surfaces(&scenario, &surfaces)?;
+        check_reads(&scenario)?;
+        check_controls(&scenario, &registry)?;
         if let Some(other) = scenarios.iter().find(|s| s.id == scenario.id) {
             return Err(reference(
                 &file,
@@ -122,7 +141,291 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
         registry,
         scenarios,
         schemas,
+        surfaces,
     })
+}
+
+fn check_surfaces(surfaces: &Surfaces) -> Result<(), SuiteError> {
+    let mut seen = BTreeSet::new();
+    for (i, s) in surfaces.surfaces.iter().enumerate() {
+        if !seen.insert(s.id.as_str()) {
+            return Err(reference(
+                SURFACES_FILE,
+                format!("/surfaces/{i}/id"),
+                format!("surface id \"{}\" appears twice", s.id),
+            ));
+        }
+        let prefix_ok = match s.kind {
+            SurfaceKind::UpstreamSeam | SurfaceKind::ExtensionSeam => s.id.starts_with("seam:"),
+            SurfaceKind::ExtensionField => s.id.starts_with("field:"),
+            SurfaceKind::UpstreamFixture | SurfaceKind::ToolcertFixture => {
+                s.id.starts_with("fixture:")
+            }
+            SurfaceKind::ProfileFact => s.id.starts_with("fact:"),
+            SurfaceKind::Harness => s.id == surfaces::SPAWN,
+        };
+        if !prefix_ok {
+            return Err(reference(
+                SURFACES_FILE,
+                format!("/surfaces/{i}/id"),
+                format!(
+                    "surface \"{}\" of kind {:?} must be named seam:…, field:…, fixture:…, fact:… or spawn as its kind says",
+                    s.id, s.kind
+                ),
+            ));
+        }
+        if s.kind == SurfaceKind::ExtensionField {
+            let seam =
+                s.id.strip_prefix("field:")
+                    .and_then(|f| f.rsplit_once('.'))
+                    .map(|(seam, _)| seam);
+            let upstream = seam
+                .and_then(|seam| surfaces.seam(seam))
+                .is_some_and(|p| p.kind == SurfaceKind::UpstreamSeam);
+            if !upstream {
+                return Err(reference(
+                    SURFACES_FILE,
+                    format!("/surfaces/{i}/id"),
+                    format!(
+                        "extension field \"{}\" must extend an upstream seam listed here (field:<seam>.<member>)",
+                        s.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The surfaces a scenario's steps really use: its seams, the members it adds to upstream
+/// seams, the fixtures and profile facts its templates name, and `spawn` for `host` steps.
+pub(crate) fn used_surfaces(s: &Scenario, surfaces: &Surfaces) -> Result<BTreeSet<String>, String> {
+    let mut used = BTreeSet::new();
+    let mut seam_call = |seam: &str, body: &Value| -> Result<(), String> {
+        let Some(surface) = surfaces.seam(seam) else {
+            return Err(format!(
+                "seam \"{seam}\" is not a surface in {SURFACES_FILE}; add it (upstream-seam with its fields, or extension-seam)"
+            ));
+        };
+        used.insert(surface.id.clone());
+        if surface.kind == SurfaceKind::UpstreamSeam
+            && let Some(map) = body.as_object()
+        {
+            for member in map.keys() {
+                if !surface.fields.iter().any(|f| f == member) {
+                    used.insert(surfaces::field_id(seam, member));
+                }
+            }
+        }
+        Ok(())
+    };
+    for step in &s.steps {
+        match step {
+            Step::Seam(c) => seam_call(&c.seam, &c.body)?,
+            Step::Foreach(f) => seam_call(&f.call.seam, &f.call.body)?,
+            Step::Repeat(r) => seam_call(&r.call.seam, &r.call.body)?,
+            Step::FireEffectSeams(_) => seam_call("effect-seams/fire", &Value::Null)?,
+            _ => {}
+        }
+    }
+    if s.steps.iter().any(|step| matches!(step, Step::Host(_))) {
+        used.insert(surfaces::SPAWN.to_string());
+    }
+    let text = serde_json::to_string(&(&s.vars, &s.steps, &s.checks)).unwrap_or_default();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        let path = after[..end].trim();
+        let mut parts = path.split('.');
+        match (parts.next(), parts.next()) {
+            (Some("fixtures"), Some(id)) => {
+                used.insert(surfaces::fixture_id(id));
+            }
+            (Some("facts"), Some(name)) => {
+                used.insert(surfaces::fact_id(name));
+            }
+            _ => {}
+        }
+        rest = &after[end + 2..];
+    }
+    Ok(used)
+}
+
+fn check_scenario_surfaces(s: &Scenario, surfaces: &Surfaces) -> Result<(), SuiteError> {
+    let file = s.file.as_str();
+    for (i, id) in s.surfaces.iter().enumerate() {
+        if surfaces.get(id).is_none() {
+            return Err(reference(
+                file,
+                format!("/surfaces/{i}"),
+                format!("unknown surface \"{id}\"; surfaces are listed in {SURFACES_FILE}"),
+            ));
+        }
+    }
+    let used = used_surfaces(s, surfaces).map_err(|m| reference(file, "/steps".into(), m))?;
+    let declared: BTreeSet<String> = s.surfaces.iter().cloned().collect();
+    if let Some(missing) = used.difference(&declared).next() {
+        let hint = if surfaces.get(missing).is_none() {
+            format!(" (and add it to {SURFACES_FILE}: an extension member needs a field:… surface)")
+        } else {
+            String::new()
+        };
+        return Err(reference(
+            file,
+            "/surfaces".into(),
+            format!(
+                "the steps use surface \"{missing}\" but the scenario does not declare it; add it to /surfaces{hint}"
+            ),
+        ));
+    }
+    if let Some(unused) = declared.difference(&used).next() {
+        return Err(reference(
+            file,
+            "/surfaces".into(),
+            format!("declares surface \"{unused}\", which no step uses; remove it"),
+        ));
+    }
+    Ok(())
+}
+
+/// Every pointer a check reads names a root of the observation document and, below
+/// `steps`, `receivers`, `providers` or `mcpServers`, a step of the scenario that makes it;
+/// every pattern compiles and every template is well formed.
+fn check_reads(s: &Scenario) -> Result<(), SuiteError> {
+    let file = s.file.as_str();
+    let made = |root: &str, name: &str| -> bool {
+        s.steps.iter().any(|step| {
+            step.name() == name
+                && match root {
+                    "receivers" => matches!(step, Step::Receiver(_)),
+                    "providers" => matches!(step, Step::Provider(_)),
+                    "mcpServers" => matches!(step, Step::McpServer(_)),
+                    _ => !matches!(
+                        step,
+                        Step::Receiver(_) | Step::Provider(_) | Step::McpServer(_)
+                    ),
+                }
+        })
+    };
+    for (i, check) in s.checks.iter().enumerate() {
+        let at = format!("/checks/{i}");
+        let r = Reads::of(check);
+        for pointer in r.observation_pointers() {
+            let (root, name) = reads::root_of(&pointer);
+            if !reads::ROOTS.contains(&root) {
+                return Err(reference(
+                    file,
+                    at.clone(),
+                    format!(
+                        "pointer {pointer} starts at \"/{root}\", which the observation document does not have (roots: {})",
+                        reads::ROOTS.join(", ")
+                    ),
+                ));
+            }
+            if matches!(root, "steps" | "receivers" | "providers" | "mcpServers") {
+                let Some(name) = name else {
+                    return Err(reference(
+                        file,
+                        at.clone(),
+                        format!("pointer {pointer} must name a step below /{root}"),
+                    ));
+                };
+                if !made(root, &name) {
+                    return Err(reference(
+                        file,
+                        at.clone(),
+                        format!(
+                            "pointer {pointer} names {root} \"{name}\", which no step of this scenario makes"
+                        ),
+                    ));
+                }
+            }
+        }
+        for pattern in &r.patterns {
+            if let Err(e) = regex::Regex::new(pattern) {
+                return Err(reference(
+                    file,
+                    at.clone(),
+                    format!("pattern {pattern:?} does not compile: {e}"),
+                ));
+            }
+        }
+        for text in &r.templates {
+            let opens = text.matches("{{").count();
+            if opens != text.matches("}}").count() || r.placeholders.iter().any(String::is_empty) {
+                return Err(reference(
+                    file,
+                    at.clone(),
+                    format!("template {text:?} is not well formed ({{{{path}}}} pairs)"),
+                ));
+            }
+        }
+        let inferred = crate::expect::evidence_of(
+            s,
+            &crate::suite::Check {
+                evidence: None,
+                ..check.clone()
+            },
+        );
+        if let Some(declared) = check.evidence
+            && declared > inferred
+        {
+            return Err(reference(
+                file,
+                format!("{at}/evidence"),
+                format!(
+                    "declares {declared} evidence but reads no toolcert double; only a check of a receiver, provider or MCP server observation is double"
+                ),
+            ));
+        }
+        if !check.guards.is_empty() && !check.control {
+            return Err(reference(
+                file,
+                format!("{at}/guards"),
+                "only a control (\"control\": true) guards other rows".into(),
+            ));
+        }
+        for (j, row) in check.guards.iter().enumerate() {
+            if !s.rows.contains(row) {
+                return Err(reference(
+                    file,
+                    format!("{at}/guards/{j}"),
+                    format!("guards row \"{row}\", which is not in this scenario's /rows"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every row with checks in the scenario is guarded by a positive control (its own, or one
+/// whose `guards` lists it), unless the registry says why the row needs none: a check must
+/// never be able to convict on a setup nobody showed to work.
+fn check_controls(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
+    for (i, check) in s.checks.iter().enumerate() {
+        if check.control {
+            continue;
+        }
+        let guarded = s
+            .checks
+            .iter()
+            .any(|c| c.control && (c.row == check.row || c.guards.contains(&check.row)));
+        let exempt = registry
+            .row(&check.row)
+            .is_some_and(|r| r.no_control.is_some());
+        if !guarded && !exempt {
+            return Err(reference(
+                &s.file,
+                format!("/checks/{i}"),
+                format!(
+                    "check \"{}\" of row {} is not guarded by a positive control: add a check with \"control\": true for {} (or list the row in a control's \"guards\"), or give the row a noControl reason in {REGISTRY_FILE}",
+                    check.id, check.row, check.row
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_registry(registry: &Registry) -> Result<(), SuiteError> {
@@ -440,5 +743,115 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("DISC-6") && err.contains("no check"), "{err}");
+    }
+
+    /// A scenario of an ordinary row (HOOKS-AUTH-1 needs a control) with one seam step.
+    const GUARDED: &str = r#"{"id": "x.g", "title": "t", "rows": ["HOOKS-AUTH-1"], "gate": null, "kills": [],
+        "surfaces": ["seam:toolhooks/invoke"],
+        "steps": [{"step": "seam", "name": "call", "seam": "toolhooks/invoke", "role": "operator", "body": {"principal": "p", "toolName": "t"}}],
+        "checks": [
+          {"id": "ok", "row": "HOOKS-AUTH-1", "says": "s", "at": "/steps/call/toolReturned/status", "expect": {"equals": "ok"}, "control": true},
+          {"id": "c", "row": "HOOKS-AUTH-1", "says": "s", "at": "/steps/call/http/status", "expect": {"equals": 200}}
+        ]}"#;
+
+    #[test]
+    fn a_guarded_scenario_loads() {
+        embedded_with("scenarios/test/g.json", GUARDED).unwrap();
+    }
+
+    #[test]
+    fn a_check_no_control_guards_is_rejected() {
+        let text = GUARDED.replacen(r#", "control": true"#, "", 1);
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not guarded by a positive control") && err.contains("HOOKS-AUTH-1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_pointer_naming_no_step_is_rejected() {
+        let text = GUARDED.replacen("/steps/call/http/status", "/steps/cal/http/status", 1);
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("/checks/1") && err.contains("\"cal\"") && err.contains("no step"),
+            "{err}"
+        );
+        let text = GUARDED.replacen("/steps/call/http/status", "/step/call", 1);
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/step"), "{err}");
+        let text = GUARDED.replacen(
+            r#""expect": {"equals": 200}"#,
+            r#""expect": {"equalsAt": "/receivers/none/count"}"#,
+            1,
+        );
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("receivers \"none\""), "{err}");
+    }
+
+    #[test]
+    fn a_bad_pattern_or_template_is_rejected_at_load() {
+        let text = GUARDED.replacen(r#"{"equals": 200}"#, r#"{"matches": "(unclosed"}"#, 1);
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not compile"), "{err}");
+        let text = GUARDED.replacen(r#"{"equals": 200}"#, r#"{"equals": "{{vars.nonce"}"#, 1);
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not well formed"), "{err}");
+    }
+
+    #[test]
+    fn surfaces_must_match_what_the_steps_use() {
+        let text = GUARDED.replacen(r#""surfaces": ["seam:toolhooks/invoke"],"#, "", 1);
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("seam:toolhooks/invoke") && err.contains("does not declare"),
+            "{err}"
+        );
+        // An extension member of an upstream seam is a surface of its own.
+        let text = GUARDED.replacen(
+            r#""toolName": "t"}"#,
+            r#""toolName": "t", "receiverUrl": "http://127.0.0.1:1/x"}"#,
+            1,
+        );
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("field:toolhooks/invoke.receiverUrl"), "{err}");
+        let text = GUARDED.replacen(
+            r#"["seam:toolhooks/invoke"]"#,
+            r#"["seam:toolhooks/invoke", "spawn"]"#,
+            1,
+        );
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"spawn\", which no step uses"), "{err}");
+    }
+
+    #[test]
+    fn a_check_cannot_claim_evidence_it_does_not_read() {
+        let text = GUARDED.replacen(
+            r#""expect": {"equals": 200}}"#,
+            r#""expect": {"equals": 200}, "evidence": "double"}"#,
+            1,
+        );
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("declares double evidence"), "{err}");
     }
 }

@@ -10,15 +10,17 @@ mod load;
 mod registry;
 mod scenario;
 mod schema;
+mod surfaces;
 
 pub use error::SuiteError;
 pub use registry::{Family, Level, Registry, Row};
 pub use scenario::{
-    BurstSpec, Check, EventsRead, FailFirst, FireEffectSeamsSpec, ForeachSpec, HostAction,
-    HostActionKind, HttpCall, IgnoringSpec, KillPoint, Matcher, McpServerSpec, ProviderScript,
-    ReceiverSpec, ReleaseSpec, RepeatSpec, Scenario, SeamCall, Step, WaitSpec,
+    Bound, BurstSpec, Check, Condition, EventsRead, FailFirst, FireEffectSeamsSpec, ForeachSpec,
+    HostAction, HostActionKind, HttpCall, IgnoringSpec, KillPoint, Matcher, McpServerSpec,
+    ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec, Scenario, SeamCall, Step, WaitSpec,
 };
 pub use schema::SchemaSet;
+pub use surfaces::{Surface, SurfaceKind, Surfaces, fact_id, field_id, fixture_id, seam_id};
 
 /// Files embedded at build time (`scenarios/**.json`, `schemas/**.json`).
 pub mod embedded {
@@ -32,6 +34,8 @@ pub struct Suite {
     pub registry: Registry,
     /// Every scenario, sorted by id.
     pub scenarios: Vec<Scenario>,
+    /// The host surfaces scenarios may need (`scenarios/surfaces.json`).
+    pub surfaces: Surfaces,
     /// The compiled schemas (scenario, registry, report, seams).
     pub schemas: SchemaSet,
 }

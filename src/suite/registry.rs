@@ -51,6 +51,21 @@ pub struct Row {
     /// as `warn` unless the run is `--strict`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warn_unless_strict: Option<String>,
+    /// Wire majors the rule belongs to (default: both). On another major its checks are
+    /// `inapplicable`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wire: Vec<u8>,
+    /// Why the row's checks need no positive control (e.g. they read only the captured
+    /// discovery document). Without it, every scenario must guard the row with a control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_control: Option<String>,
+}
+
+impl Row {
+    /// Whether the rule applies on a wire major.
+    pub fn applies_on(&self, major: u8) -> bool {
+        self.wire.is_empty() || self.wire.contains(&major)
+    }
 }
 
 /// The registry file.

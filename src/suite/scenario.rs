@@ -36,6 +36,11 @@ pub struct Scenario {
     /// Free-form tags (`serial` keeps the scenario out of parallel execution).
     #[serde(default)]
     pub tags: Vec<String>,
+    /// The host surfaces the scenario needs beyond the OpenWOP API (ids from
+    /// `scenarios/surfaces.json`): seams, toolcert's extension fields, fixtures, profile facts,
+    /// `spawn`. The loader checks this against what the steps really use.
+    #[serde(default)]
+    pub surfaces: Vec<String>,
     /// Scenario variables (templated in order; `nonce` and `canary` are provided).
     #[serde(default)]
     pub vars: Map<String, Value>,
@@ -378,6 +383,34 @@ pub struct Check {
     /// Checks (ids) that must pass for this one to be judged; otherwise it is `blocked`.
     #[serde(default)]
     pub requires: Vec<String>,
+    /// For a control: other rows of the scenario whose checks it guards besides its own (a
+    /// check is `blocked`, never `fail`, while a control guarding its row has not passed).
+    #[serde(default)]
+    pub guards: Vec<String>,
+    /// What the check observes; inferred from its pointers when absent (a toolcert double ⇒
+    /// `double`, anything else ⇒ `wire`). A seam's account of what happened elsewhere must say
+    /// `self-report`: it can prove a violation, never compliance.
+    #[serde(default)]
+    pub evidence: Option<crate::verdict::Evidence>,
+    /// Wire majors the check applies to (default: those of its row); on another major it is
+    /// `inapplicable`, so a v1 rule and its v2 twin can sit side by side.
+    #[serde(default)]
+    pub wire: Vec<u8>,
+    /// The wire document's stance (e.g. `C-21`) under which this check's failure reads as
+    /// `warn` unless the run is `--strict`.
+    #[serde(default)]
+    pub warn_unless_strict: Option<String>,
+}
+
+/// A numeric bound: a number, or a placeholder that renders to one
+/// (`"{{facts.rateLimitCapacity}}"`, a value only the host profile can state).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Bound {
+    /// A literal number.
+    Number(f64),
+    /// A `{{path}}` placeholder.
+    Template(String),
 }
 
 /// An expectation over one JSON value. Exactly one key, e.g. `{"equals": "forbidden"}`.
@@ -413,9 +446,9 @@ pub enum Matcher {
     /// JSON type: `string`, `number`, `integer`, `boolean`, `object`, `array`, `null`.
     Type(String),
     /// A number ≥ the bound.
-    AtLeast(f64),
+    AtLeast(Bound),
     /// A number ≤ the bound.
-    AtMost(f64),
+    AtMost(Bound),
     /// Deep equality with the value at another pointer.
     EqualsAt(String),
     /// Deep equality with the value at another pointer once the listed pointers are removed

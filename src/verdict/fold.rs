@@ -1,10 +1,18 @@
 //! Folding check outcomes into one disposition per requirement row.
+//!
+//! Each scenario that judges a row is one *leg* of it. A leg is as good as its worst check.
+//! The row is the worst of its legs, with one allowance: a leg of a scenario that witnesses at
+//! a toolcert double and could not be witnessed on this host (`blocked`: the host ignores a
+//! toolcert extension, a fixture is not seeded, the double was never reached) does not hold
+//! the row back when the row's other legs held; the row then passes at the evidence level
+//! those legs reached (`wire`). A leg made only of self-reports never makes a row pass, and
+//! nothing measured never reads as pass.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CheckOutcome, CheckStatus, Disposition};
+use super::{CheckOutcome, CheckStatus, Disposition, Evidence};
 use crate::suite::{Level, Registry};
 
 /// The verdict on one requirement row.
@@ -19,61 +27,80 @@ pub struct RowVerdict {
     pub level: Level,
     /// The folded disposition.
     pub disposition: Disposition,
+    /// For `pass` and `warn`: the strongest evidence the row's observations reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
     /// The scenario whose outcome decided the disposition.
     pub scenario_id: String,
     /// Every scenario that contributed checks to this row.
     pub scenarios: Vec<String>,
-    /// Why: the deciding check's detail (empty for a pass).
+    /// Why: the deciding check's detail (for a pass, what could not be witnessed, if anything).
     pub detail: String,
     /// How many checks were actually observed (pass or fail); blocked and errored checks do
     /// not count. A pass always has at least one.
     pub assertions: u32,
 }
 
+/// How to fold.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FoldOptions {
+    /// `--strict`: failures of `warnUnlessStrict` rows and checks are `fail`.
+    pub strict: bool,
+    /// `--require-evidence`: a pass below this level is `blocked`.
+    pub require_evidence: Option<Evidence>,
+}
+
+/// One scenario's outcomes for one row, and whether the scenario witnesses at a double.
+struct LegOutcomes<'a> {
+    scenario: String,
+    double: bool,
+    outcomes: Vec<&'a CheckOutcome>,
+}
+
+/// One scenario's contribution to one row.
+struct Leg {
+    scenario: String,
+    disposition: Disposition,
+    detail: String,
+    /// Strongest evidence among the leg's passed checks.
+    passed_at: Option<Evidence>,
+    /// Strongest evidence among the leg's observed (passed or failed) checks.
+    judged_at: Option<Evidence>,
+    /// Whether the leg's scenario witnesses at a toolcert double (a receiver, the mock
+    /// provider, the MCP server): a double leg.
+    observes_double: bool,
+    /// Whether every judged check of the leg is a self-report.
+    only_self_report: bool,
+}
+
+impl Leg {
+    /// A leg whose double could not be reached on this host, or that could only ever have
+    /// proved a violation: it does not hold back a row whose other legs held.
+    fn excusable(&self) -> bool {
+        self.disposition == Disposition::Blocked && (self.observes_double || self.only_self_report)
+    }
+}
+
 /// Fold the outcomes of scenarios (`(scenario id, outcomes)`) into row verdicts, one per row
-/// that received at least one outcome, in registry order. `strict` turns the failures of
-/// `warnUnlessStrict` rows into `fail` (see [`CheckOutcome::disposition`]).
+/// that received at least one outcome, in registry order.
 pub fn fold_rows<'a>(
     registry: &Registry,
-    strict: bool,
+    opts: FoldOptions,
     results: impl IntoIterator<Item = (&'a str, &'a [CheckOutcome])>,
 ) -> Vec<RowVerdict> {
-    struct Acc {
-        disposition: Option<Disposition>,
-        scenario: String,
-        detail: String,
-        scenarios: Vec<String>,
-        assertions: u32,
-    }
-    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
+    // row ⇒ scenario ⇒ outcomes, in the order they came.
+    let mut by_row: BTreeMap<String, Vec<LegOutcomes<'a>>> = BTreeMap::new();
     for (scenario, outcomes) in results {
+        let double = outcomes.iter().any(|o| o.evidence == Evidence::Double);
         for outcome in outcomes {
-            let disposition = outcome.disposition(registry, strict);
-            let entry = acc.entry(outcome.row.clone()).or_insert_with(|| Acc {
-                disposition: None,
-                scenario: scenario.to_string(),
-                detail: String::new(),
-                scenarios: Vec::new(),
-                assertions: 0,
-            });
-            if !entry.scenarios.iter().any(|s| s == scenario) {
-                entry.scenarios.push(scenario.to_string());
-            }
-            if matches!(outcome.status, CheckStatus::Pass | CheckStatus::Fail) {
-                entry.assertions += 1;
-            }
-            let worse = match entry.disposition {
-                None => true,
-                Some(current) => disposition.severity() > current.severity(),
-            };
-            if worse {
-                entry.disposition = Some(disposition);
-                entry.scenario = scenario.to_string();
-                entry.detail = if disposition == Disposition::Pass {
-                    String::new()
-                } else {
-                    format!("{}: {}", outcome.check_id, outcome.detail)
-                };
+            let legs = by_row.entry(outcome.row.clone()).or_default();
+            match legs.iter_mut().find(|l| l.scenario == scenario) {
+                Some(l) => l.outcomes.push(outcome),
+                None => legs.push(LegOutcomes {
+                    scenario: scenario.to_string(),
+                    double,
+                    outcomes: vec![outcome],
+                }),
             }
         }
     }
@@ -81,26 +108,171 @@ pub fn fold_rows<'a>(
         .rows
         .iter()
         .filter_map(|row| {
-            let a = acc.remove(&row.id)?;
-            let mut disposition = a.disposition.unwrap_or(Disposition::Error);
-            let mut detail = a.detail;
-            // Nothing measured never reads as pass.
-            if disposition == Disposition::Pass && a.assertions == 0 {
-                disposition = Disposition::Error;
-                detail = "no check of this row was observed".to_string();
-            }
-            Some(RowVerdict {
-                requirement_id: row.id.clone(),
-                family: row.family.clone(),
-                level: row.level,
-                disposition,
-                scenario_id: a.scenario,
-                scenarios: a.scenarios,
-                detail,
-                assertions: a.assertions,
-            })
+            let legs = by_row.remove(&row.id)?;
+            Some(fold_row(
+                registry,
+                opts,
+                &row.id,
+                &row.family,
+                row.level,
+                &legs,
+            ))
         })
         .collect()
+}
+
+fn leg_of(registry: &Registry, opts: FoldOptions, leg: &LegOutcomes<'_>) -> Option<Leg> {
+    let (scenario, outcomes) = (leg.scenario.as_str(), &leg.outcomes);
+    let judged: Vec<&&CheckOutcome> = outcomes
+        .iter()
+        .filter(|o| o.status != CheckStatus::Inapplicable)
+        .collect();
+    let first = outcomes.first()?;
+    if judged.is_empty() {
+        return Some(Leg {
+            scenario: scenario.to_string(),
+            disposition: Disposition::Inapplicable,
+            detail: format!("{}: {}", first.check_id, first.detail),
+            passed_at: None,
+            judged_at: None,
+            observes_double: false,
+            only_self_report: false,
+        });
+    }
+    let mut disposition = Disposition::Pass;
+    let mut detail = String::new();
+    for o in &judged {
+        let d = o.disposition(registry, opts.strict);
+        if d.severity() > disposition.severity() {
+            disposition = d;
+            detail = format!("{}: {}", o.check_id, o.detail);
+        }
+    }
+    // Controls prove the setup, not the rule: the evidence a leg reached is that of the
+    // checks that judge the rule.
+    let judging: Vec<&&&CheckOutcome> = judged.iter().filter(|o| !o.control).collect();
+    Some(Leg {
+        scenario: scenario.to_string(),
+        disposition,
+        detail,
+        passed_at: judging
+            .iter()
+            .filter(|o| o.status == CheckStatus::Pass)
+            .map(|o| o.evidence)
+            .max(),
+        judged_at: judging
+            .iter()
+            .filter(|o| matches!(o.status, CheckStatus::Pass | CheckStatus::Fail))
+            .map(|o| o.evidence)
+            .max(),
+        observes_double: leg.double,
+        only_self_report: !judging.is_empty()
+            && judging.iter().all(|o| o.evidence == Evidence::SelfReport),
+    })
+}
+
+fn fold_row(
+    registry: &Registry,
+    opts: FoldOptions,
+    id: &str,
+    family: &str,
+    level: Level,
+    legs: &[LegOutcomes<'_>],
+) -> RowVerdict {
+    // Observations of the rule itself; a control proves only the setup.
+    let assertions = legs
+        .iter()
+        .flat_map(|l| l.outcomes.iter())
+        .filter(|o| !o.control && matches!(o.status, CheckStatus::Pass | CheckStatus::Fail))
+        .count() as u32;
+    let scenarios: Vec<String> = legs.iter().map(|l| l.scenario.clone()).collect();
+    let all: Vec<Leg> = legs
+        .iter()
+        .filter_map(|l| leg_of(registry, opts, l))
+        .collect();
+    let verdict = |disposition: Disposition, leg: &str, detail: String| RowVerdict {
+        requirement_id: id.to_string(),
+        family: family.to_string(),
+        level,
+        disposition,
+        evidence: None,
+        scenario_id: leg.to_string(),
+        scenarios: scenarios.clone(),
+        detail,
+        assertions,
+    };
+    let live: Vec<&Leg> = all
+        .iter()
+        .filter(|l| l.disposition != Disposition::Inapplicable)
+        .collect();
+    let Some(first_live) = live.first() else {
+        let leg = all.first();
+        return verdict(
+            Disposition::Inapplicable,
+            leg.map_or("", |l| l.scenario.as_str()),
+            leg.map(|l| l.detail.clone()).unwrap_or_default(),
+        );
+    };
+    let (excused, remaining): (Vec<&Leg>, Vec<&Leg>) = live.iter().partition(|l| l.excusable());
+    let Some(worst) = remaining.iter().copied().reduce(|a, b| {
+        if b.disposition.severity() > a.disposition.severity() {
+            b
+        } else {
+            a
+        }
+    }) else {
+        // Every leg needs a surface this host does not offer.
+        return verdict(
+            Disposition::Blocked,
+            &first_live.scenario,
+            first_live.detail.clone(),
+        );
+    };
+    if worst.disposition == Disposition::Warn {
+        // A failed SHOULD (or a relaxed MUST) is a finding whatever else held.
+        let mut v = verdict(Disposition::Warn, &worst.scenario, worst.detail.clone());
+        v.evidence = remaining.iter().filter_map(|l| l.judged_at).max();
+        return v;
+    }
+    if worst.disposition != Disposition::Pass {
+        return verdict(worst.disposition, &worst.scenario, worst.detail.clone());
+    }
+    let reached = remaining.iter().filter_map(|l| l.passed_at).max();
+    let blocked = |why: String| verdict(Disposition::Blocked, &worst.scenario, why);
+    let evidence = match reached {
+        None => return blocked("no check of this row was observed".into()),
+        Some(Evidence::SelfReport) => {
+            return blocked(
+                "only the host's own account was observed (self-report): it can prove a violation, never compliance; the legs that witness this row at a toolcert double or on the wire could not be made".into(),
+            );
+        }
+        Some(e) => e,
+    };
+    if assertions == 0 {
+        return blocked("no check of this row was observed".into());
+    }
+    if let Some(required) = opts.require_evidence
+        && evidence < required
+    {
+        return blocked(format!(
+            "held at {evidence} evidence only; --require-evidence {required} asks for more{}",
+            excused
+                .first()
+                .map(|l| format!(" ({}: {})", l.scenario, l.detail))
+                .unwrap_or_default()
+        ));
+    }
+    let detail = if let Some(leg) = excused.first() {
+        format!(
+            "held at {evidence} evidence; not witnessable on this host: {}: {}",
+            leg.scenario, leg.detail
+        )
+    } else {
+        String::new()
+    };
+    let mut v = verdict(Disposition::Pass, &worst.scenario, detail);
+    v.evidence = Some(evidence);
+    v
 }
 
 #[cfg(test)]
@@ -109,26 +281,37 @@ mod tests {
     use crate::suite::Suite;
 
     fn outcome(row: &str, status: CheckStatus) -> CheckOutcome {
+        outcome_at(row, status, Evidence::Wire)
+    }
+
+    fn outcome_at(row: &str, status: CheckStatus, evidence: Evidence) -> CheckOutcome {
         CheckOutcome {
             check_id: format!("c-{row}"),
             row: row.to_string(),
             says: "x".into(),
             status,
             detail: "why".into(),
+            evidence,
+            control: false,
+            warn_unless_strict: None,
         }
+    }
+
+    fn fold(results: &[(&str, &[CheckOutcome])]) -> Vec<RowVerdict> {
+        let suite = Suite::embedded().unwrap();
+        fold_rows(
+            &suite.registry,
+            FoldOptions::default(),
+            results.iter().map(|(s, o)| (*s, *o)),
+        )
     }
 
     #[test]
     fn worst_outcome_wins_and_inapplicable_yields_to_observations() {
-        let suite = Suite::embedded().unwrap();
         let a = [outcome("HOOKS-AUTH-1", CheckStatus::Pass)];
         let b = [outcome("HOOKS-AUTH-1", CheckStatus::Blocked)];
         let c = [outcome("HOOKS-AUTH-1", CheckStatus::Inapplicable)];
-        let rows = fold_rows(
-            &suite.registry,
-            false,
-            [("a", &a[..]), ("b", &b[..]), ("c", &c[..])],
-        );
+        let rows = fold(&[("a", &a[..]), ("b", &b[..]), ("c", &c[..])]);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].disposition, Disposition::Blocked);
         assert_eq!(rows[0].scenario_id, "b");
@@ -137,12 +320,11 @@ mod tests {
 
     #[test]
     fn should_rows_warn_and_unobserved_pass_is_impossible() {
-        let suite = Suite::embedded().unwrap();
         let a = [outcome("HOOKS-AUDIT-5", CheckStatus::Fail)];
-        let rows = fold_rows(&suite.registry, false, [("a", &a[..])]);
+        let rows = fold(&[("a", &a[..])]);
         assert_eq!(rows[0].disposition, Disposition::Warn);
         let only_inapplicable = [outcome("HOOKS-RL-1", CheckStatus::Inapplicable)];
-        let rows = fold_rows(&suite.registry, false, [("a", &only_inapplicable[..])]);
+        let rows = fold(&[("a", &only_inapplicable[..])]);
         assert_eq!(rows[0].disposition, Disposition::Inapplicable);
         assert_eq!(rows[0].assertions, 0);
     }
@@ -151,14 +333,101 @@ mod tests {
     fn a_stance_row_warns_unless_strict() {
         let suite = Suite::embedded().unwrap();
         let a = [outcome("HOOKS-FAIL-7", CheckStatus::Fail)];
-        let rows = fold_rows(&suite.registry, false, [("a", &a[..])]);
+        let rows = fold_rows(&suite.registry, FoldOptions::default(), [("a", &a[..])]);
         assert_eq!(rows[0].level, Level::Must);
         assert_eq!(rows[0].disposition, Disposition::Warn);
-        let rows = fold_rows(&suite.registry, true, [("a", &a[..])]);
+        let strict = FoldOptions {
+            strict: true,
+            ..FoldOptions::default()
+        };
+        let rows = fold_rows(&suite.registry, strict, [("a", &a[..])]);
         assert_eq!(rows[0].disposition, Disposition::Fail);
         // An ordinary MUST row fails either way.
         let b = [outcome("HOOKS-AUTH-1", CheckStatus::Fail)];
-        let rows = fold_rows(&suite.registry, false, [("b", &b[..])]);
+        let rows = fold_rows(&suite.registry, FoldOptions::default(), [("b", &b[..])]);
         assert_eq!(rows[0].disposition, Disposition::Fail);
+        // A check-level stance relaxes one check of an ordinary row.
+        let mut c = outcome("HOOKS-AUTH-1", CheckStatus::Fail);
+        c.warn_unless_strict = Some("C-21".into());
+        let c = [c];
+        let rows = fold_rows(&suite.registry, FoldOptions::default(), [("c", &c[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Warn);
+        let rows = fold_rows(&suite.registry, strict, [("c", &c[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Fail);
+    }
+
+    #[test]
+    fn a_row_passes_at_the_strongest_level_it_reached() {
+        let both = [
+            outcome_at("HOOKS-AUTH-1", CheckStatus::Pass, Evidence::Double),
+            outcome_at("HOOKS-AUTH-1", CheckStatus::Pass, Evidence::Wire),
+        ];
+        let rows = fold(&[("receiver", &both[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Pass);
+        assert_eq!(rows[0].evidence, Some(Evidence::Double));
+        assert!(rows[0].detail.is_empty());
+    }
+
+    #[test]
+    fn an_unwitnessable_double_leg_leaves_the_row_passing_at_wire() {
+        let double_leg = [
+            outcome_at("HOOKS-AUTH-1", CheckStatus::Blocked, Evidence::Double),
+            outcome_at("HOOKS-AUTH-1", CheckStatus::Blocked, Evidence::Wire),
+        ];
+        let wire_leg = [outcome_at(
+            "HOOKS-AUTH-1",
+            CheckStatus::Pass,
+            Evidence::Wire,
+        )];
+        let rows = fold(&[("receiver", &double_leg[..]), ("upstream", &wire_leg[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Pass);
+        assert_eq!(rows[0].evidence, Some(Evidence::Wire));
+        assert!(rows[0].detail.contains("receiver"), "{}", rows[0].detail);
+        // ... unless the run asks for double evidence.
+        let suite = Suite::embedded().unwrap();
+        let opts = FoldOptions {
+            require_evidence: Some(Evidence::Double),
+            ..FoldOptions::default()
+        };
+        let rows = fold_rows(
+            &suite.registry,
+            opts,
+            [("receiver", &double_leg[..]), ("upstream", &wire_leg[..])],
+        );
+        assert_eq!(rows[0].disposition, Disposition::Blocked);
+        // A blocked wire leg is no excuse: something the row needs was not observed.
+        let blocked_wire = [outcome_at(
+            "HOOKS-AUTH-1",
+            CheckStatus::Blocked,
+            Evidence::Wire,
+        )];
+        let rows = fold(&[("a", &blocked_wire[..]), ("upstream", &wire_leg[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Blocked);
+        // A failing leg fails the row whatever else held.
+        let failing = [outcome_at(
+            "HOOKS-AUTH-1",
+            CheckStatus::Fail,
+            Evidence::Wire,
+        )];
+        let rows = fold(&[("receiver", &double_leg[..]), ("b", &failing[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Fail);
+    }
+
+    #[test]
+    fn self_reports_never_make_a_row_pass_but_can_fail_it() {
+        let only_self = [outcome_at("EFF-4", CheckStatus::Pass, Evidence::SelfReport)];
+        let rows = fold(&[("seam", &only_self[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Blocked);
+        assert!(rows[0].detail.contains("self-report"), "{}", rows[0].detail);
+        let violation = [outcome_at("EFF-4", CheckStatus::Fail, Evidence::SelfReport)];
+        let rows = fold(&[("seam", &violation[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Fail);
+        // A self-report beside a double that held: the row passes at double.
+        let mixed = [
+            outcome_at("EFF-4", CheckStatus::Pass, Evidence::SelfReport),
+            outcome_at("EFF-4", CheckStatus::Pass, Evidence::Double),
+        ];
+        let rows = fold(&[("seam", &mixed[..])]);
+        assert_eq!(rows[0].evidence, Some(Evidence::Double));
     }
 }

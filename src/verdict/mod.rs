@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 mod fold;
 
-pub use fold::{RowVerdict, fold_rows};
+pub use fold::{FoldOptions, RowVerdict, fold_rows};
 
 /// The disposition of one requirement row (see the README for the full definitions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -82,6 +82,53 @@ impl std::fmt::Display for Disposition {
     }
 }
 
+/// What a check observes, strongest first. A row passes at the strongest level its
+/// observations reached; a self-report can prove a violation and never compliance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Evidence {
+    /// A seam's account of what happened elsewhere (`delivered: 1`, a ledger saying "no
+    /// re-fire"): the host's word about itself.
+    SelfReport,
+    /// The host's answer to toolcert's own request, judged by toolcert (a recomputed
+    /// argsHash, a 409 code, a replay header, an event in its durable log).
+    Wire,
+    /// Counted at a double toolcert owns (receiver, mock provider, MCP server).
+    Double,
+}
+
+impl Evidence {
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Evidence::SelfReport => "self-report",
+            Evidence::Wire => "wire",
+            Evidence::Double => "double",
+        }
+    }
+}
+
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Evidence {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "double" => Ok(Evidence::Double),
+            "wire" => Ok(Evidence::Wire),
+            "self-report" => Ok(Evidence::SelfReport),
+            other => Err(format!(
+                "unknown evidence level {other:?}; expected double, wire or self-report"
+            )),
+        }
+    }
+}
+
 /// The outcome of one check inside one scenario, before folding into rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -106,7 +153,9 @@ impl CheckOutcome {
     pub fn disposition(&self, registry: &crate::suite::Registry, strict: bool) -> Disposition {
         let row = registry.row(&self.row);
         let level = row.map_or(crate::suite::Level::Must, |r| r.level);
-        let relaxed = !strict && row.is_some_and(|r| r.warn_unless_strict.is_some());
+        let relaxed = !strict
+            && (self.warn_unless_strict.is_some()
+                || row.is_some_and(|r| r.warn_unless_strict.is_some()));
         match (self.status, level) {
             (CheckStatus::Pass, _) => Disposition::Pass,
             (CheckStatus::Fail, crate::suite::Level::Must) if relaxed => Disposition::Warn,
@@ -133,4 +182,12 @@ pub struct CheckOutcome {
     pub status: CheckStatus,
     /// Why, when not a pass: expected versus actual, or the blocking reason.
     pub detail: String,
+    /// What the check observes.
+    pub evidence: Evidence,
+    /// Whether the check is a positive control.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub control: bool,
+    /// The stance under which this check's failure reads as `warn` unless strict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warn_unless_strict: Option<String>,
 }

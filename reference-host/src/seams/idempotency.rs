@@ -76,7 +76,7 @@ fn executors_failed() -> ApiError {
 pub struct ConcurrentClaimRequest {
     /// How many executors race (2..=256).
     pub executors: usize,
-    /// The business key of the one logical invocation.
+    /// The business key of the one logical invocation (fresh when the request names none).
     pub business_key: String,
     /// The provider; without it the built-in no-op ledger accepts.
     pub receiver_url: Option<Url>,
@@ -92,7 +92,12 @@ impl ConcurrentClaimRequest {
             &["executors", "businessKey", "receiverUrl", "principal"],
         )?;
         let executors = fields.required_int_in("executors", MIN_EXECUTORS, MAX_EXECUTORS)?;
-        let business_key = fields.required_string("businessKey")?;
+        // Upstream contract: `{executors}` alone races a fresh logical invocation;
+        // `businessKey` (toolcert's extension) names it.
+        let business_key = match fields.optional_string("businessKey")? {
+            Some(key) => key,
+            None => format!("race-{}", uuid::Uuid::new_v4().simple()),
+        };
         let receiver_url = fields
             .optional_string("receiverUrl")?
             .map(|raw| require_loopback_http("receiverUrl", &raw))
@@ -289,7 +294,12 @@ impl RedispatchRequest {
             parse_object(body)?,
             &["businessKey", "receiverUrl", "stallMs"],
         )?;
-        let business_key = fields.required_string("businessKey")?;
+        // Upstream contract: `{executors}` alone races a fresh logical invocation;
+        // `businessKey` (toolcert's extension) names it.
+        let business_key = match fields.optional_string("businessKey")? {
+            Some(key) => key,
+            None => format!("race-{}", uuid::Uuid::new_v4().simple()),
+        };
         let receiver_url =
             require_loopback_http("receiverUrl", &fields.required_string("receiverUrl")?)?;
         let stall_ms = fields.required_int_in("stallMs", 1, MAX_STALL_MS)?;
@@ -401,7 +411,12 @@ impl EffectRetryRequest {
         let mut fields = Fields::closed(parse_object(body)?, &["providerUrl", "businessKey"])?;
         let provider_url =
             require_loopback_http("providerUrl", &fields.required_string("providerUrl")?)?;
-        let business_key = fields.required_string("businessKey")?;
+        // Upstream contract: `{executors}` alone races a fresh logical invocation;
+        // `businessKey` (toolcert's extension) names it.
+        let business_key = match fields.optional_string("businessKey")? {
+            Some(key) => key,
+            None => format!("race-{}", uuid::Uuid::new_v4().simple()),
+        };
         Ok(Self {
             provider_url,
             business_key,

@@ -17,6 +17,7 @@ const FIELDS: &[&str] = &[
     "principal",
     "toolName",
     "requiredScopes",
+    "grantedScopes",
     "args",
     "credentials",
     "transport",
@@ -39,6 +40,9 @@ pub struct InvokeRequest {
     pub tool_name: String,
     /// The tool's mount-declared required scopes.
     pub required_scopes: Vec<String>,
+    /// The grant the caller states (upstream seam contract); `None` makes the host resolve
+    /// the principal's own scopes.
+    pub granted_scopes: Option<Vec<String>>,
     /// Arguments (a JSON object), possibly with credential references.
     pub args: Value,
     /// Credential ref ⇒ raw secret.
@@ -66,6 +70,7 @@ impl InvokeRequest {
         let required_scopes = fields
             .optional_string_array("requiredScopes")?
             .unwrap_or_default();
+        let granted_scopes = fields.optional_string_array("grantedScopes")?;
         let args = Value::Object(fields.optional_object("args")?.unwrap_or_default());
         let credentials = fields
             .optional_string_map("credentials")?
@@ -92,6 +97,7 @@ impl InvokeRequest {
             principal,
             tool_name,
             required_scopes,
+            granted_scopes,
             args,
             credentials,
             transport,

@@ -223,14 +223,24 @@ impl<'s> ToolCall<'s> {
         }
 
         // Step 5, RFC 0064 §C: fail-closed authorization of the attributed
-        // principal, whose scopes the host resolves itself.
-        let decision = authz::decide(
-            self.state.principals(),
-            &request.principal,
-            &request.tool_name,
-            &request.required_scopes,
-            self.state.mutant(),
-        );
+        // principal: against the grant the caller states (`grantedScopes`, the
+        // upstream seam contract), else against the scopes the host resolves.
+        let decision = match &request.granted_scopes {
+            Some(granted) => authz::decide_stated(
+                &request.principal,
+                &request.tool_name,
+                &request.required_scopes,
+                Some(granted),
+                self.state.mutant(),
+            ),
+            None => authz::decide(
+                self.state.principals(),
+                &request.principal,
+                &request.tool_name,
+                &request.required_scopes,
+                self.state.mutant(),
+            ),
+        };
         if let Decision::Deny { reason, message } = decision {
             if self.state.mutant_is(Mutant::InvokeThenCheck) {
                 // Bug: the side effect happens before the decision is honoured.

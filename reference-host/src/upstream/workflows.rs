@@ -36,8 +36,7 @@ use crate::principals::Principal;
 use crate::storage::RunStatus;
 use crate::workflows::{NOOP_WORKFLOW, RUNS_WRITE_SCOPE, begin_run, end_run, new_run_id};
 
-/// A noop that requires `inputs.nonce`.
-pub const IDEMPOTENT_WORKFLOW: &str = "conformance-idempotent";
+pub use crate::workflows::IDEMPOTENT_WORKFLOW;
 /// Sleeps `inputs.delayMs`, then completes.
 pub const DELAY_WORKFLOW: &str = "conformance-delay";
 
