@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use reference_host::mutants::{ALL, Mutant};
 
-use crate::runner::{RunOptions, RunOutcome, TargetError, run_embedded};
+use crate::runner::{ReferenceVariant, RunOptions, RunOutcome, TargetError, run_reference};
 use crate::suite::Suite;
 use crate::verdict::Disposition;
 
@@ -93,6 +93,10 @@ pub struct Matrix {
     pub clean: Column,
     /// One column per mutant, in `mutants::ALL` order.
     pub mutants: Vec<Column>,
+    /// The clean reference host in upstream-only mode (a plain upstream v1 host).
+    pub upstream_clean: Column,
+    /// One column per mutant in upstream-only mode: what the upstream contract alone catches.
+    pub upstream: Vec<Column>,
 }
 
 /// Run the clean host and every mutant through the whole suite, `columns` mutants at a time.
@@ -106,22 +110,47 @@ pub async fn run_matrix(
     columns: usize,
 ) -> Result<Matrix, TargetError> {
     use futures_util::StreamExt as _;
-    let run_one = |mutant: Option<Mutant>| run_embedded(suite, mutant, opts, None);
-    let clean_run = run_one(None).await?;
+    let run_one = |mutant: Option<Mutant>, upstream_only: bool| {
+        run_reference(
+            suite,
+            ReferenceVariant {
+                mutant,
+                upstream_only,
+            },
+            opts,
+            None,
+        )
+    };
+    let clean_run = run_one(None, false).await?;
     let clean = Column::from_run(suite, "clean", "", &clean_run);
-    let runs: Vec<Result<RunOutcome, TargetError>> = futures_util::stream::iter(ALL)
-        .map(|info| run_one(Some(info.mutant)))
+    let upstream_clean = Column::from_run(suite, "clean", "", &run_one(None, true).await?);
+    // Every (mode, mutant) pair is an independent column; the upstream-only ones are quick
+    // (most of their scenarios stop at a 404), so they ride along in the same stream.
+    let jobs: Vec<(bool, &reference_host::mutants::MutantInfo)> = [false, true]
+        .into_iter()
+        .flat_map(|upstream| ALL.iter().map(move |info| (upstream, info)))
+        .collect();
+    let runs: Vec<Result<RunOutcome, TargetError>> = futures_util::stream::iter(&jobs)
+        .map(|(upstream, info)| run_one(Some(info.mutant), *upstream))
         .buffered(columns.max(1))
         .collect()
         .await;
     let mut mutants = Vec::with_capacity(ALL.len());
-    for (info, run) in ALL.iter().zip(runs) {
-        mutants.push(Column::from_run(suite, info.name, info.breaks, &run?));
+    let mut upstream = Vec::with_capacity(ALL.len());
+    for ((up, info), run) in jobs.iter().zip(runs) {
+        let column = Column::from_run(suite, info.name, info.breaks, &run?);
+        if *up {
+            upstream.push(column);
+        } else {
+            mutants.push(column);
+        }
     }
     Ok(Matrix {
         clean_run,
         clean,
         mutants,
+        upstream_clean,
+        upstream,
     })
 }
 
@@ -170,9 +199,31 @@ impl Matrix {
         (killed, all.len())
     }
 
+    /// Mutants the upstream contract alone catches: their upstream-only column has a row
+    /// that fails or warns.
+    pub fn caught_upstream(&self) -> Vec<&str> {
+        self.upstream
+            .iter()
+            .filter(|c| c.rows.values().any(|d| kills(*d)))
+            .map(|c| c.name.as_str())
+            .collect()
+    }
+
     /// Every way the matrix falls short; empty when it proves what it must.
     pub fn problems(&self, suite: &Suite) -> Vec<String> {
         let mut out = Vec::new();
+        // The clean host as a plain upstream host: nothing may convict it; what it cannot
+        // show is `blocked` or `inapplicable`.
+        for (row, d) in &self.upstream_clean.rows {
+            if matches!(
+                d,
+                Disposition::Fail | Disposition::Warn | Disposition::Error
+            ) {
+                out.push(format!(
+                    "the clean reference host in upstream-only mode gets {d} on {row}"
+                ));
+            }
+        }
         for (scenario, d) in &self.clean.scenarios {
             if *d != Disposition::Pass {
                 out.push(format!(
@@ -286,6 +337,59 @@ impl Matrix {
                     "—".to_string()
                 } else {
                     disturbed.join(", ")
+                }
+            );
+        }
+        let caught = self.caught_upstream();
+        let _ = writeln!(out, "\n## The upstream contract alone\n");
+        let _ = writeln!(
+            out,
+            "The same mutants with the reference host in upstream-only mode (`--reference-upstream-only`): a plain upstream v1 host that serves none of toolcert's extensions. A mutant is caught when some row fails or warns. The clean upstream-only host: {} rows pass, {} blocked, {} inapplicable, {} fail.\n",
+            self.upstream_clean
+                .rows
+                .values()
+                .filter(|d| **d == Disposition::Pass)
+                .count(),
+            self.upstream_clean
+                .rows
+                .values()
+                .filter(|d| **d == Disposition::Blocked)
+                .count(),
+            self.upstream_clean
+                .rows
+                .values()
+                .filter(|d| **d == Disposition::Inapplicable)
+                .count(),
+            self.upstream_clean
+                .rows
+                .values()
+                .filter(|d| **d == Disposition::Fail)
+                .count(),
+        );
+        let _ = writeln!(
+            out,
+            "Caught by the upstream contract alone: {} of {} mutants.\n",
+            caught.len(),
+            self.upstream.len()
+        );
+        let _ = writeln!(out, "| mutant | rows that fail or warn (upstream-only) |");
+        let _ = writeln!(out, "|---|---|");
+        for col in &self.upstream {
+            let rows: Vec<&str> = suite
+                .registry
+                .rows
+                .iter()
+                .filter(|r| col.rows.get(&r.id).is_some_and(|d| kills(*d)))
+                .map(|r| r.id.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "| `{}` | {} |",
+                col.name,
+                if rows.is_empty() {
+                    "not caught".to_string()
+                } else {
+                    rows.join(", ")
                 }
             );
         }

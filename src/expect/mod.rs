@@ -245,15 +245,35 @@ impl Judge<'_> {
             if template::lookup(self.doc, path).is_some() {
                 continue;
             }
-            let root = path.split('.').next().unwrap_or("");
-            let status = match root {
-                "vars" | "provider" | "discovery" => CheckStatus::Error,
-                _ => CheckStatus::Blocked,
-            };
-            return Some((
-                status,
-                format!("the expected value names {{{{{path}}}}}, which was not observed"),
-            ));
+            let mut parts = path.split('.');
+            let (root, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let surfaces = &self.suite.surfaces;
+            return Some(match root {
+                "vars" | "provider" | "discovery" => (
+                    CheckStatus::Error,
+                    format!(
+                        "scenario data: the expected value names {{{{{path}}}}}, which does not exist"
+                    ),
+                ),
+                "facts" => (
+                    CheckStatus::Blocked,
+                    format!(
+                        "the expected value needs {{{{{path}}}}}, which the host cannot advertise and the host profile does not state: {}",
+                        surfaces.reason(&crate::suite::fact_id(name))
+                    ),
+                ),
+                "fixtures" => (
+                    CheckStatus::Blocked,
+                    format!(
+                        "the expected value needs fixture {name}, which the host does not advertise: {}",
+                        surfaces.reason(&crate::suite::fixture_id(name))
+                    ),
+                ),
+                _ => (
+                    CheckStatus::Blocked,
+                    format!("the expected value names {{{{{path}}}}}, which was not observed"),
+                ),
+            });
         }
         for pattern in &reads.patterns {
             if let Err(e) = regex::Regex::new(pattern) {

@@ -242,9 +242,16 @@ fn fold_row(
     let evidence = match reached {
         None => return blocked("no check of this row was observed".into()),
         Some(Evidence::SelfReport) => {
-            return blocked(
-                "only the host's own account was observed (self-report): it can prove a violation, never compliance; the legs that witness this row at a toolcert double or on the wire could not be made".into(),
-            );
+            return blocked(format!(
+                "only the host's own account was observed (self-report): it can prove a violation, never compliance{}",
+                excused
+                    .first()
+                    .map(|l| format!(
+                        "; the leg that witnesses this row at a toolcert double could not be made ({}: {})",
+                        l.scenario, l.detail
+                    ))
+                    .unwrap_or_default()
+            ));
         }
         Some(e) => e,
     };
