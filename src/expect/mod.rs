@@ -6,8 +6,8 @@
 //! - a check whose pointers run through a `$blocked` / `$error` / `$fail` observation (a step
 //!   that could not be made) takes that status;
 //! - a positive control that does not hold is `blocked`, and so is every check of the rows
-//!   it guards (its own row, plus `guards`) and every check that `requires` it, so "zero
-//!   calls" is never judged against a double nobody reached;
+//!   it guards (its own row, or those its `guards` lists) and every check that `requires`
+//!   it, so "zero calls" is never judged against a double nobody reached;
 //! - a value an expectation compares with that was never observed is `blocked`, and a broken
 //!   expectation of toolcert's own (a placeholder naming nothing) is `error`, never `fail`.
 
@@ -161,8 +161,7 @@ impl Judge<'_> {
             let guards: Vec<&Check> = scenario
                 .checks
                 .iter()
-                .filter(|c| c.control && c.id != check.id)
-                .filter(|c| c.row == check.row || c.guards.contains(&check.row))
+                .filter(|c| c.id != check.id && c.guards_row(&check.row))
                 .collect();
             for control in guards {
                 let (status, detail) = self.judge(control);
@@ -351,7 +350,7 @@ mod tests {
     #[test]
     fn a_failed_control_guards_every_check_of_its_rows_without_requires() {
         let s = scenario(json!([
-            {"id": "control", "row": "HOOKS-AUTH-3", "says": "path works", "at": "/receivers/g/count", "expect": {"equals": 1}, "control": true, "guards": ["HOOKS-AUTH-1"]},
+            {"id": "control", "row": "HOOKS-AUTH-3", "says": "path works", "at": "/receivers/g/count", "expect": {"equals": 1}, "control": true, "guards": ["HOOKS-AUTH-3", "HOOKS-AUTH-1"]},
             {"id": "own-row", "row": "HOOKS-AUTH-3", "says": "ok", "at": "/steps/a/status", "expect": {"equals": "ok"}},
             {"id": "guarded", "row": "HOOKS-AUTH-1", "says": "forbidden", "at": "/steps/b/status", "expect": {"equals": "forbidden"}}
         ]));
@@ -370,6 +369,16 @@ mod tests {
         let out = judge(&s, &working);
         assert_eq!(out[1].status, CheckStatus::Fail);
         assert_eq!(out[2].status, CheckStatus::Fail);
+        // A control whose guards leave out its own row guards only the rows it lists: a wire
+        // check of its row can still convict the host that broke the control's setup.
+        let narrow = scenario(json!([
+            {"id": "control", "row": "HOOKS-AUTH-3", "says": "path works", "at": "/receivers/g/count", "expect": {"equals": 1}, "control": true, "guards": ["HOOKS-AUTH-1"]},
+            {"id": "own-row", "row": "HOOKS-AUTH-3", "says": "ok", "at": "/steps/a/status", "expect": {"equals": "ok"}},
+            {"id": "guarded", "row": "HOOKS-AUTH-1", "says": "forbidden", "at": "/steps/b/status", "expect": {"equals": "forbidden"}}
+        ]));
+        let out = judge(&narrow, &broken);
+        assert_eq!(out[1].status, CheckStatus::Fail);
+        assert_eq!(out[2].status, CheckStatus::Blocked);
     }
 
     #[test]

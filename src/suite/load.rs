@@ -399,18 +399,25 @@ fn check_reads(s: &Scenario) -> Result<(), SuiteError> {
     Ok(())
 }
 
-/// Every row with checks in the scenario is guarded by a positive control (its own, or one
-/// whose `guards` lists it), unless the registry says why the row needs none: a check must
-/// never be able to convict on a setup nobody showed to work.
+/// Every check of the scenario is guarded by a positive control (one that guards its row, or
+/// one it requires, directly or through other checks), unless the registry says why its row
+/// needs none: a check must never be able to convict on a setup nobody showed to work.
 fn check_controls(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
+    fn requires_control(s: &Scenario, check: &crate::suite::Check, depth: usize) -> bool {
+        depth < 16
+            && check.requires.iter().any(|id| {
+                s.checks
+                    .iter()
+                    .find(|c| &c.id == id)
+                    .is_some_and(|dep| dep.control || requires_control(s, dep, depth + 1))
+            })
+    }
     for (i, check) in s.checks.iter().enumerate() {
         if check.control {
             continue;
         }
-        let guarded = s
-            .checks
-            .iter()
-            .any(|c| c.control && (c.row == check.row || c.guards.contains(&check.row)));
+        let guarded =
+            s.checks.iter().any(|c| c.guards_row(&check.row)) || requires_control(s, check, 0);
         let exempt = registry
             .row(&check.row)
             .is_some_and(|r| r.no_control.is_some());
@@ -419,7 +426,7 @@ fn check_controls(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
                 &s.file,
                 format!("/checks/{i}"),
                 format!(
-                    "check \"{}\" of row {} is not guarded by a positive control: add a check with \"control\": true for {} (or list the row in a control's \"guards\"), or give the row a noControl reason in {REGISTRY_FILE}",
+                    "check \"{}\" of row {} is not guarded by a positive control: add a check with \"control\": true for {} (or list the row in a control's \"guards\", or require a control), or give the row a noControl reason in {REGISTRY_FILE}",
                     check.id, check.row, check.row
                 ),
             ));

@@ -53,6 +53,18 @@ pub struct Scenario {
     pub file: String,
 }
 
+impl Check {
+    /// Whether this check is a control that guards the checks of `row`.
+    pub fn guards_row(&self, row: &str) -> bool {
+        self.control
+            && if self.guards.is_empty() {
+                self.row == row
+            } else {
+                self.guards.iter().any(|g| g == row)
+            }
+    }
+}
+
 impl Scenario {
     /// Whether the scenario kills or restarts the host, and so needs a host process of its own.
     pub fn needs_spawned_host(&self) -> bool {
@@ -383,8 +395,10 @@ pub struct Check {
     /// Checks (ids) that must pass for this one to be judged; otherwise it is `blocked`.
     #[serde(default)]
     pub requires: Vec<String>,
-    /// For a control: other rows of the scenario whose checks it guards besides its own (a
-    /// check is `blocked`, never `fail`, while a control guarding its row has not passed).
+    /// For a control: the rows of the scenario whose checks it guards (a check is `blocked`,
+    /// never `fail`, while a control guarding its row has not held). Absent: its own row.
+    /// A control whose failure says nothing about some check of its own row (a setup only
+    /// some legs need) lists the rows it does guard; those other checks then `require` it.
     #[serde(default)]
     pub guards: Vec<String>,
     /// What the check observes; inferred from its pointers when absent (a toolcert double ⇒

@@ -294,12 +294,7 @@ impl RedispatchRequest {
             parse_object(body)?,
             &["businessKey", "receiverUrl", "stallMs"],
         )?;
-        // Upstream contract: `{executors}` alone races a fresh logical invocation;
-        // `businessKey` (toolcert's extension) names it.
-        let business_key = match fields.optional_string("businessKey")? {
-            Some(key) => key,
-            None => format!("race-{}", uuid::Uuid::new_v4().simple()),
-        };
+        let business_key = fields.required_string("businessKey")?;
         let receiver_url =
             require_loopback_http("receiverUrl", &fields.required_string("receiverUrl")?)?;
         let stall_ms = fields.required_int_in("stallMs", 1, MAX_STALL_MS)?;
@@ -411,11 +406,11 @@ impl EffectRetryRequest {
         let mut fields = Fields::closed(parse_object(body)?, &["providerUrl", "businessKey"])?;
         let provider_url =
             require_loopback_http("providerUrl", &fields.required_string("providerUrl")?)?;
-        // Upstream contract: `{executors}` alone races a fresh logical invocation;
-        // `businessKey` (toolcert's extension) names it.
+        // Upstream contract: `{providerUrl}` alone retries an effect of a fresh logical
+        // invocation; `businessKey` (toolcert's extension) names it.
         let business_key = match fields.optional_string("businessKey")? {
             Some(key) => key,
-            None => format!("race-{}", uuid::Uuid::new_v4().simple()),
+            None => format!("retry-{}", uuid::Uuid::new_v4().simple()),
         };
         Ok(Self {
             provider_url,
@@ -600,7 +595,6 @@ mod tests {
             (json!({"businessKey": "k"}), "executors"),
             (json!({"executors": 1, "businessKey": "k"}), "executors"),
             (json!({"executors": 257, "businessKey": "k"}), "executors"),
-            (json!({"executors": 2}), "businessKey"),
             (
                 json!({"executors": 2, "businessKey": "k", "receiverUrl": "http://10.0.0.1/"}),
                 "receiverUrl",
@@ -622,6 +616,10 @@ mod tests {
             ConcurrentClaimRequest::parse(&bytes(json!({"executors": 256, "businessKey": "k"})))
                 .expect("valid");
         assert_eq!(ok.executors, 256);
+        // The upstream contract's `{executors}` alone races a fresh logical invocation.
+        let a = ConcurrentClaimRequest::parse(&bytes(json!({"executors": 2}))).expect("valid");
+        let b = ConcurrentClaimRequest::parse(&bytes(json!({"executors": 2}))).expect("valid");
+        assert_ne!(a.business_key, b.business_key);
 
         let redispatch = [
             (
