@@ -506,7 +506,7 @@ pub fn conclude(
 ) -> RunOutcome {
     scenarios.sort_by(|a, b| a.scenario_id.cmp(&b.scenario_id));
     let rows = fold_rows(
-        &suite.registry,
+        suite,
         FoldOptions {
             strict: opts.strict,
             require_evidence: opts.require_evidence,

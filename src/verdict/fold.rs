@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{CheckOutcome, CheckStatus, Disposition, Evidence};
-use crate::suite::{Level, Registry};
+use crate::suite::{Level, Registry, Suite};
 
 /// The verdict on one requirement row.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,7 +67,8 @@ struct Leg {
     /// Strongest evidence among the leg's observed (passed or failed) checks.
     judged_at: Option<Evidence>,
     /// Whether the leg's scenario witnesses at a toolcert double (a receiver, the mock
-    /// provider, the MCP server): a double leg.
+    /// provider, the MCP server) or needs one of toolcert's extensions: a leg of toolcert's
+    /// own setup, which a host that lacks it cannot be held to.
     observes_double: bool,
     /// Whether every judged check of the leg is a self-report.
     only_self_report: bool,
@@ -84,14 +85,25 @@ impl Leg {
 /// Fold the outcomes of scenarios (`(scenario id, outcomes)`) into row verdicts, one per row
 /// that received at least one outcome, in registry order.
 pub fn fold_rows<'a>(
-    registry: &Registry,
+    suite: &Suite,
     opts: FoldOptions,
     results: impl IntoIterator<Item = (&'a str, &'a [CheckOutcome])>,
 ) -> Vec<RowVerdict> {
     // row ⇒ scenario ⇒ outcomes, in the order they came.
     let mut by_row: BTreeMap<String, Vec<LegOutcomes<'a>>> = BTreeMap::new();
+    let registry = &suite.registry;
     for (scenario, outcomes) in results {
-        let double = outcomes.iter().any(|o| o.evidence == Evidence::Double);
+        // A leg of toolcert's own setup: it witnesses at a double, or it needs one of
+        // toolcert's extensions (a seam, a seam member, a fixture of its own).
+        let needs_extension = suite.scenario(scenario).is_some_and(|s| {
+            s.surfaces.iter().any(|id| {
+                suite
+                    .surfaces
+                    .get(id)
+                    .is_some_and(|x| x.kind.is_extension())
+            })
+        });
+        let double = needs_extension || outcomes.iter().any(|o| o.evidence == Evidence::Double);
         for outcome in outcomes {
             let legs = by_row.entry(outcome.row.clone()).or_default();
             match legs.iter_mut().find(|l| l.scenario == scenario) {
@@ -307,7 +319,7 @@ mod tests {
     fn fold(results: &[(&str, &[CheckOutcome])]) -> Vec<RowVerdict> {
         let suite = Suite::embedded().unwrap();
         fold_rows(
-            &suite.registry,
+            &suite,
             FoldOptions::default(),
             results.iter().map(|(s, o)| (*s, *o)),
         )
@@ -340,26 +352,26 @@ mod tests {
     fn a_stance_row_warns_unless_strict() {
         let suite = Suite::embedded().unwrap();
         let a = [outcome("HOOKS-FAIL-7", CheckStatus::Fail)];
-        let rows = fold_rows(&suite.registry, FoldOptions::default(), [("a", &a[..])]);
+        let rows = fold_rows(&suite, FoldOptions::default(), [("a", &a[..])]);
         assert_eq!(rows[0].level, Level::Must);
         assert_eq!(rows[0].disposition, Disposition::Warn);
         let strict = FoldOptions {
             strict: true,
             ..FoldOptions::default()
         };
-        let rows = fold_rows(&suite.registry, strict, [("a", &a[..])]);
+        let rows = fold_rows(&suite, strict, [("a", &a[..])]);
         assert_eq!(rows[0].disposition, Disposition::Fail);
         // An ordinary MUST row fails either way.
         let b = [outcome("HOOKS-AUTH-1", CheckStatus::Fail)];
-        let rows = fold_rows(&suite.registry, FoldOptions::default(), [("b", &b[..])]);
+        let rows = fold_rows(&suite, FoldOptions::default(), [("b", &b[..])]);
         assert_eq!(rows[0].disposition, Disposition::Fail);
         // A check-level stance relaxes one check of an ordinary row.
         let mut c = outcome("HOOKS-AUTH-1", CheckStatus::Fail);
         c.warn_unless_strict = Some("C-21".into());
         let c = [c];
-        let rows = fold_rows(&suite.registry, FoldOptions::default(), [("c", &c[..])]);
+        let rows = fold_rows(&suite, FoldOptions::default(), [("c", &c[..])]);
         assert_eq!(rows[0].disposition, Disposition::Warn);
-        let rows = fold_rows(&suite.registry, strict, [("c", &c[..])]);
+        let rows = fold_rows(&suite, strict, [("c", &c[..])]);
         assert_eq!(rows[0].disposition, Disposition::Fail);
     }
 
@@ -397,7 +409,7 @@ mod tests {
             ..FoldOptions::default()
         };
         let rows = fold_rows(
-            &suite.registry,
+            &suite,
             opts,
             [("receiver", &double_leg[..]), ("upstream", &wire_leg[..])],
         );
