@@ -15,7 +15,8 @@
 //! - [`verdict`] folds check outcomes into one disposition per requirement row;
 //! - [`runner`] runs scenarios against a target and collects results;
 //! - [`report`] writes the JSON, JUnit XML and Markdown reports;
-//! - [`matrix`] runs the mutation matrix against the reference host's mutants.
+//! - [`matrix`] runs the mutation matrix against the reference host's mutants;
+//! - [`redact`] scrubs every token and canary from whatever leaves toolcert.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,6 +34,7 @@ pub mod expect;
 pub mod host;
 pub mod load;
 pub mod matrix;
+pub mod redact;
 pub mod report;
 pub mod runner;
 pub mod steps;

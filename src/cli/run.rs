@@ -43,6 +43,10 @@ pub struct RunArgs {
     /// Multiply every timeout (connect 2 s, read 5 s, request 10 s) by F.
     #[arg(long, default_value_t = 1.0, value_name = "F")]
     pub timeout_scale: f64,
+    /// Bound the whole run to this many seconds: scenarios not started by then are `error`,
+    /// running ones stop at it; reports are still written.
+    #[arg(long, value_name = "SECS", value_parser = parse_deadline)]
+    pub deadline: Option<std::time::Duration>,
     /// Certify the host at this base URL instead of the embedded reference host.
     #[arg(long, value_name = "URL")]
     pub host: Option<String>,
@@ -175,11 +179,14 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         strict: args.strict,
         ca_certs,
         require_evidence: args.require_evidence,
+        scenario_budget: crate::runner::SCENARIO_BUDGET.mul_f64(args.timeout_scale),
+        deadline: args.deadline,
         ..RunOptions::default()
     };
     let target = target_for(&args, &rt)?;
     let started = std::time::Instant::now();
     let session = Arc::new(rt.block_on(Session::open(&target, &opts))?);
+    let redactor = session.redactor(&suite);
     if !args.quiet {
         println!(
             "toolcert {}: certifying {} (seed {seed})",
@@ -187,13 +194,14 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             target.base_url
         );
         match session.discovery() {
+            // The reason quotes what the host served: scrubbed like everything else.
             Ok(d) => println!(
                 "discovery: wire major {} ({}), sha256 {}",
                 d.wire.number(),
-                d.wire_reason,
+                redactor.text(&d.wire_reason),
                 d.sha256
             ),
-            Err(e) => println!("discovery failed: {e}"),
+            Err(e) => println!("discovery failed: {}", redactor.text(e)),
         }
     }
 
@@ -272,6 +280,15 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn parse_deadline(s: &str) -> Result<std::time::Duration, String> {
+    match s.parse::<u64>() {
+        Ok(secs) if (1..=86_400).contains(&secs) => Ok(std::time::Duration::from_secs(secs)),
+        _ => Err(format!(
+            "{s:?} is not a whole number of seconds from 1 to 86400 (e.g. --deadline 600)"
+        )),
+    }
 }
 
 fn parse_evidence(s: &str) -> Result<crate::verdict::Evidence, String> {

@@ -48,7 +48,7 @@ pub fn render_markdown(report: &Report) -> String {
             )
         );
     } else if let Some(e) = report.host["discovery"]["error"].as_str() {
-        let _ = writeln!(out, "- Discovery failed: {e}");
+        let _ = writeln!(out, "- Discovery failed: {}", cell(e));
     }
     let _ = writeln!(
         out,

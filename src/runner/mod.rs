@@ -8,8 +8,9 @@ mod target;
 
 pub use target::{ReferenceVariant, Target, TargetError};
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -19,14 +20,25 @@ use crate::host::{
     Advertised, Budgets, Discovery, HostClient, HostProfile, STARTUP_BUDGET, SpawnCommand,
     SpawnedHost, discover,
 };
+use crate::redact::Redactor;
 use crate::steps::{Flow, ScenarioCtx};
 use crate::suite::{Level, Scenario, Suite};
 use crate::template;
-use crate::transcript::{Transcript, redact};
+use crate::transcript::Transcript;
 use crate::verdict::{
     CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions, RowVerdict, fold_rows,
 };
 use crate::witness::{McpServer, Receiver};
+
+/// Default wall budget of one scenario (scaled by `--timeout-scale` at the CLI): the longest
+/// legitimate scenario (a recovery after a kill, an approval that expires) takes a fraction of
+/// it on a live host.
+pub const SCENARIO_BUDGET: Duration = Duration::from_secs(90);
+
+/// After this many scenarios in a row lost the host (connect refused, request budget spent),
+/// the host is taken to have stopped answering: the rest of the run is `error` at once
+/// instead of each scenario waiting out its own timeouts.
+pub const HOST_LOST_AFTER: usize = 3;
 
 /// Options of one run.
 #[derive(Debug, Clone)]
@@ -42,6 +54,11 @@ pub struct RunOptions {
     pub strict: bool,
     /// `--require-evidence`: a row that held below this level is `blocked`.
     pub require_evidence: Option<Evidence>,
+    /// Wall budget of one scenario; past it the scenario's remaining steps are `error`.
+    pub scenario_budget: Duration,
+    /// `--deadline`: the whole run's wall budget, from the moment the session opens;
+    /// scenarios not started by then are `error`, running ones stop at it.
+    pub deadline: Option<Duration>,
     /// toolcert's binary, to run the embedded reference host as a child process for
     /// kill-and-restart scenarios (default: [`crate::host::reference_host_exe`]).
     pub reference_host_exe: Option<std::path::PathBuf>,
@@ -57,6 +74,8 @@ impl Default for RunOptions {
             jobs: 4,
             strict: false,
             require_evidence: None,
+            scenario_budget: SCENARIO_BUDGET,
+            deadline: None,
             reference_host_exe: crate::host::reference_host_exe(),
             ca_certs: crate::host::CaCerts::default(),
         }
@@ -125,6 +144,16 @@ pub struct Session {
     seed: u64,
     salt: u64,
     strict: bool,
+    /// Every token of the run (canaries are added per suite, see [`Session::redactor`]).
+    tokens: Redactor,
+    /// Wall budget of one scenario.
+    scenario_budget: Duration,
+    /// When the whole run must be over (`--deadline`).
+    run_deadline: Option<Instant>,
+    /// Scenarios in a row that lost the host.
+    lost_streak: AtomicUsize,
+    /// Why the host is taken to have stopped answering, once it is.
+    host_lost: OnceLock<String>,
 }
 
 impl Session {
@@ -153,7 +182,13 @@ impl Session {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
+        let tokens = Redactor::new(target.profile.secrets(), Vec::new());
         Ok(Session {
+            tokens,
+            scenario_budget: opts.scenario_budget,
+            run_deadline: opts.deadline.map(|d| Instant::now() + d),
+            lost_streak: AtomicUsize::new(0),
+            host_lost: OnceLock::new(),
             client,
             receiver,
             provider,
@@ -225,6 +260,42 @@ impl Session {
         Value::Object(map)
     }
 
+    /// Track scenarios that lost the host: after [`HOST_LOST_AFTER`] in a row, the host is
+    /// taken to have stopped answering. A scenario with its own host process (kill and
+    /// restart) says nothing about the target, and any answer from the host resets the count.
+    fn note_host_answers(&self, scenario: &Scenario, lost: Option<&str>, transcript: &Transcript) {
+        if scenario.needs_spawned_host() {
+            return;
+        }
+        match lost {
+            Some(reason) => {
+                let streak = self.lost_streak.fetch_add(1, Ordering::SeqCst) + 1;
+                if streak >= HOST_LOST_AFTER {
+                    let _ = self.host_lost.set(format!(
+                        "{streak} scenarios in a row lost it; the last: {reason}"
+                    ));
+                }
+            }
+            None if transcript.exchanges.iter().any(|e| e.status.is_some()) => {
+                self.lost_streak.store(0, Ordering::SeqCst);
+            }
+            None => {}
+        }
+    }
+
+    /// The canary secret of a scenario: seeded by the scenario, derived up front, so the
+    /// redactor knows every canary of the run before any host answers.
+    fn canary_of(&self, scenario: &str) -> String {
+        format!("tc-canary-{}", self.derive(scenario, "canary"))
+    }
+
+    /// The redactor of a run of `suite`: every token of the profile and flags, and the canary
+    /// of every scenario (a host may echo one scenario's canary into another's answers).
+    pub fn redactor(&self, suite: &Suite) -> Redactor {
+        self.tokens
+            .with_canaries(suite.scenarios.iter().map(|s| self.canary_of(&s.id)))
+    }
+
     fn derive(&self, scenario: &str, purpose: &str) -> String {
         let material = format!("{}\0{}\0{}\0{}", self.seed, self.salt, scenario, purpose);
         crate::canonical::sha256_hex(material.as_bytes())[..16].to_string()
@@ -257,7 +328,26 @@ impl Session {
             )),
             Ok(_) => self
                 .inapplicable_reason(scenario)
-                .map(|reason| (CheckStatus::Inapplicable, reason)),
+                .map(|reason| (CheckStatus::Inapplicable, reason))
+                .or_else(|| {
+                    self.host_lost.get().map(|why| {
+                        (
+                            CheckStatus::Error,
+                            format!(
+                                "not run: the host stopped answering earlier in this run ({why})"
+                            ),
+                        )
+                    })
+                })
+                .or_else(|| {
+                    self.run_deadline.filter(|d| Instant::now() >= *d).map(|_| {
+                        (
+                            CheckStatus::Error,
+                            "not run: the run's --deadline passed before this scenario started"
+                                .to_string(),
+                        )
+                    })
+                }),
         };
         let discovery = match (&self.discovery, early) {
             (Ok(d), None) => d,
@@ -271,12 +361,11 @@ impl Session {
                     Transcript::default(),
                     Value::Null,
                     started,
-                    &[],
                 );
             }
         };
         let nonce = self.derive(&scenario.id, "nonce");
-        let canary = format!("tc-canary-{}", self.derive(&scenario.id, "canary"));
+        let canary = self.canary_of(&scenario.id);
         let (roles, scopes) = self.profile.template_view();
         let mut doc = json!({
             "vars": {"nonce": nonce, "canary": canary},
@@ -330,7 +419,6 @@ impl Session {
                         Transcript::default(),
                         Value::Null,
                         started,
-                        &[],
                     );
                 }
                 Some(command) => {
@@ -362,16 +450,40 @@ impl Session {
             spawned,
             spawn_unavailable,
         };
+        let budget_end = started + self.scenario_budget;
+        let (deadline, out_of_time) = match self.run_deadline {
+            Some(run_end) if run_end < budget_end => (run_end, "the run's --deadline passed"),
+            _ => (
+                budget_end,
+                "the scenario's wall budget ran out (it is the timeout scale times 90 s)",
+            ),
+        };
         let mut lost: Option<String> = None;
+        let mut timed_out = false;
         for step in &scenario.steps {
             if let Some(reason) = &lost {
                 ctx.skip(step, reason);
                 continue;
             }
-            if let Flow::HostLost(reason) = ctx.run(step).await {
-                lost = Some(reason);
+            if timed_out || Instant::now() >= deadline {
+                timed_out = true;
+                ctx.abandon(step, &format!("not run: {out_of_time}"));
+                continue;
+            }
+            let until = tokio::time::Instant::from_std(deadline);
+            match tokio::time::timeout_at(until, ctx.run(step)).await {
+                Ok(Flow::HostLost(reason)) => lost = Some(reason),
+                Ok(Flow::Continue) => {}
+                Err(_) => {
+                    timed_out = true;
+                    ctx.abandon(
+                        step,
+                        &format!("not finished: {out_of_time} during this step"),
+                    );
+                }
             }
         }
+        self.note_host_answers(scenario, lost.as_deref(), &ctx.transcript);
         if let Some(mut host) = ctx.spawned.take() {
             host.kill().await;
         }
@@ -385,19 +497,11 @@ impl Session {
         for (_, model) in &ctx.providers {
             self.provider.forget(model);
         }
-        let secrets = [canary];
-        self.finish(
-            suite,
-            scenario,
-            checks,
-            ctx.transcript,
-            ctx.doc,
-            started,
-            &secrets,
-        )
+        self.finish(suite, scenario, checks, ctx.transcript, ctx.doc, started)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Fold a scenario's outcome, scrubbing every string that leaves it (check details,
+    /// transcript, observations) of the run's tokens and canaries.
     fn finish(
         &self,
         suite: &Suite,
@@ -406,13 +510,10 @@ impl Session {
         transcript: Transcript,
         observations: Value,
         started: Instant,
-        secrets: &[String],
     ) -> ScenarioResult {
-        let mut all_secrets = self.profile.secrets();
-        all_secrets.extend(secrets.iter().cloned());
-        let transcript_value = serde_json::to_value(&transcript).unwrap_or(Value::Null);
-        let transcript =
-            serde_json::from_value(redact(&transcript_value, &all_secrets)).unwrap_or_default();
+        let redactor = self.redactor(suite);
+        let checks = redactor.serde(checks);
+        let transcript = redactor.serde(transcript);
         let disposition = checks
             .iter()
             .map(|c| c.disposition(&suite.registry, self.strict))
@@ -424,7 +525,7 @@ impl Session {
             disposition,
             checks,
             transcript,
-            observations: redact(&observations, &all_secrets),
+            observations: redactor.value(&observations),
             elapsed_ms: started.elapsed().as_millis() as u64,
         }
     }
@@ -478,8 +579,12 @@ impl RunOutcome {
 }
 
 impl Session {
-    /// The discovery summary for reports.
+    /// The discovery summary for reports (the document as served, scrubbed of tokens).
     pub fn discovery_summary(&self) -> Value {
+        self.tokens.value(&self.discovery_summary_raw())
+    }
+
+    fn discovery_summary_raw(&self) -> Value {
         match &self.discovery {
             Ok(d) => json!({
                 "document": d.document,

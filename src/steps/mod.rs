@@ -153,8 +153,17 @@ impl ScenarioCtx<'_> {
 
     /// Record that a step was skipped because the host was lost earlier.
     pub fn skip(&mut self, step: &Step, reason: &str) {
+        self.abandon(
+            step,
+            &format!("not run: an earlier step lost the host ({reason})"),
+        );
+    }
+
+    /// Record that a step was not made (or not finished), with the reason: an `$error`
+    /// observation, and the doubles it would have driven witness nothing.
+    pub fn abandon(&mut self, step: &Step, reason: &str) {
         if !matches!(step, Step::Receiver(_) | Step::McpServer(_)) {
-            let obs = error(format!("not run: an earlier step lost the host ({reason})"));
+            let obs = error(reason);
             self.taint_doubles_of(step, &obs);
             self.doc["steps"][step.name()] = obs;
         }

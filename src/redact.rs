@@ -1,0 +1,154 @@
+//! The one redactor every string leaving toolcert passes: reports (JSON, JUnit, Markdown), the
+//! console, transcripts and their `curl` reproducers.
+//!
+//! It knows every bearer token of the run (flags and profile), every canary secret of the run
+//! (one per scenario, derived up front, so a host that echoes one scenario's canary into
+//! another's answers is caught too), and any `Bearer <value>` a host writes back. Tokens become
+//! `[redacted]`; a canary becomes `[canary]`, so a check compared against one says so without
+//! printing it.
+
+use std::borrow::Cow;
+
+use regex::Regex;
+use serde_json::Value;
+
+/// The marker that replaces a token.
+pub const REDACTED: &str = "[redacted]";
+
+/// The marker that replaces a canary secret.
+pub const CANARY: &str = "[canary]";
+
+/// Scrubs a run's secrets from text and JSON.
+#[derive(Debug, Clone)]
+pub struct Redactor {
+    tokens: Vec<String>,
+    canaries: Vec<String>,
+    bearer: Regex,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Redactor::new(Vec::new(), Vec::new())
+    }
+}
+
+impl Redactor {
+    /// A redactor for these tokens and canaries (empty ones are ignored; longer secrets are
+    /// replaced first, so one that contains another is never half-redacted).
+    pub fn new(tokens: Vec<String>, canaries: Vec<String>) -> Redactor {
+        let clean = |mut v: Vec<String>| {
+            v.retain(|s| !s.is_empty());
+            v.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            v.dedup();
+            v
+        };
+        Redactor {
+            tokens: clean(tokens),
+            canaries: clean(canaries),
+            // RFC 6750 token68 characters; any scheme spelling (`bearer`, `BEARER`).
+            bearer: Regex::new(r"(?i)\bbearer[ \t]+[A-Za-z0-9\-._~+/]+=*")
+                .unwrap_or_else(|_| Regex::new("$^").expect("an empty pattern compiles")),
+        }
+    }
+
+    /// The same redactor, also scrubbing `canaries`.
+    pub fn with_canaries(&self, canaries: impl IntoIterator<Item = String>) -> Redactor {
+        let mut all = self.canaries.clone();
+        all.extend(canaries);
+        Redactor::new(self.tokens.clone(), all)
+    }
+
+    /// Scrub one string.
+    pub fn text<'s>(&self, s: &'s str) -> Cow<'s, str> {
+        let mut out = Cow::Borrowed(s);
+        for token in &self.tokens {
+            if out.contains(token.as_str()) {
+                out = Cow::Owned(out.replace(token.as_str(), REDACTED));
+            }
+        }
+        for canary in &self.canaries {
+            if out.contains(canary.as_str()) {
+                out = Cow::Owned(out.replace(canary.as_str(), CANARY));
+            }
+        }
+        if self.bearer.is_match(&out) {
+            // `Bearer [redacted]` itself must stay as it is: the scheme word is kept.
+            let replaced = self
+                .bearer
+                .replace_all(&out, |caps: &regex::Captures<'_>| {
+                    let m = &caps[0];
+                    let scheme_end = m.find([' ', '\t']).unwrap_or(m.len());
+                    format!("{} {REDACTED}", &m[..scheme_end])
+                })
+                .into_owned();
+            out = Cow::Owned(replaced);
+        }
+        out
+    }
+
+    /// Scrub every string of a JSON value, object keys included.
+    pub fn value(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(self.text(s).into_owned()),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.value(x)).collect()),
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, x)| (self.text(k).into_owned(), self.value(x)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// Scrub a serializable value by round-tripping it through JSON (transcripts, check
+    /// outcomes); a value that does not round-trip is returned unchanged.
+    pub fn serde<T>(&self, v: T) -> T
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        match serde_json::to_value(&v) {
+            Ok(json) => serde_json::from_value(self.value(&json)).unwrap_or(v),
+            Err(_) => v,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn tokens_canaries_and_bearer_values_are_scrubbed_everywhere() {
+        let r = Redactor::new(vec!["tok-1".into(), String::new()], vec!["canary-9".into()]);
+        let v = json!({"a": "Bearer tok-1", "tok-1": ["x canary-9 y", 3], "b": "bearer S3cr3t.value=="});
+        assert_eq!(
+            r.value(&v),
+            json!({"a": "Bearer [redacted]", "[redacted]": ["x [canary] y", 3], "b": "bearer [redacted]"})
+        );
+        // Already-redacted text is left as it is.
+        assert_eq!(r.text("Bearer [redacted]"), "Bearer [redacted]");
+    }
+
+    #[test]
+    fn a_longer_secret_that_contains_a_shorter_one_goes_whole() {
+        let r = Redactor::new(vec!["abc".into(), "abcdef".into()], vec![]);
+        assert_eq!(r.text("x abcdef y abc"), "x [redacted] y [redacted]");
+    }
+
+    proptest! {
+        /// Whatever text surrounds a token, no byte of it survives.
+        #[test]
+        fn no_token_survives_any_surrounding_text(
+            prefix in ".{0,40}",
+            suffix in ".{0,40}",
+            token in "[A-Za-z0-9_-]{8,40}",
+        ) {
+            prop_assume!(!REDACTED.contains(token.as_str()) && !CANARY.contains(token.as_str()));
+            let r = Redactor::new(vec![token.clone()], vec![]);
+            let out = r.text(&format!("{prefix}{token}{suffix}")).into_owned();
+            prop_assert!(!out.contains(&token), "{out}");
+        }
+    }
+}
