@@ -174,25 +174,46 @@ pub async fn post_runs(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    // 401 and 403 come before Layer 1, so they are never cached
-    // (IDEM-L1-6), and an unscoped caller learns nothing about its key.
-    let caller = match authenticate(&headers, state.principals())
+    let shared = state.clone();
+    serve_post_runs(&state, &headers, body, |caller, body| async move {
+        start(&shared, &caller, &body).await
+    })
+    .await
+}
+
+/// `POST /runs` as both modes serve it (this one and [`crate::upstream`]'s `/v1/runs`): the
+/// caller is authenticated and scoped before Layer 1, so 401 and 403 are never cached
+/// (IDEM-L1-6) and an unscoped caller learns nothing about its key; then `start` runs under
+/// Layer 1.
+pub async fn serve_post_runs<F, Fut>(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    start: F,
+) -> Response
+where
+    F: FnOnce(Principal, Bytes) -> Fut,
+    Fut: std::future::Future<Output = Result<(StatusCode, Value), ApiError>>,
+{
+    let caller = match authenticate(headers, state.principals())
         .and_then(|caller| require_scope(caller, RUNS_WRITE_SCOPE).map(|()| caller))
     {
-        Ok(caller) => caller,
+        Ok(caller) => caller.clone(),
         Err(err) => return err.into_response(),
     };
     let body = match body {
         Ok(body) => body,
         Err(rejection) => return body_rejection(&rejection).into_response(),
     };
+    let tenant = caller.tenant.clone();
+    let digest_input = body.clone();
     layer1::guard(
-        &state,
-        &caller.tenant,
+        state,
+        &tenant,
         RUNS_ENDPOINT,
-        &headers,
-        &body,
-        || async { layer1::outcome_of(start(&state, caller, &body).await) },
+        headers,
+        &digest_input,
+        || async move { layer1::outcome_of(start(caller, body).await) },
     )
     .await
 }

@@ -23,18 +23,16 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::app::AppState;
-use crate::auth::{authenticate, require_scope};
 use crate::error::{ApiError, ErrorCode};
 use crate::events::{NewEvent, RUN_CANCELLED};
-use crate::json_body::{Fields, body_rejection, parse_object};
-use crate::layer1::{self, RUNS_ENDPOINT};
+use crate::json_body::{Fields, parse_object};
 use crate::principals::Principal;
 use crate::storage::RunStatus;
-use crate::workflows::{NOOP_WORKFLOW, RUNS_WRITE_SCOPE, begin_run, end_run, new_run_id};
+use crate::workflows::{NOOP_WORKFLOW, begin_run, end_run, new_run_id};
 
 pub use crate::workflows::IDEMPOTENT_WORKFLOW;
 /// Sleeps `inputs.delayMs`, then completes.
@@ -116,32 +114,16 @@ impl UpstreamWorkflow {
     }
 }
 
-/// Handler for `POST /v1/runs`.
+/// Handler for `POST /v1/runs` (the default mode's envelope around the upstream workflows).
 pub async fn post_runs(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    // As in the default mode: 401 and 403 come before Layer 1, so they are
-    // never cached.
-    let caller = match authenticate(&headers, state.principals())
-        .and_then(|caller| require_scope(caller, RUNS_WRITE_SCOPE).map(|()| caller))
-    {
-        Ok(caller) => caller,
-        Err(err) => return err.into_response(),
-    };
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) => return body_rejection(&rejection).into_response(),
-    };
-    layer1::guard(
-        &state,
-        &caller.tenant,
-        RUNS_ENDPOINT,
-        &headers,
-        &body,
-        || async { layer1::outcome_of(start(&state, caller, &body)) },
-    )
+    let shared = state.clone();
+    crate::workflows::serve_post_runs(&state, &headers, body, |caller, body| async move {
+        start(&shared, &caller, &body)
+    })
     .await
 }
 
