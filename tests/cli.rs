@@ -291,3 +291,193 @@ fn the_standalone_mock_provider_serves_both_wire_formats() {
     child.kill().ok();
     child.wait().ok();
 }
+
+/// Flags and profiles that cannot work are refused with exit status 2 and a message naming the
+/// problem, before any host is started or contacted: the remote cases point at
+/// `127.0.0.1:1`, so a request would have surfaced as a transport error or a libtest run.
+#[test]
+fn nonsense_input_is_refused_up_front_with_exit_2() {
+    let dir = scratch("nonsense");
+    let host = "http://127.0.0.1:1";
+    let profile = |name: &str, json: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, json).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let wizard = profile(
+        "wizard.json",
+        r#"{"roles": {"wizard": {"token": "s3cret"}}}"#,
+    );
+    let roles_list = profile("roles-list.json", r#"{"roles": []}"#);
+    let token_number = profile("token-number.json", r#"{"roles": {"actor": {"token": 5}}}"#);
+    let ftp = profile("ftp.json", r#"{"baseUrl": "ftp://x"}"#);
+    let remote = profile("remote.json", r#"{"baseUrl": "http://127.0.0.1:1"}"#);
+    let dir_str = dir.to_str().unwrap().to_string();
+    let r_json = dir.join("same.json").to_str().unwrap().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--host", host, "--jobs", "0"],
+            "--jobs 0: expected at least 1",
+        ),
+        (vec!["--jobs", "0"], "--jobs 0: expected at least 1"),
+        (
+            vec!["--host", host, "--timeout-scale", "-1"],
+            "--timeout-scale -1: expected a factor from 0.1 to 20",
+        ),
+        (
+            vec!["--host", host, "--timeout-scale", "1e300"],
+            "--timeout-scale 1e300: expected a factor from 0.1 to 20",
+        ),
+        (
+            vec!["--host", host, "--timeout-scale", "1e-300"],
+            "--timeout-scale 1e-300: expected a factor from 0.1 to 20",
+        ),
+        (
+            vec!["--host", host, "--timeout-scale", "NaN"],
+            "--timeout-scale NaN: expected a factor",
+        ),
+        (
+            vec!["--host", host, "--token", "wizard=s3cret"],
+            "unknown role \"wizard\"; the roles are operator, actor, peer, lacking, unevaluable, foreign",
+        ),
+        (vec!["--token", "wizard=s3cret"], "unknown role \"wizard\""),
+        (
+            vec!["--host", host, "--profile", &wizard],
+            "at JSON pointer \"/roles/wizard\": unknown role \"wizard\"; the roles are operator, actor, peer, lacking, unevaluable, foreign",
+        ),
+        (
+            vec!["--host", host, "--report", "/nonexistent/r.json"],
+            "--report /nonexistent/r.json: /nonexistent does not exist",
+        ),
+        (
+            vec!["--host", host, "--junit", "/nonexistent/r.xml"],
+            "--junit /nonexistent/r.xml: /nonexistent does not exist",
+        ),
+        (
+            vec!["--host", host, "--markdown", "/nonexistent/r.md"],
+            "--markdown /nonexistent/r.md: /nonexistent does not exist",
+        ),
+        (
+            vec!["--host", host, "--report", &dir_str],
+            "is a directory; expected a file path",
+        ),
+        (
+            vec!["--host", host, "--report", &r_json, "--junit", &r_json],
+            "--junit",
+        ),
+        (
+            vec!["--host", host, "--profile", &ftp, "--report", &ftp],
+            "that is also the --profile file",
+        ),
+        (
+            vec!["--host", host, "--profile", "/nonexistent/profile.json"],
+            "host profile /nonexistent/profile.json: cannot read",
+        ),
+        (
+            vec!["--host", host, "--profile", &roles_list],
+            "at JSON pointer \"/roles\": [] is not of type \"object\"",
+        ),
+        (
+            vec!["--host", host, "--profile", &token_number],
+            "at JSON pointer \"/roles/actor/token\": 5 is not of type \"string\"",
+        ),
+        (vec!["--profile", &ftp], "at JSON pointer \"/baseUrl\""),
+        (
+            vec![
+                "--profile",
+                &remote,
+                "--reference-mutant",
+                "authz-always-deny",
+            ],
+            "--reference-mutant: the profile",
+        ),
+        (
+            vec!["--profile", &remote, "--reference-upstream-only"],
+            "--reference-upstream-only: the profile",
+        ),
+        (
+            vec!["--host", host, "--suite", "/nonexistent/suite"],
+            "--suite /nonexistent/suite: no such directory",
+        ),
+        (
+            vec!["--host", host, "no-such-scenario"],
+            "no scenario matches the filters [\"no-such-scenario\"]",
+        ),
+        (vec!["--spawn", " "], "--spawn: expected a command"),
+    ];
+    for (args, needle) in cases {
+        let mut argv = vec!["run"];
+        argv.extend(&args);
+        let started = std::time::Instant::now();
+        let out = toolcert(&argv);
+        let elapsed = started.elapsed();
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {all}");
+        assert!(
+            all.contains(needle),
+            "{argv:?} should say {needle:?}: {all}"
+        );
+        assert!(
+            elapsed < std::time::Duration::from_secs(10),
+            "{argv:?} took {elapsed:?}"
+        );
+        // Nothing ran: no banner, no discovery, no libtest lines, no transport error.
+        for sign in [
+            "certifying",
+            "discovery",
+            "running ",
+            "test result",
+            "transport",
+            "Connection refused",
+            "s3cret",
+        ] {
+            assert!(!all.contains(sign), "{argv:?} printed {sign:?}: {all}");
+        }
+        assert!(
+            all.matches("os error").count() <= 1,
+            "{argv:?}: the OS error twice: {all}"
+        );
+    }
+
+    // A refused run leaves an earlier report at the same path as it was.
+    let previous = dir.join("previous.json");
+    std::fs::write(&previous, "previous report").unwrap();
+    let out = toolcert(&[
+        "run",
+        "--host",
+        host,
+        "--report",
+        previous.to_str().unwrap(),
+        "--token",
+        "wizard=s3cret",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(&previous).unwrap(),
+        "previous report"
+    );
+    // A report path that does not exist yet is probed, not left behind.
+    let fresh = dir.join("fresh.json");
+    let out = toolcert(&[
+        "run",
+        "--host",
+        host,
+        "--report",
+        fresh.to_str().unwrap(),
+        "--jobs",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = toolcert(&[
+        "run",
+        "--host",
+        host,
+        "--report",
+        fresh.to_str().unwrap(),
+        "--token",
+        "wizard=s3cret",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!fresh.exists(), "the probe file was left behind");
+    std::fs::remove_dir_all(dir).ok();
+}

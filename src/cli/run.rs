@@ -1,6 +1,6 @@
 //! `toolcert run`: certify a host, with libtest-style console output.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
@@ -26,7 +26,8 @@ pub struct RunArgs {
     /// Skip scenarios whose id contains this string (repeatable).
     #[arg(long, value_name = "FILTER")]
     pub skip: Vec<String>,
-    /// Scenarios run in parallel (each isolated by its own nonce, receiver ids and tool names).
+    /// Scenarios run in parallel, at least 1 (each isolated by its own nonce, receiver ids and
+    /// tool names).
     #[arg(long, short = 'j', default_value_t = 4, value_name = "N")]
     pub jobs: usize,
     /// Seed for every random choice (default: from the clock; printed and reported).
@@ -40,8 +41,15 @@ pub struct RunArgs {
     /// Weaker passes become `blocked`.
     #[arg(long, value_name = "LEVEL", value_parser = parse_evidence)]
     pub require_evidence: Option<crate::verdict::Evidence>,
-    /// Multiply every timeout (connect 2 s, read 5 s, request 10 s) by F.
-    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    /// Multiply every timeout (connect 2 s, read 5 s, request 10 s) by F, from 0.1 to 20.
+    // Negative numbers reach `validate` (and its message) instead of clap's "unexpected
+    // argument '-1'" with its suggestion `-- -1`, which would make -1 a filter.
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "F",
+        allow_negative_numbers = true
+    )]
     pub timeout_scale: f64,
     /// Bound the whole run to this many seconds: scenarios not started by then are `error`,
     /// running ones stop at it; reports are still written.
@@ -50,7 +58,8 @@ pub struct RunArgs {
     /// Certify the host at this base URL instead of the embedded reference host.
     #[arg(long, value_name = "URL")]
     pub host: Option<String>,
-    /// Host profile file: roles (token, principal) and scopes; see the README.
+    /// Host profile file: roles (token, principal), scopes, facts, fixtures; validated against
+    /// schemas/profile.schema.json (see the README).
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
     /// Bearer token for a role, ROLE=TOKEN (repeatable; wins over the profile).
@@ -91,6 +100,116 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
+/// The range `--timeout-scale` accepts: below 0.1 a connect budget is under 200 ms, above 20 a
+/// hung request holds a scenario for over 3 minutes (and `1e300` would wait forever).
+pub const TIMEOUT_SCALE: std::ops::RangeInclusive<f64> = 0.1..=20.0;
+
+/// Refuse flags that cannot work, before a suite is loaded, a host started or a request sent.
+/// (The profile, `--token`, `--ca-cert` and the `--host` URL are checked when read, still
+/// before any host is contacted.)
+fn validate(args: &RunArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.jobs >= 1,
+        "--jobs 0: expected at least 1 (--jobs 1 runs the scenarios one at a time)"
+    );
+    anyhow::ensure!(
+        TIMEOUT_SCALE.contains(&args.timeout_scale),
+        "--timeout-scale {}: expected a factor from {} to {} (it multiplies every timeout: connect 2 s, read 5 s, request 10 s; 1 is the default)",
+        shown_number(args.timeout_scale),
+        TIMEOUT_SCALE.start(),
+        TIMEOUT_SCALE.end()
+    );
+    if let Some(dir) = &args.suite {
+        anyhow::ensure!(
+            dir.is_dir(),
+            "--suite {}: no such directory; pass the root of a toolcert checkout (the directory holding scenarios/ and schemas/)",
+            dir.display()
+        );
+    }
+    let outputs = [
+        ("--report", &args.report),
+        ("--junit", &args.junit),
+        ("--markdown", &args.markdown),
+    ];
+    let inputs = args
+        .profile
+        .iter()
+        .map(|p| ("--profile", p))
+        .chain(args.ca_certs.iter().map(|p| ("--ca-cert", p)));
+    let mut seen: Vec<(&str, PathBuf)> = inputs
+        .map(|(flag, p)| (flag, std::path::absolute(p).unwrap_or_else(|_| p.clone())))
+        .collect();
+    for (flag, path) in outputs {
+        let Some(path) = path else { continue };
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        if let Some((other, _)) = seen.iter().find(|(_, p)| *p == absolute) {
+            anyhow::bail!(
+                "{flag} {}: that is also the {other} file, which the report would overwrite; give each report its own path",
+                path.display()
+            );
+        }
+        check_writable(flag, path)?;
+        seen.push((flag, absolute));
+    }
+    Ok(())
+}
+
+/// A report path is usable: its directory exists and a file can be written there. An existing
+/// report is opened without truncation, so it survives until this run replaces it.
+fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
+    anyhow::ensure!(
+        !path.is_dir(),
+        "{flag} {shown}: is a directory; expected a file path, e.g. {flag} {}",
+        path.join("report").display()
+    );
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        let what = if parent.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        anyhow::bail!(
+            "{flag} {shown}: {} {what}; create the directory first or write the report elsewhere",
+            parent.display()
+        );
+    }
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| anyhow::anyhow!("{flag} {shown}: cannot write it: {e}"))?;
+    } else {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(_) => std::fs::remove_file(path)
+                .with_context(|| format!("{flag} {shown}: removing the probe file"))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => anyhow::bail!(
+                "{flag} {shown}: cannot create a file in {}: {e}",
+                parent.display()
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// A flag's number as a person would write it (`1e300`, not 301 digits).
+fn shown_number(f: f64) -> String {
+    if f == 0.0 || (f.is_finite() && (1e-4..1e6).contains(&f.abs())) {
+        format!("{f}")
+    } else {
+        format!("{f:e}")
+    }
+}
+
 fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Target> {
     let mut profile = match &args.profile {
         Some(path) => HostProfile::load(path)?,
@@ -99,6 +218,23 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
     };
     for flag in &args.tokens {
         profile.set_token_flag(flag)?;
+    }
+    if let (Some(url), None, None, Some(file)) =
+        (&profile.base_url, &args.host, &args.spawn, &args.profile)
+    {
+        let embedded_only = if args.reference_mutant.is_some() {
+            Some("--reference-mutant")
+        } else if args.reference_upstream_only {
+            Some("--reference-upstream-only")
+        } else {
+            None
+        };
+        if let Some(flag) = embedded_only {
+            anyhow::bail!(
+                "{flag}: the profile {} sets baseUrl {url}, so that host would be certified, not the embedded reference host; drop {flag} or use a profile without baseUrl",
+                file.display()
+            );
+        }
     }
     if let Some(command) = &args.spawn {
         anyhow::ensure!(
@@ -139,19 +275,31 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
 }
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(
-        args.timeout_scale.is_finite() && args.timeout_scale > 0.0,
-        "--timeout-scale {}: expected a positive number",
-        args.timeout_scale
-    );
+    validate(&args)?;
     let ca_certs = CaCerts::load(&args.ca_certs)?;
     let suite = Arc::new(super::load_suite(args.suite.as_deref()).context("loading the suite")?);
+    if !args.list
+        && !suite
+            .scenarios
+            .iter()
+            .any(|s| matches_filters(&args, &s.id))
+    {
+        anyhow::bail!(
+            "no scenario matches the filters {:?}{}; `toolcert run --list` lists the scenario ids",
+            args.filters,
+            if args.skip.is_empty() {
+                String::new()
+            } else {
+                format!(" with --skip {:?}", args.skip)
+            }
+        );
+    }
     let mut libtest = Arguments {
         list: args.list,
         exact: args.exact,
         quiet: args.quiet,
         skip: args.skip.clone(),
-        test_threads: Some(args.jobs.max(1)),
+        test_threads: Some(args.jobs),
         filter: None,
         ..Arguments::default()
     };
@@ -175,7 +323,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let opts = RunOptions {
         seed,
         budgets: Budgets::scaled(args.timeout_scale),
-        jobs: args.jobs.max(1),
+        jobs: args.jobs,
         strict: args.strict,
         ca_certs,
         require_evidence: args.require_evidence,
