@@ -298,4 +298,33 @@ mod tests {
             json!({"a": "Bearer [redacted]", "[redacted]": ["x [redacted] y", 3]})
         );
     }
+
+    #[test]
+    fn a_bounded_transcript_satisfies_the_report_schema() {
+        let report: Value =
+            serde_json::from_str(include_str!("../schemas/report.schema.json")).unwrap();
+        let schema = json!({
+            "$defs": report["$defs"],
+            "$ref": "#/$defs/scenario/properties/transcript",
+        });
+        let mut set = crate::suite::SchemaSet::default();
+        set.insert("transcript", &schema).unwrap();
+        let mut t = Transcript::default();
+        let big = json!({"blob": "y".repeat(MAX_KEPT_BODY_BYTES + 1)});
+        for i in 0..(MAX_EXCHANGES + 3) {
+            t.push(Exchange {
+                step: format!("s{i}"),
+                method: "GET".into(),
+                url: "http://h/x".into(),
+                curl: "curl".into(),
+                response_body: (i == 0).then(|| big.clone()),
+                ..Exchange::default()
+            });
+        }
+        let value = serde_json::to_value(&t).unwrap();
+        assert_eq!(value["droppedExchanges"], 3);
+        assert!(value["exchanges"][0]["responseBody"]["$truncated"].is_object());
+        let violations = set.violations("transcript", &value).unwrap();
+        assert!(violations.is_empty(), "{violations:?}");
+    }
 }
