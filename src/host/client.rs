@@ -2,7 +2,10 @@
 //!
 //! reqwest has no timeouts by default and honours proxy variables, so the client is built
 //! with `no_proxy()`, a connect timeout, a per-read timeout, an overall deadline per request
-//! and a cap on response bytes. A host that hangs, closes the connection or sends garbage
+//! and a cap on response bytes ([`Budgets::max_body_bytes`], for every body and every event
+//! stream read). A transcript entry keeps at most
+//! [`MAX_KEPT_BODY_BYTES`](crate::transcript::MAX_KEPT_BODY_BYTES) of a body; the observation
+//! keeps all of it. A host that hangs, closes the connection or sends garbage
 //! yields a [`TransportError`] (or a `$nonJson` body), never a panic or a stuck run.
 
 use std::collections::BTreeMap;
@@ -148,6 +151,8 @@ pub struct HostResponse {
     pub headers: BTreeMap<String, String>,
     /// Body: parsed JSON, `null` when empty, or `{"$nonJson": "<first 512 chars>"}`.
     pub body: Value,
+    /// Size of the body as received, in bytes (at most [`Budgets::max_body_bytes`]).
+    pub body_bytes: usize,
 }
 
 impl HostResponse {
@@ -266,7 +271,7 @@ impl HostClient {
             step: step.to_string(),
             method: req.method.to_string(),
             url: url.clone(),
-            request_body: req.body.clone(),
+            request_body: req.body.as_ref().map(kept_body),
             ..Exchange::default()
         };
         let mut builder = self.http.request(req.method.clone(), &url);
@@ -309,7 +314,7 @@ impl HostClient {
                     .iter()
                     .map(|(k, v)| (k.clone(), json!(v)))
                     .collect();
-                exchange.response_body = Some(resp.body.clone());
+                exchange.response_body = Some(kept_body(&resp.body));
             }
             Err(e) => exchange.transport_error = Some(e.to_string()),
         }
@@ -378,8 +383,17 @@ impl HostClient {
             status,
             headers,
             body: parse_body(&bytes),
+            body_bytes: bytes.len(),
         })
     }
+}
+
+/// What a transcript entry keeps of a body: the body itself up to
+/// [`MAX_KEPT_BODY_BYTES`](crate::transcript::MAX_KEPT_BODY_BYTES) serialized, else its
+/// truncated form (the response's observation keeps it whole).
+fn kept_body(body: &Value) -> Value {
+    crate::transcript::truncated(body, crate::transcript::MAX_KEPT_BODY_BYTES)
+        .unwrap_or_else(|| body.clone())
 }
 
 /// Parse a body leniently for observation: JSON (duplicate keys rejected), `null` when empty,

@@ -16,7 +16,7 @@ pub use profile::{HostProfile, ProfileError, RoleProfile};
 pub use spawn::{
     DataDir, STARTUP_BUDGET, SpawnCommand, SpawnError, SpawnedHost, reference_host_exe,
 };
-pub use sse::{SseEvent, SseParser, SseRead};
+pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseCap, SseEnd, SseEvent, SseLimits, SseParser, SseRead};
 pub use tls::{CaCertError, CaCerts};
 
 /// Parse a body a double received, with the same leniency as host responses.

@@ -18,7 +18,7 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &BurstSpec) -> (Value, 
     let answers = futures_util::future::join_all(sends).await;
     let mut items = Vec::new();
     for (result, exchange) in answers {
-        ctx.transcript.exchanges.push(exchange);
+        ctx.transcript.push(exchange);
         match result {
             Ok(resp) => items.push(resp.observation()),
             Err(e) => return transport_failure(&e),

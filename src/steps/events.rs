@@ -5,20 +5,68 @@
 //! reconnects itself, so the host's resumption is what gets exercised; a run waiting for
 //! approval keeps its stream open, so a quiet stream is a cue to look at the run); when the host
 //! serves no stream, by polling `…/events/poll?afterSequence=N&timeout=1` (C-20: never
-//! concluding "no events" from one poll). Events are de-duplicated by `sequence`. Bounded
-//! throughout by the request budget.
+//! concluding "no events" from one poll). Events are de-duplicated by `sequence`.
+//!
+//! # Bounds
+//!
+//! One `events` step reads, across all its SSE connections or polls together, at most
+//! [`MAX_EVENTS`] events, [`Budgets::max_body_bytes`](crate::host::Budgets) bytes (4 MiB) and
+//! [`MAX_EVENT_BYTES`] for any one event or line, within a time budget of three request
+//! budgets (30 s unscaled) and [`MAX_POLLS`] polls. A conformance run logs a few dozen events
+//! of a few hundred bytes each, so a conforming host is nowhere near these bounds; a host that
+//! streams without end (never quiet, never ending, never settling the run) is stopped by them
+//! instead of filling memory and the report.
+//!
+//! # A read cut short
+//!
+//! The read is *cut short* when the host sends more than one of those bounds allows, or is
+//! still sending new events (the stream never went quiet, or the last connection or poll
+//! brought new events) when the time budget or the polls run out on a run that has not settled.
+//! The read then ends at once and the step is recorded as
+//!
+//! ```json
+//! {"$blocked": "<what the host did and which bound stopped it>",
+//!  "truncated": {"reason": "…", "cap": "events|bytes|eventSize|budget|polls", "limit": N,
+//!                "received": n, "bytes": b},
+//!  "partial": {"runId", "status", "settled", "via", "reconnects", "count", "kept", "events"}}
+//! ```
+//!
+//! so every check whose pointer reads the step is `blocked` with that reason (the judge
+//! propagates `$blocked` along a check's pointer). A partial log can be judged neither way:
+//! a check that a missing event would fail might `pass` on it, and a check counting events
+//! might `fail` on the ones never read. It is not toolcert's `$error` (toolcert worked as
+//! designed) nor the host's `$fail` (an endless log is not itself a rule violation a row
+//! names): the host answered with a log toolcert cannot see the end of, so the run's outcome
+//! cannot be witnessed, which is what `blocked` means. `partial` keeps the events read first,
+//! up to [`PARTIAL_KEPT_BYTES`] of them, for a reader of the report; no check reads under it.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::{Flow, ScenarioCtx, blocked, require_role, transport_failure};
-use crate::host::{HostRequest, WireMajor};
+use crate::host::{HostRequest, SseCap, SseEnd, SseLimits, TransportError, WireMajor};
 use crate::suite::EventsRead;
 use crate::transcript::Exchange;
 
-const MAX_POLLS: usize = 40;
+/// Most polls one `events` step makes.
+pub(super) const MAX_POLLS: usize = 40;
+
+/// Most events one `events` step reads, across its connections or polls: 300, ten times the
+/// longest log a scenario reads from the reference host (29 events). A host that never stops
+/// sending at 100 events a second costs three seconds per read, so the ~50 reads of a whole
+/// run against it stay within a minute; a conforming host that does log more is `blocked`
+/// with this cap named, never judged on a partial log.
+/// times the longest log a conformance run writes.
+pub(super) const MAX_EVENTS: usize = 300;
+
+/// How much of a cut read's events the observation keeps for a reader (serialized): 8 KiB,
+/// a few dozen events, enough to see what the host sent; a cut read is never judged.
+pub(super) const PARTIAL_KEPT_BYTES: usize = 8 * 1024;
+
+/// Largest single event (or line) read on a stream: 1 MiB.
+pub(super) const MAX_EVENT_BYTES: usize = crate::host::DEFAULT_MAX_EVENT_BYTES;
 
 /// The concept behind a wire event name, for both majors (v2 names per the event codemap).
 fn concept_of(wire_name: &str) -> Option<&'static str> {
@@ -59,6 +107,91 @@ struct Collected {
     status: Value,
     via: &'static str,
     reconnects: usize,
+    /// Events the host sent (duplicates and unparsable ones included), across connections.
+    received: usize,
+    /// Body bytes read, across connections or polls.
+    bytes: usize,
+    /// Why the read was cut short, if it was.
+    cut: Option<Cut>,
+}
+
+impl Collected {
+    fn new(via: &'static str) -> Collected {
+        Collected {
+            by_sequence: BTreeMap::new(),
+            status: Value::Null,
+            via,
+            reconnects: 0,
+            received: 0,
+            bytes: 0,
+            cut: None,
+        }
+    }
+}
+
+/// A read cut short: which bound stopped it, at what value, and what the host did.
+struct Cut {
+    cap: &'static str,
+    limit: u128,
+    reason: String,
+}
+
+impl Cut {
+    fn events(run_id: &str) -> Cut {
+        Cut {
+            cap: "events",
+            limit: MAX_EVENTS as u128,
+            reason: format!(
+                "the host sent more than {MAX_EVENTS} events in one read of run {run_id}'s event log"
+            ),
+        }
+    }
+
+    fn bytes(run_id: &str, max: usize) -> Cut {
+        Cut {
+            cap: "bytes",
+            limit: max as u128,
+            reason: format!(
+                "the host sent more than {max} bytes in one read of run {run_id}'s event log"
+            ),
+        }
+    }
+
+    fn sse(end: &SseEnd, run_id: &str, max_bytes: usize) -> Option<Cut> {
+        Some(match end {
+            SseEnd::Cap(SseCap::Events) => Cut::events(run_id),
+            SseEnd::Cap(SseCap::Bytes) => Cut::bytes(run_id, max_bytes),
+            SseEnd::Cap(SseCap::EventSize) => Cut {
+                cap: "eventSize",
+                limit: MAX_EVENT_BYTES as u128,
+                reason: format!(
+                    "the host sent an event (or a line) longer than {MAX_EVENT_BYTES} bytes on run {run_id}'s event stream"
+                ),
+            },
+            _ => return None,
+        })
+    }
+
+    fn budget(run_id: &str, budget: Duration) -> Cut {
+        Cut {
+            cap: "budget",
+            limit: budget.as_millis(),
+            reason: format!(
+                "the host was still sending events on run {run_id}'s log when the {} ms read budget ran out, and the run had not settled",
+                budget.as_millis()
+            ),
+        }
+    }
+
+    fn polls(run_id: &str) -> Cut {
+        Cut {
+            cap: "polls",
+            limit: MAX_POLLS as u128,
+            reason: format!(
+                "the host was still appending events to run {run_id}'s log after {MAX_POLLS} polls, and the run had not settled"
+            ),
+        }
+    }
 }
 
 pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, read: &EventsRead) -> (Value, Flow) {
@@ -86,7 +219,10 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, read: &EventsRead) -> (Value,
     (observation(&run_id, collected), Flow::Continue)
 }
 
-fn observation(run_id: &str, c: Collected) -> Value {
+fn observation(run_id: &str, mut c: Collected) -> Value {
+    if let Some(cut) = c.cut.take() {
+        return cut_observation(run_id, c, cut);
+    }
     let events: Vec<Value> = c.by_sequence.into_values().collect();
     let mut by_type: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     let mut by_concept: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
@@ -184,6 +320,54 @@ pub(super) async fn run_status(
     }
 }
 
+/// The observation of a read cut short: `$blocked` with the reason, the bound, and the first
+/// events read (see the module doc).
+fn cut_observation(run_id: &str, c: Collected, cut: Cut) -> Value {
+    let count = c.by_sequence.len();
+    let mut kept = Vec::new();
+    let mut size = 0usize;
+    for e in c.by_sequence.into_values() {
+        size += serde_json::to_vec(&e).map_or(usize::MAX, |v| v.len() + 1);
+        if size > PARTIAL_KEPT_BYTES {
+            break;
+        }
+        kept.push(e);
+    }
+    let status = match &c.status {
+        Value::Null => "unknown".to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    json!({
+        "$blocked": format!(
+            "{} (run status {status}; {count} distinct events read before toolcert stopped): toolcert cannot witness the end of the run, so no check is judged on the partial log",
+            cut.reason
+        ),
+        "truncated": {
+            "reason": cut.reason,
+            "cap": cut.cap,
+            "limit": cut.limit,
+            "received": c.received,
+            "bytes": c.bytes,
+        },
+        "partial": {
+            "runId": run_id,
+            "status": c.status,
+            "settled": settled(&c.status),
+            "via": c.via,
+            "reconnects": c.reconnects,
+            "count": count,
+            "kept": kept.len(),
+            "events": kept,
+        },
+    })
+}
+
+/// How long one `events` step may read, all connections or polls together.
+fn read_budget(ctx: &ScenarioCtx<'_>) -> Duration {
+    ctx.client.budgets().request * 3
+}
+
 async fn via_sse(
     ctx: &mut ScenarioCtx<'_>,
     read: &EventsRead,
@@ -193,22 +377,26 @@ async fn via_sse(
         .client
         .wire()
         .api_path(&format!("/runs/{run_id}/events?streamMode=debug"));
-    let mut collected = Collected {
-        by_sequence: BTreeMap::new(),
-        status: Value::Null,
-        via: "sse",
-        reconnects: 0,
-    };
+    let mut collected = Collected::new("sse");
     let budgets = ctx.client.budgets();
-    let deadline = std::time::Instant::now() + budgets.request * 3;
+    let max_bytes = budgets.max_body_bytes;
+    let budget = read_budget(ctx);
+    let deadline = Instant::now() + budget;
     // A quiet gap this long ends one read; the run's status then says whether to go on.
     let quiet = (budgets.read / 25).max(Duration::from_millis(50));
     let mut last_id: Option<String> = None;
+    // Whether the host was still sending when toolcert last stopped reading.
+    let mut still_sending = false;
     for attempt in 0.. {
-        let remaining = deadline.saturating_duration_since(std::time::Instant::now());
+        let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             break;
         }
+        let limits = SseLimits {
+            max_events: MAX_EVENTS - collected.received,
+            max_bytes: max_bytes - collected.bytes,
+            max_event_bytes: MAX_EVENT_BYTES,
+        };
         let result = ctx
             .client
             .read_sse(
@@ -217,6 +405,7 @@ async fn via_sse(
                 last_id.as_deref(),
                 quiet,
                 remaining,
+                limits,
             )
             .await;
         let url = format!("{}{}", ctx.client.base_url(), path);
@@ -224,13 +413,23 @@ async fn via_sse(
             Ok(sse) => sse,
             Err(e) => return Err(transport_failure(&e)),
         };
-        ctx.transcript.exchanges.push(Exchange {
+        ctx.transcript.push(Exchange {
             step: read.name.clone(),
             method: "GET".into(),
             url,
             status: Some(sse.status),
-            response_body: Some(json!({"sseEvents": sse.events.len(), "endedByServer": sse.ended_by_server, "lastEventId": last_id})),
-            curl: format!("curl -N -H 'accept: text/event-stream' -H \"Authorization: Bearer $TOKEN\" '{}{}'", ctx.client.base_url(), path),
+            response_body: Some(json!({
+                "sseEvents": sse.events.len(),
+                "bytes": sse.bytes,
+                "ended": sse.end.word(),
+                "endedByServer": sse.ended_by_server(),
+                "lastEventId": last_id,
+            })),
+            curl: format!(
+                "curl -N -H 'accept: text/event-stream' -H \"Authorization: Bearer $TOKEN\" '{}{}'",
+                ctx.client.base_url(),
+                path
+            ),
             ..Exchange::default()
         });
         if attempt == 0 && (sse.status != 200 || !sse.content_type.starts_with("text/event-stream"))
@@ -238,23 +437,39 @@ async fn via_sse(
             // No stream served here: fall back to the poll read.
             return Ok(None);
         }
+        collected.received += sse.events.len();
+        collected.bytes += sse.bytes;
+        let mut fresh = 0usize;
         for event in sse.events {
-            let Ok(envelope) = crate::canonical::parse_strict(&event.data) else {
-                continue;
-            };
-            if let Some(seq) = envelope.get("sequence").and_then(Value::as_i64) {
-                collected.by_sequence.entry(seq).or_insert(envelope);
-            }
             if event.id.is_some() {
                 last_id = event.id;
             }
+            let Ok(envelope) = crate::canonical::parse_strict(&event.data) else {
+                continue;
+            };
+            if let Some(seq) = envelope.get("sequence").and_then(Value::as_i64)
+                && let std::collections::btree_map::Entry::Vacant(slot) =
+                    collected.by_sequence.entry(seq)
+            {
+                slot.insert(envelope);
+                fresh += 1;
+            }
         }
+        if let Some(cut) = Cut::sse(&sse.end, run_id, max_bytes) {
+            // A bound reached: stop at once.
+            collected.cut = Some(cut);
+            return Ok(Some(collected));
+        }
+        still_sending = sse.end == SseEnd::Budget || fresh > 0;
         collected.status = run_status(ctx, &read.name, &read.role, run_id).await?;
         if settled(&collected.status) {
-            break;
+            return Ok(Some(collected));
         }
         collected.reconnects = attempt + 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if still_sending {
+        collected.cut = Some(Cut::budget(run_id, budget));
     }
     Ok(Some(collected))
 }
@@ -268,14 +483,15 @@ async fn via_poll(
         WireMajor::V2 => "afterSequence",
         WireMajor::V1 => "lastSequence",
     };
-    let mut collected = Collected {
-        by_sequence: BTreeMap::new(),
-        status: Value::Null,
-        via: "poll",
-        reconnects: 0,
-    };
+    let mut collected = Collected::new("poll");
+    let max_bytes = ctx.client.budgets().max_body_bytes;
+    let budget = read_budget(ctx);
+    let deadline = Instant::now() + budget;
     let mut after: i64 = -1;
-    for _ in 0..MAX_POLLS {
+    let mut still_sending = false;
+    let mut polls = 0;
+    while polls < MAX_POLLS && Instant::now() < deadline {
+        polls += 1;
         let path = ctx.client.wire().api_path(&format!(
             "/runs/{run_id}/events/poll?{cursor}={after}&streamMode=debug&timeout=1"
         ));
@@ -284,6 +500,11 @@ async fn via_poll(
             .await
         {
             Ok(r) => r,
+            Err(TransportError::TooLarge { cap, .. }) => {
+                // One poll answer past the client's body cap: the same bound as the stream's.
+                collected.cut = Some(Cut::bytes(run_id, cap));
+                return Ok(collected);
+            }
             Err(e) => return Err(transport_failure(&e)),
         };
         if resp.status == 404 || resp.status == 405 {
@@ -302,22 +523,42 @@ async fn via_poll(
                 Flow::Continue,
             ));
         }
-        for e in resp
-            .body
-            .get("events")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-        {
-            if let Some(seq) = e.get("sequence").and_then(Value::as_i64) {
-                after = after.max(seq);
-                collected.by_sequence.entry(seq).or_insert(e);
+        collected.bytes += resp.body_bytes;
+        let mut fresh = 0usize;
+        if let Some(events) = resp.body.get("events").and_then(Value::as_array) {
+            for e in events {
+                if collected.received == MAX_EVENTS {
+                    collected.cut = Some(Cut::events(run_id));
+                    return Ok(collected);
+                }
+                collected.received += 1;
+                if let Some(seq) = e.get("sequence").and_then(Value::as_i64) {
+                    after = after.max(seq);
+                    if let std::collections::btree_map::Entry::Vacant(slot) =
+                        collected.by_sequence.entry(seq)
+                    {
+                        slot.insert(e.clone());
+                        fresh += 1;
+                    }
+                }
             }
+        }
+        if collected.bytes > max_bytes {
+            collected.cut = Some(Cut::bytes(run_id, max_bytes));
+            return Ok(collected);
         }
         collected.status = resp.body.get("status").cloned().unwrap_or(Value::Null);
         if resp.body.get("isTerminal") == Some(&Value::Bool(true)) || settled(&collected.status) {
-            break;
+            return Ok(collected);
         }
+        still_sending = fresh > 0;
+    }
+    if still_sending {
+        collected.cut = Some(if polls == MAX_POLLS {
+            Cut::polls(run_id)
+        } else {
+            Cut::budget(run_id, budget)
+        });
     }
     Ok(collected)
 }
@@ -333,7 +574,9 @@ mod tests {
     use axum::routing::get;
     use serde_json::{Value, json};
 
-    use super::{Collected, observation};
+    use std::time::Duration;
+
+    use super::{Collected, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation};
     use crate::host::{Budgets, Discovery, HostClient, WireMajor};
     use crate::steps::ScenarioCtx;
     use crate::suite::{EventsRead, Step};
@@ -397,10 +640,15 @@ mod tests {
     }
 
     async fn read_events(url: &str) -> Value {
+        read_events_scaled(url, 0.3).await.0
+    }
+
+    /// The `events` step's observation and transcript, with budgets scaled by `scale`.
+    async fn read_events_scaled(url: &str, scale: f64) -> (Value, Transcript) {
         let client = HostClient::new(
             url,
             BTreeMap::from([("operator".to_string(), "t".to_string())]),
-            Budgets::scaled(0.3),
+            Budgets::scaled(scale),
         )
         .unwrap();
         let receiver = Receiver::start().await.unwrap();
@@ -438,7 +686,7 @@ mod tests {
             role: "operator".into(),
         });
         ctx.run(&step).await;
-        ctx.doc["steps"]["log"].clone()
+        (ctx.doc["steps"]["log"].clone(), ctx.transcript)
     }
 
     #[test]
@@ -458,8 +706,7 @@ mod tests {
             Collected {
                 by_sequence,
                 status: json!("completed"),
-                via: "poll",
-                reconnects: 0,
+                ..Collected::new("poll")
             },
         );
         assert_eq!(obs["errorCodes"], json!(["b.x", "forbidden"]));
@@ -484,5 +731,209 @@ mod tests {
         assert_eq!(obs["via"], "poll");
         assert_eq!(obs["types"], json!(["run.started", "run.completed"]));
         assert_eq!(obs["settled"], true);
+    }
+
+    /// What the hostile loopback host does on `/runs/r1/events` (SSE) and its poll.
+    #[derive(Clone, Copy)]
+    enum Endless {
+        /// An endless stream: events of about `size` bytes, `pause` between them.
+        Stream { size: usize, pause: Duration },
+        /// No stream; every poll answers `per_poll` new events and a run still running.
+        Poll { per_poll: usize },
+    }
+
+    /// A raw-socket host that never lets run r1 settle: `GET /runs/r1` answers `running`, and
+    /// the event log is endless as `mode` says.
+    async fn endless_host(mode: Endless) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let next_seq = Arc::new(std::sync::atomic::AtomicI64::new(0));
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let next_seq = next_seq.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 8192];
+                    let n = s.read(&mut buf).await.unwrap_or(0);
+                    let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    let seq = || next_seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let json = |body: String| {
+                        format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        )
+                    };
+                    match mode {
+                        Endless::Stream { size, pause }
+                            if path.starts_with("/runs/r1/events") && !path.contains("/poll") =>
+                        {
+                            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
+                            if s.write_all(head.as_bytes()).await.is_err() {
+                                return;
+                            }
+                            loop {
+                                let n = seq();
+                                let mut e = envelope(n, "agent.tool-called");
+                                e["payload"] = json!({"pad": "p".repeat(size)});
+                                let frame = format!("id: {n}\ndata: {e}\n\n");
+                                if s.write_all(frame.as_bytes()).await.is_err() {
+                                    return;
+                                }
+                                if !pause.is_zero() {
+                                    tokio::time::sleep(pause).await;
+                                }
+                            }
+                        }
+                        Endless::Poll { per_poll } if path.starts_with("/runs/r1/events/poll") => {
+                            let events: Vec<Value> = (0..per_poll)
+                                .map(|_| envelope(seq(), "agent.tool-called"))
+                                .collect();
+                            let body = json!({"runId": "r1", "events": events, "status": "running", "isTerminal": false});
+                            let _ = s.write_all(json(body.to_string()).as_bytes()).await;
+                        }
+                        _ if path.starts_with("/runs/r1/events") => {
+                            let _ = s.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
+                        }
+                        _ => {
+                            let body = json!({"runId": "r1", "status": "running"}).to_string();
+                            let _ = s.write_all(json(body).as_bytes()).await;
+                        }
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    fn assert_cut(obs: &Value, cap: &str) {
+        let reason = obs["$blocked"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not blocked: {obs}"));
+        assert!(
+            reason.contains("cannot witness the end of the run"),
+            "{reason}"
+        );
+        assert_eq!(obs["truncated"]["cap"], cap, "{obs}");
+        assert_eq!(
+            obs["truncated"]["reason"]
+                .as_str()
+                .map(|r| reason.starts_with(r)),
+            Some(true)
+        );
+        // Nothing a check reads is there outside the blocked marker.
+        assert!(obs.get("events").is_none() && obs.get("count").is_none());
+        let kept = obs["partial"]["events"].as_array().unwrap();
+        assert_eq!(obs["partial"]["kept"], kept.len());
+        assert!(serde_json::to_vec(obs).unwrap().len() < 2 * PARTIAL_KEPT_BYTES);
+    }
+
+    #[tokio::test]
+    async fn an_endless_stream_is_cut_at_the_event_cap_and_recorded_as_blocked() {
+        let url = endless_host(Endless::Stream {
+            size: 10,
+            pause: Duration::ZERO,
+        })
+        .await;
+        let started = std::time::Instant::now();
+        let (obs, transcript) = read_events_scaled(&url, 0.3).await;
+        assert_cut(&obs, "events");
+        assert_eq!(obs["truncated"]["received"], MAX_EVENTS);
+        assert_eq!(obs["partial"]["count"], MAX_EVENTS);
+        assert!(
+            obs["$blocked"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("more than {MAX_EVENTS} events"))
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            transcript
+                .exchanges
+                .last()
+                .unwrap()
+                .response_body
+                .as_ref()
+                .unwrap()["ended"],
+            "cap:events"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_endless_stream_of_large_events_is_cut_at_the_byte_cap() {
+        let url = endless_host(Endless::Stream {
+            size: 64 * 1024,
+            pause: Duration::ZERO,
+        })
+        .await;
+        let (obs, _) = read_events_scaled(&url, 0.3).await;
+        assert_cut(&obs, "bytes");
+        let cap = Budgets::default().max_body_bytes;
+        assert_eq!(obs["truncated"]["bytes"], cap);
+        assert_eq!(obs["truncated"]["limit"], cap);
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_is_never_quiet_is_cut_at_the_time_budget() {
+        // 40 ms between events: never the 50 ms quiet gap, far below the event cap.
+        let url = endless_host(Endless::Stream {
+            size: 10,
+            pause: Duration::from_millis(40),
+        })
+        .await;
+        let started = std::time::Instant::now();
+        let (obs, _) = read_events_scaled(&url, 0.05).await;
+        let elapsed = started.elapsed();
+        assert_cut(&obs, "budget");
+        assert_eq!(obs["truncated"]["limit"], 1_500);
+        assert_eq!(obs["partial"]["status"], "running");
+        assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
+    }
+
+    #[tokio::test]
+    async fn an_endless_poll_is_cut_at_the_event_cap_or_the_polls() {
+        let url = endless_host(Endless::Poll { per_poll: 120 }).await;
+        let (obs, _) = read_events_scaled(&url, 0.3).await;
+        assert_cut(&obs, "events");
+        assert_eq!(obs["partial"]["via"], "poll");
+        assert_eq!(obs["partial"]["count"], MAX_EVENTS);
+        let url = endless_host(Endless::Poll { per_poll: 1 }).await;
+        let (obs, transcript) = read_events_scaled(&url, 0.3).await;
+        assert_cut(&obs, "polls");
+        assert_eq!(obs["partial"]["count"], super::MAX_POLLS);
+        assert!(transcript.exchanges.len() <= super::MAX_POLLS + 1);
+    }
+
+    #[tokio::test]
+    async fn checks_on_a_cut_read_are_blocked_with_its_reason_never_judged() {
+        let url = endless_host(Endless::Stream {
+            size: 10,
+            pause: Duration::ZERO,
+        })
+        .await;
+        let (obs, _) = read_events_scaled(&url, 0.3).await;
+        let reason = obs["$blocked"].as_str().unwrap().to_string();
+        // HOOKS-FAIL-7 over a log whose controls hold: the tool ran, and the partial log's
+        // events would otherwise be read as "no error codes" (a fail) or as all registered.
+        let suite = crate::suite::Suite::embedded().unwrap();
+        let scenario = suite.scenario("hooks.event-error-codes").unwrap();
+        let doc = json!({
+            "receivers": {"ledger": {"count": 1}, "broken": {"count": 1}},
+            "steps": {"log": obs},
+        });
+        let checks = crate::expect::evaluate(&suite, scenario, &doc, Some(2));
+        let on_log: Vec<_> = checks
+            .iter()
+            .filter(|c| c.check_id != "tool-reached")
+            .collect();
+        assert_eq!(on_log.len(), 2, "{checks:?}");
+        for c in on_log {
+            assert_eq!(c.status, crate::verdict::CheckStatus::Blocked, "{c:?}");
+            assert!(c.detail.contains(&reason), "{c:?}");
+        }
     }
 }

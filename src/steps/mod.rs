@@ -246,7 +246,7 @@ impl ScenarioCtx<'_> {
         req: &HostRequest,
     ) -> Result<HostResponse, TransportError> {
         let (result, exchange) = self.client.send(step, req).await;
-        self.transcript.exchanges.push(exchange);
+        self.transcript.push(exchange);
         result
     }
 }
