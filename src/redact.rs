@@ -5,7 +5,10 @@
 //! (one per scenario, derived up front, so a host that echoes one scenario's canary into
 //! another's answers is caught too), and any `Bearer <value>` a host writes back. Tokens become
 //! `[redacted]`; a canary becomes `[canary]`, so a check compared against one says so without
-//! printing it.
+//! printing it. A secret that an excerpt cut off (the 512-character prefix of a non-JSON body,
+//! a value a check quotes up to 300 characters and `…`) goes too: a string that ends, or
+//! reaches an `…`, with the first [`CUT_OFF_MIN`] or more characters of a secret has them
+//! replaced, since half a token is still a leak.
 
 use std::borrow::Cow;
 
@@ -17,6 +20,13 @@ pub const REDACTED: &str = "[redacted]";
 
 /// The marker that replaces a canary secret.
 pub const CANARY: &str = "[canary]";
+
+/// The shortest head of a secret scrubbed where an excerpt ends (shorter ones say nothing
+/// worth hiding, and would make ordinary text ending in a few common letters a false match).
+pub const CUT_OFF_MIN: usize = 4;
+
+/// The ellipsis excerpts end with.
+const ELLIPSIS: char = '…';
 
 /// Scrubs a run's secrets from text and JSON.
 #[derive(Debug, Clone)]
@@ -71,6 +81,9 @@ impl Redactor {
                 out = Cow::Owned(out.replace(canary.as_str(), CANARY));
             }
         }
+        if let Some(cut) = self.cut_off(&out) {
+            out = Cow::Owned(cut);
+        }
         if self.bearer.is_match(&out) {
             // `Bearer [redacted]` itself must stay as it is: the scheme word is kept.
             let replaced = self
@@ -82,6 +95,32 @@ impl Redactor {
                 })
                 .into_owned();
             out = Cow::Owned(replaced);
+        }
+        out
+    }
+
+    /// `s` with the head of any secret that ends it, or ends just before an `…`, replaced;
+    /// `None` when there is none.
+    fn cut_off(&self, s: &str) -> Option<String> {
+        // Where an excerpt may end: before each ellipsis, and at the end, right to left so
+        // the earlier positions stay valid while the later ones are rewritten.
+        let mut ends: Vec<usize> = s.match_indices(ELLIPSIS).map(|(i, _)| i).collect();
+        ends.push(s.len());
+        let mut out: Option<String> = None;
+        for &end in ends.iter().rev() {
+            let text = out.as_deref().unwrap_or(s);
+            let before = &text[..end];
+            // The longest head of any secret that `before` ends with.
+            let hit = [(&self.tokens, REDACTED), (&self.canaries, CANARY)]
+                .into_iter()
+                .flat_map(|(secrets, marker)| secrets.iter().map(move |x| (x, marker)))
+                .filter_map(|(secret, marker)| cut_head(before, secret).map(|n| (n, marker)))
+                .max_by_key(|(n, _)| *n);
+            if let Some((n, marker)) = hit {
+                let mut rewritten = text.to_string();
+                rewritten.replace_range(end - n..end, marker);
+                out = Some(rewritten);
+            }
         }
         out
     }
@@ -113,6 +152,26 @@ impl Redactor {
     }
 }
 
+/// The byte length of the longest proper head of `secret`, at least [`CUT_OFF_MIN`]
+/// characters long, that `text` ends with.
+fn cut_head(text: &str, secret: &str) -> Option<usize> {
+    let first = secret.chars().next()?;
+    let mut from = text.len().saturating_sub(secret.len());
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    // The earliest start is the longest head.
+    text[from..]
+        .match_indices(first)
+        .map(|(i, _)| &text[from + i..])
+        .find(|tail| {
+            tail.len() < secret.len()
+                && tail.chars().count() >= CUT_OFF_MIN
+                && secret.starts_with(tail)
+        })
+        .map(str::len)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,7 +196,46 @@ mod tests {
         assert_eq!(r.text("x abcdef y abc"), "x [redacted] y [redacted]");
     }
 
+    #[test]
+    fn the_head_of_a_secret_an_excerpt_cut_off_goes_too() {
+        let r = Redactor::new(
+            vec!["abcdefghij".into()],
+            vec!["tc-canary-0123456789".into()],
+        );
+        // A body excerpt that ends inside a token, a quoted value cut before `…`.
+        assert_eq!(r.text("session abcdefg"), "session [redacted]");
+        assert_eq!(
+            r.text("found \"x tc-canary-01…, and more"),
+            "found \"x [canary]…, and more"
+        );
+        // Fewer than CUT_OFF_MIN characters, or not at an excerpt's end: left as it is.
+        assert_eq!(r.text("session abc"), "session abc");
+        assert_eq!(r.text("abcdefg session"), "abcdefg session");
+        assert_eq!(r.text("x abcdefghij"), "x [redacted]");
+    }
+
     proptest! {
+        /// Wherever a token is cut off, at the end or before an `…`, a head of it at least
+        /// CUT_OFF_MIN characters long goes.
+        #[test]
+        fn no_cut_off_token_head_survives(
+            prefix in ".{0,40}",
+            token in "[A-Za-z0-9_-]{8,40}",
+            cut in 0usize..40,
+            ellipsis in proptest::bool::ANY,
+        ) {
+            prop_assume!(!REDACTED.contains(token.as_str()) && !CANARY.contains(token.as_str()));
+            let cut = cut.min(token.len());
+            let head = &token[..cut];
+            let r = Redactor::new(vec![token.clone()], vec![]);
+            let tail = if ellipsis { "…" } else { "" };
+            let text = format!("{prefix}{head}{tail}");
+            let out = r.text(&text).into_owned();
+            if cut >= CUT_OFF_MIN {
+                prop_assert!(out.ends_with(&format!("{REDACTED}{tail}")), "{text:?} => {out:?}");
+            }
+        }
+
         /// Whatever text surrounds a token, no byte of it survives.
         #[test]
         fn no_token_survives_any_surrounding_text(

@@ -175,8 +175,10 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
         Matcher::KeysIn(allowed) => match need(actual)? {
             Value::Object(map) => match map.keys().find(|k| !allowed.contains(k)) {
                 None => Ok(()),
+                // A host's key, quoted like any host value: escaped and bounded.
                 Some(extra) => Err(format!(
-                    "the object is closed to {allowed:?} but carries \"{extra}\""
+                    "the object is closed to {allowed:?} but carries {}",
+                    show(&Value::String(extra.clone()))
                 )),
             },
             other => Err(format!("expected an object, found {}", show(&other))),
@@ -393,7 +395,10 @@ fn error_envelope(v: &Value, code: &str) -> Result<(), String> {
         .keys()
         .find(|k| !["error", "message", "details"].contains(&k.as_str()))
     {
-        return Err(format!("the envelope is closed but carries \"{extra}\""));
+        return Err(format!(
+            "the envelope is closed but carries {}",
+            show(&Value::String(extra.clone()))
+        ));
     }
     if map.get("error").and_then(Value::as_str) != Some(code) {
         return Err(format!(

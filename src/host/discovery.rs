@@ -68,7 +68,7 @@ fn classify(doc: &Value) -> Kind {
         return Kind::V2(format!("protocolVersions lists {v2}"));
     }
     if let Some(v) = single.filter(|v| v.starts_with("2.") || *v == "2") {
-        return Kind::V2(format!("protocolVersion is \"{v}\""));
+        return Kind::V2(format!("protocolVersion is {v:?}"));
     }
     match (single, &listed) {
         (Some(v), _) if v.starts_with("1.") || v == "1" => {
@@ -76,12 +76,12 @@ fn classify(doc: &Value) -> Kind {
                 Some(list) => format!(" (protocolVersions {list:?})"),
                 None => " and no protocolVersions list".to_string(),
             };
-            Kind::V1(format!("protocolVersion is \"{v}\"{also}"))
+            Kind::V1(format!("protocolVersion is {v:?}{also}"))
         }
         (_, Some(list)) if list.iter().any(|v| v.starts_with("1.")) => {
             Kind::V1(format!("protocolVersions {list:?} lists no 2.x"))
         }
-        (Some(v), _) => Kind::Neither(format!("protocolVersion \"{v}\" is neither 1.x nor 2.x")),
+        (Some(v), _) => Kind::Neither(format!("protocolVersion {v:?} is neither 1.x nor 2.x")),
         (None, Some(list)) => Kind::Neither(format!(
             "protocolVersions {list:?} lists neither a 1.x nor a 2.x version"
         )),

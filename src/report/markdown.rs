@@ -7,10 +7,11 @@ use std::fmt::Write as _;
 use super::Report;
 use crate::verdict::{Disposition, Evidence};
 
-/// Text fit for one Markdown table cell or list item: one line, no pipes, and no HTML a host
-/// could smuggle into the report (`<script>` stays text).
+/// Text fit for one Markdown table cell or list item: one line (no line break or other
+/// control character, `\r` included), no pipes, and no HTML a host could smuggle into the
+/// report (`<script>` stays text).
 fn cell(text: &str) -> String {
-    text.replace('\n', " ")
+    text.replace(char::is_control, " ")
         .replace('|', "\\|")
         .replace('&', "&amp;")
         .replace('<', "&lt;")
