@@ -17,10 +17,12 @@ const DISCOVERY: &str = r#"{"protocolVersion":"1.0","toolHooks":{"supported":tru
 const EVENTS_PER_TICK: usize = 5;
 
 /// Roles for every scenario (the hostile host accepts any token).
+// Tokens as long as real ones: every token is scrubbed wherever it appears, so a two-letter
+// token would also rewrite check ids that happen to contain it.
 const PROFILE: &str = r#"{"roles": {
-  "operator": {"token": "t-op", "principal": "op"}, "actor": {"token": "t-a", "principal": "alice"},
-  "peer": {"token": "t-b", "principal": "bob"}, "lacking": {"token": "t-c", "principal": "carol"},
-  "unevaluable": {"token": "t-d", "principal": "dave"}, "foreign": {"token": "t-e", "principal": "erin"}},
+  "operator": {"token": "tok-operator-7f3a9c", "principal": "op"}, "actor": {"token": "tok-actor-2b8e41", "principal": "alice"},
+  "peer": {"token": "tok-peer-9d0c55", "principal": "bob"}, "lacking": {"token": "tok-lacking-4e7a13", "principal": "carol"},
+  "unevaluable": {"token": "tok-unevaluable-6c2f08", "principal": "dave"}, "foreign": {"token": "tok-foreign-1a9b77", "principal": "erin"}},
   "scopes": {"granted": "tools:write"},
   "facts": {"recordLimitBytes": 65536, "clarificationTool": "ask_user", "mcpServerPath": "/mcp", "rateLimitCapacity": 5}}"#;
 
