@@ -16,6 +16,9 @@
 //! - [`runner`] runs scenarios against a target and collects results;
 //! - [`report`] writes the JSON, JUnit XML and Markdown reports;
 //! - [`matrix`] runs the mutation matrix against the reference host's mutants;
+//! - [`baseline`] judges a run against the rows a user expects not to pass;
+//! - [`recheck`] seals reports with a digest and re-judges them offline;
+//! - [`partition`] splits the scenarios into stable shards;
 //! - [`redact`] scrubs every token and canary from whatever leaves toolcert.
 //!
 //! ```no_run
@@ -27,6 +30,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod baseline;
 pub mod canonical;
 pub mod cli;
 pub mod crash;
@@ -34,6 +38,8 @@ pub mod expect;
 pub mod host;
 pub mod load;
 pub mod matrix;
+pub mod partition;
+pub mod recheck;
 pub mod redact;
 pub mod report;
 pub mod runner;

@@ -1,9 +1,12 @@
 //! The command line: one file per subcommand. `anyhow` lives here, at the binary's edge.
 
+mod baseline;
 mod coverage;
 mod matrix;
+mod merge;
 mod mock_provider;
 mod mutants;
+mod recheck;
 mod reference_host;
 mod run;
 
@@ -26,6 +29,14 @@ pub struct Cli {
 pub enum Command {
     /// Certify a host (default: the embedded reference host).
     Run(Box<run::RunArgs>),
+    /// Print the expectation baseline of a JSON report (every row that did not pass, with its
+    /// detail as the reason) for `run --expect FILE`.
+    Baseline(baseline::BaselineArgs),
+    /// Re-judge a JSON report's stored observations with the current suite, without the host;
+    /// exit 1 when a row's disposition differs, 2 when the report was edited.
+    Recheck(recheck::RecheckArgs),
+    /// Merge the reports of `run --partition K/N` shards into one report.
+    Merge(merge::MergeArgs),
     /// List the reference host's mutants: name, then what it breaks.
     Mutants,
     /// Per family: rows covered by a scenario, uncovered, unwitnessable.
@@ -53,6 +64,9 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Mutants => mutants::run(),
+        Command::Baseline(args) => baseline::run(args),
+        Command::Recheck(args) => recheck::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Coverage(args) => coverage::run(args),
         Command::Matrix(args) => matrix::run(args),
         Command::MockProvider(args) => mock_provider::run(args),

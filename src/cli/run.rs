@@ -98,6 +98,15 @@ pub struct RunArgs {
     /// Print only failures and the summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Expectation baseline (schemas/expectations.schema.json, written by `toolcert baseline`):
+    /// rows expected not to pass. A row exactly as expected does not fail the run; one that
+    /// does better or worse does; a stale entry fails under --strict.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Run only shard K of N: the sorted selected scenario ids whose index i has
+    /// i % N == K-1 (like `cargo nextest --partition count:K/N`); join with `toolcert merge`.
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<crate::partition::Partition>,
 }
 
 /// The range `--timeout-scale` accepts: below 0.1 a connect budget is under 200 ms, above 20 a
@@ -135,7 +144,8 @@ fn validate(args: &RunArgs) -> anyhow::Result<()> {
         .profile
         .iter()
         .map(|p| ("--profile", p))
-        .chain(args.ca_certs.iter().map(|p| ("--ca-cert", p)));
+        .chain(args.ca_certs.iter().map(|p| ("--ca-cert", p)))
+        .chain(args.expect.iter().map(|p| ("--expect", p)));
     let mut seen: Vec<(&str, PathBuf)> = inputs
         .map(|(flag, p)| (flag, std::path::absolute(p).unwrap_or_else(|_| p.clone())))
         .collect();
@@ -277,13 +287,37 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
 pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     validate(&args)?;
     let ca_certs = CaCerts::load(&args.ca_certs)?;
+    // A broken baseline is refused before a host is started or a scenario run.
+    let expectations = args
+        .expect
+        .as_deref()
+        .map(crate::baseline::Expectations::load)
+        .transpose()
+        .context("--expect")?;
     let suite = Arc::new(super::load_suite(args.suite.as_deref()).context("loading the suite")?);
-    if !args.list
-        && !suite
-            .scenarios
-            .iter()
-            .any(|s| matches_filters(&args, &s.id))
-    {
+    let filtered: Vec<&str> = suite
+        .scenarios
+        .iter()
+        .map(|s| s.id.as_str())
+        .filter(|id| matches_filters(&args, id))
+        .collect();
+    let any_filtered = !filtered.is_empty();
+    let unsharded: std::collections::BTreeSet<String> =
+        filtered.iter().map(|id| id.to_string()).collect();
+    let selected: std::collections::BTreeSet<String> = match args.partition {
+        Some(p) => p.select(filtered.iter().copied()),
+        None => filtered,
+    }
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    if let (Some(p), true, true) = (args.partition, selected.is_empty(), any_filtered) {
+        anyhow::bail!(
+            "--partition {p}: this shard is empty (fewer selected scenarios than {}); use fewer shards",
+            p.count
+        );
+    }
+    if !args.list && !any_filtered {
         anyhow::bail!(
             "no scenario matches the filters {:?}{}; `toolcert run --list` lists the scenario ids",
             args.filters,
@@ -308,7 +342,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .scenarios
             .iter()
             .map(|s| Trial::test(s.id.clone(), || Ok(())))
-            .filter(|t| matches_filters(&args, t.name()))
+            .filter(|t| selected.contains(t.name()))
             .collect();
         let _listed = libtest_mimic::run(&libtest, trials);
         return Ok(ExitCode::SUCCESS);
@@ -356,11 +390,20 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let results: Arc<Mutex<Vec<ScenarioResult>>> = Arc::default();
     let handle = rt.handle().clone();
     let strict = args.strict;
+    // Rows the baseline expects not to pass: a scenario failing only on those is not a
+    // failed test (the row-level comparison after the run decides the gate).
+    let expected_rows: Arc<std::collections::BTreeSet<String>> = Arc::new(
+        expectations
+            .iter()
+            .flat_map(|e| e.expectations.iter().map(|x| x.row.clone()))
+            .collect(),
+    );
     let trials: Vec<Trial> = suite
         .scenarios
         .iter()
-        .filter(|s| matches_filters(&args, &s.id))
+        .filter(|s| selected.contains(&s.id))
         .map(|s| {
+            let expected_rows = expected_rows.clone();
             let (suite, session, results, handle) = (
                 suite.clone(),
                 session.clone(),
@@ -375,12 +418,22 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 let result = handle.block_on(session.run_scenario(&suite, scenario));
                 let disposition = result.disposition;
                 let message = result.failure_message();
+                let only_expected = disposition != Disposition::Pass
+                    && result
+                        .checks
+                        .iter()
+                        .filter(|c| c.status != crate::verdict::CheckStatus::Pass)
+                        .all(|c| expected_rows.contains(&c.row));
                 results
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .push(result);
                 match disposition {
                     Disposition::Pass => Ok(Completion::Completed),
+                    _ if only_expected => {
+                        println!("expected by the baseline ({id}): {message}");
+                        Ok(Completion::Completed)
+                    }
                     Disposition::Warn if !strict => {
                         println!("warning ({id}): {message}");
                         Ok(Completion::Completed)
@@ -409,7 +462,22 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         started.elapsed().as_millis() as u64,
     );
     print_summary(&run);
-    let report = crate::report::build(&suite, &run);
+    let deferred = deferred_rows(&suite, &run, &selected, &unsharded);
+    if !deferred.is_empty() {
+        println!(
+            "toolcert: left to `toolcert merge` (blocked in this shard, other scenarios of the row ran in other shards): {}",
+            deferred.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    let judgement = expectations
+        .as_ref()
+        .map(|e| e.judge(&suite, &run.rows, args.strict, &deferred));
+    if let Some(j) = &judgement {
+        print_judgement(j, args.strict);
+    }
+    let mut report = crate::report::build(&suite, &run);
+    report.expectations = judgement.clone();
+    report.partition = args.partition;
     if let Some(path) = &args.report {
         crate::report::write_json(&suite, &report, path)?;
     }
@@ -423,7 +491,11 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     drop(session);
     rt.block_on(target.shutdown());
-    Ok(if run.denied() || conclusion.has_failed() {
+    let failed = match &judgement {
+        Some(j) => !j.gate_passed || conclusion.has_failed(),
+        None => denied_except(&run, &deferred) || conclusion.has_failed(),
+    };
+    Ok(if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -493,4 +565,93 @@ fn print_summary(run: &crate::runner::RunOutcome) {
         "certified"
     };
     println!("toolcert: {verdict}");
+}
+
+/// The baseline's account: which rows were expected, which passed unexpectedly, regressed or
+/// are stale, and whether the gate holds.
+pub(super) fn print_judgement(j: &crate::baseline::Judgement, strict: bool) {
+    let rows = |list: &[crate::baseline::Judged]| -> String {
+        list.iter()
+            .map(|x| format!("{} (expected {}, got {})", x.row, x.expected, x.actual))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let ids = |list: &[crate::baseline::Expectation]| -> String {
+        list.iter()
+            .map(|x| x.row.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "toolcert: baseline: {} expected, {} unexpected passes, {} regressions, {} stale{}, {} not judged in this run",
+        j.expected.len(),
+        j.unexpected_passes.len(),
+        j.regressions.len(),
+        j.stale.len(),
+        if strict {
+            ""
+        } else {
+            " (they fail only under --strict)"
+        },
+        j.not_judged.len()
+    );
+    if !j.expected.is_empty() {
+        println!("toolcert: expected: {}", rows(&j.expected));
+    }
+    if !j.unexpected_passes.is_empty() {
+        println!(
+            "toolcert: unexpected passes (update the baseline: `toolcert baseline REPORT`): {}",
+            rows(&j.unexpected_passes)
+        );
+    }
+    if !j.regressions.is_empty() {
+        println!("toolcert: regressions: {}", rows(&j.regressions));
+    }
+    if !j.stale.is_empty() {
+        println!(
+            "toolcert: stale entries (no such row, or no scenario covers it): {}",
+            ids(&j.stale)
+        );
+    }
+    println!(
+        "toolcert: gate {}",
+        if j.gate_passed { "passed" } else { "FAILED" }
+    );
+}
+
+/// Rows a `--partition` shard cannot conclude: `blocked` here while some scenario judging the
+/// row ran in another shard. A blocked leg may be excused by the row's other legs (see the
+/// fold), so only the merged report can say whether such a row holds. `fail` and `error`
+/// legs are never excused, so those rows are concluded in the shard.
+fn deferred_rows(
+    suite: &crate::suite::Suite,
+    run: &crate::runner::RunOutcome,
+    shard: &std::collections::BTreeSet<String>,
+    unsharded: &std::collections::BTreeSet<String>,
+) -> std::collections::BTreeSet<String> {
+    run.rows
+        .iter()
+        .filter(|r| r.disposition == Disposition::Blocked)
+        .filter(|r| {
+            suite.scenarios.iter().any(|s| {
+                s.rows.contains(&r.requirement_id)
+                    && unsharded.contains(&s.id)
+                    && !shard.contains(&s.id)
+            })
+        })
+        .map(|r| r.requirement_id.clone())
+        .collect()
+}
+
+/// [`crate::runner::RunOutcome::denied`], leaving out the rows deferred to the merge.
+fn denied_except(
+    run: &crate::runner::RunOutcome,
+    deferred: &std::collections::BTreeSet<String>,
+) -> bool {
+    run.measured() == 0
+        || run.rows.iter().any(|r| {
+            (r.level == crate::suite::Level::Must || run.strict)
+                && r.disposition.denies(run.strict)
+                && !deferred.contains(&r.requirement_id)
+        })
 }

@@ -53,6 +53,9 @@ pub struct ReportRow {
 pub struct Report {
     /// Format version of this document.
     pub report_version: u32,
+    /// Minor format version: fields added compatibly within `reportVersion` (1: `digest`,
+    /// `expectations`, `partition`).
+    pub report_minor: u32,
     /// toolcert's version.
     pub toolcert_version: String,
     /// The suite version (rows and scenarios).
@@ -73,6 +76,12 @@ pub struct Report {
     pub uncovered: Vec<String>,
     /// Per scenario: checks, transcript (redacted), observations (redacted).
     pub scenarios: Vec<ScenarioResult>,
+    /// The run's rows judged against `--expect FILE`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expectations: Option<crate::baseline::Judgement>,
+    /// The `--partition K/N` shard this report covers, when sharded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<crate::partition::Partition>,
 }
 
 /// Count dispositions.
@@ -119,6 +128,7 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
         .unwrap_or_default();
     Report {
         report_version: 2,
+        report_minor: REPORT_MINOR,
         toolcert_version: env!("CARGO_PKG_VERSION").to_string(),
         suite_version: crate::SUITE_VERSION.to_string(),
         generated_at,
@@ -135,19 +145,26 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
         rows,
         uncovered: run.uncovered.clone(),
         scenarios: run.scenarios.clone(),
+        expectations: None,
+        partition: None,
     }
 }
 
-/// Validate and write the JSON report.
-pub fn write_json(
-    suite: &Suite,
-    report: &Report,
-    path: &std::path::Path,
-) -> Result<(), ReportError> {
-    let value = serde_json::to_value(report).map_err(|e| ReportError::Invalid {
+/// The minor format version this toolcert writes.
+pub const REPORT_MINOR: u32 = 1;
+
+/// The report as JSON, validated against its schema and sealed with its `digest`.
+pub fn to_value(suite: &Suite, report: &Report) -> Result<Value, ReportError> {
+    let mut value = serde_json::to_value(report).map_err(|e| ReportError::Invalid {
         pointer: String::new(),
         message: e.to_string(),
     })?;
+    if let Value::Object(map) = &mut value {
+        map.insert(
+            "digest".into(),
+            json!(crate::recheck::digest_of(&Value::Object(map.clone()))),
+        );
+    }
     if let Ok(Some(v)) = suite
         .schemas
         .violations(REPORT_SCHEMA, &value)
@@ -158,6 +175,16 @@ pub fn write_json(
             message: v.message,
         });
     }
+    Ok(value)
+}
+
+/// Validate and write the JSON report.
+pub fn write_json(
+    suite: &Suite,
+    report: &Report,
+    path: &std::path::Path,
+) -> Result<(), ReportError> {
+    let value = to_value(suite, report)?;
     let text = serde_json::to_string_pretty(&value).unwrap_or_default();
     std::fs::write(path, text + "\n").map_err(|source| ReportError::Io {
         path: path.display().to_string(),

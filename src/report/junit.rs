@@ -4,6 +4,11 @@
 //! the warning in system-out; `inapplicable` ⇒ skipped with the reason; `blocked` and `fail`
 //! ⇒ failure; `error` ⇒ error. Every case carries the property `disposition`, and a `pass`
 //! or `warn` case the property `evidence` (`double` or `wire`) and says it in system-out.
+//!
+//! With `--expect FILE`: a row exactly as the baseline expects is skipped (property
+//! `baseline` = `expected`, the reason in the message); an unexpected pass and a regression are
+//! failures of type `unexpected-pass` / `regression`; each stale entry is a case of the suite
+//! `baseline`, a failure under `--strict` and skipped otherwise.
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -44,7 +49,39 @@ pub fn render_junit(report: &JsonReport) -> String {
                     s
                 }
             };
+            let judged = |list: &[crate::baseline::Judged]| {
+                list.iter().find(|j| j.row == v.requirement_id).cloned()
+            };
+            let baseline = report.expectations.as_ref().and_then(|e| {
+                judged(&e.expected)
+                    .map(|j| ("expected", j))
+                    .or_else(|| judged(&e.unexpected_passes).map(|j| ("unexpected-pass", j)))
+                    .or_else(|| judged(&e.regressions).map(|j| ("regression", j)))
+            });
+            let status = match &baseline {
+                None => status,
+                Some(("expected", j)) => {
+                    let mut s = TestCaseStatus::skipped();
+                    s.set_message(format!(
+                        "expected {} by the baseline ({}) — {message}",
+                        j.expected, j.reason
+                    ));
+                    s
+                }
+                Some((kind, j)) => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    s.set_message(format!(
+                        "{kind}: the baseline expects {} ({}), the row is {} — {}",
+                        j.expected, j.reason, j.actual, v.detail
+                    ))
+                    .set_type(*kind);
+                    s
+                }
+            };
             let mut case = TestCase::new(v.requirement_id.clone(), status);
+            if let Some((kind, _)) = &baseline {
+                case.add_property(("baseline", *kind));
+            }
             case.set_classname(format!("toolcert.{family}"));
             case.set_assertions(v.assertions as usize);
             case.add_property(("disposition", v.disposition.as_str()));
@@ -63,6 +100,28 @@ pub fn render_junit(report: &JsonReport) -> String {
                 }
                 _ => {}
             }
+            suite.add_test_case(case);
+        }
+        junit.add_test_suite(suite);
+    }
+    if let Some(e) = report.expectations.as_ref().filter(|e| !e.stale.is_empty()) {
+        let mut suite = TestSuite::new("baseline");
+        for x in &e.stale {
+            let message = format!(
+                "stale baseline entry {} (expected {}: {}): no such row, or no scenario covers it; remove it from the baseline",
+                x.row, x.disposition, x.reason
+            );
+            let status = if report.strict {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(message).set_type("stale");
+                s
+            } else {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(message);
+                s
+            };
+            let mut case = TestCase::new(format!("stale:{}", x.row), status);
+            case.set_classname("toolcert.baseline");
             suite.add_test_case(case);
         }
         junit.add_test_suite(suite);

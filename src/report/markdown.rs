@@ -166,6 +166,15 @@ pub fn render_markdown(report: &Report) -> String {
             );
         }
     }
+    if let Some(e) = &report.expectations {
+        baseline_section(&mut out, e, report.strict);
+    }
+    if let Some(p) = &report.partition {
+        let _ = writeln!(
+            out,
+            "\nThis report covers shard {p} of the scenarios (`--partition`); `toolcert merge` joins the shards.\n"
+        );
+    }
     let _ = writeln!(out, "\n## Not covered by a scenario yet\n");
     if report.uncovered.is_empty() {
         let _ = writeln!(out, "None.");
@@ -173,4 +182,66 @@ pub fn render_markdown(report: &Report) -> String {
         let _ = writeln!(out, "{}", report.uncovered.join(", "));
     }
     out
+}
+
+/// The expectation baseline: the gate, then each list.
+fn baseline_section(out: &mut String, e: &crate::baseline::Judgement, strict: bool) {
+    let _ = writeln!(out, "\n## Expectation baseline\n");
+    let _ = writeln!(
+        out,
+        "Gate: **{}** ({} expected, {} unexpected passes, {} regressions, {} stale{}, {} not judged in this run)\n",
+        if e.gate_passed { "passed" } else { "failed" },
+        e.expected.len(),
+        e.unexpected_passes.len(),
+        e.regressions.len(),
+        e.stale.len(),
+        if strict {
+            ""
+        } else {
+            ", failing only under --strict"
+        },
+        e.not_judged.len()
+    );
+    let lists = [
+        ("Expected (do not fail the gate)", &e.expected),
+        (
+            "Unexpected passes (better than expected: update the baseline)",
+            &e.unexpected_passes,
+        ),
+        ("Regressions (worse than expected)", &e.regressions),
+    ];
+    for (title, list) in lists {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "### {title}\n");
+        let _ = writeln!(out, "| row | expected | actual | reason |");
+        let _ = writeln!(out, "|---|---|---|---|");
+        for j in list {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                cell(&j.row),
+                j.expected,
+                j.actual,
+                cell(&j.reason)
+            );
+        }
+        let _ = writeln!(out);
+    }
+    if !e.stale.is_empty() {
+        let _ = writeln!(
+            out,
+            "### Stale entries (no such row, or no scenario covers it)\n"
+        );
+        for x in &e.stale {
+            let _ = writeln!(
+                out,
+                "- {} (expected {}): {}",
+                cell(&x.row),
+                x.disposition,
+                cell(&x.reason)
+            );
+        }
+    }
 }

@@ -4,6 +4,8 @@ mod json;
 mod junit;
 mod markdown;
 
-pub use json::{Report, ReportError, build, counts as counts_for, write_json};
+pub use json::{
+    REPORT_MINOR, Report, ReportError, build, counts as counts_for, to_value, write_json,
+};
 pub use junit::render_junit;
 pub use markdown::render_markdown;

@@ -83,7 +83,7 @@ impl Default for RunOptions {
 }
 
 /// What one scenario produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScenarioResult {
     /// Scenario id.

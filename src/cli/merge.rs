@@ -1,0 +1,174 @@
+//! `toolcert merge SHARD… -o REPORT`: join the reports of `run --partition K/N` shards into
+//! the report of one unsharded run.
+//!
+//! Scenarios are concatenated (sorted by id, as a run sorts them) and rows are folded again
+//! from every scenario's checks, because a row's legs can fall in different shards. The
+//! shards must come from the same toolcert, suite, seed, strictness, evidence level and
+//! host (same discovery digest), cover every K of one N exactly once, and be sealed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use serde_json::Value;
+
+use crate::runner::{RunOutcome, ScenarioResult};
+
+/// Arguments of `toolcert merge`.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The shards' JSON reports (`toolcert run --partition K/N --report …`), one per K.
+    #[arg(value_name = "SHARD", required = true)]
+    pub shards: Vec<PathBuf>,
+    /// Write the merged JSON report here.
+    #[arg(long, short = 'o', value_name = "PATH")]
+    pub output: PathBuf,
+    /// Also write JUnit XML here.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Also write the Markdown report here.
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+    /// Judge the merged rows against this expectation baseline (as `run --expect`).
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Fold with the suite of this checkout instead of the embedded one.
+    #[arg(long, value_name = "DIR")]
+    pub suite: Option<PathBuf>,
+}
+
+/// Members that must agree across shards, as JSON pointers.
+const SAME: &[&str] = &[
+    "/toolcertVersion",
+    "/suiteVersion",
+    "/seed",
+    "/strict",
+    "/summary/requireEvidence",
+    "/host/embedded",
+    "/host/mutant",
+    "/host/upstreamOnly",
+    "/host/discovery/sha256",
+    "/partition/count",
+];
+
+pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let expectations = args
+        .expect
+        .as_deref()
+        .map(crate::baseline::Expectations::load)
+        .transpose()
+        .context("--expect")?;
+    let suite = super::load_suite(args.suite.as_deref()).context("loading the suite")?;
+    let mut shards: Vec<(String, Value)> = Vec::new();
+    for path in &args.shards {
+        let shown = path.display().to_string();
+        let report = crate::recheck::load_sealed(path)?;
+        anyhow::ensure!(
+            report["partition"].is_object(),
+            "{shown}: not a shard (no \"partition\"); merge the reports of `toolcert run --partition K/N`"
+        );
+        shards.push((shown, report));
+    }
+    let (first_name, first) = &shards[0];
+    for (name, shard) in &shards[1..] {
+        for pointer in SAME {
+            anyhow::ensure!(
+                shard.pointer(pointer) == first.pointer(pointer),
+                "{name}: {pointer} is {} but {first_name} has {}; merge only shards of one run (same toolcert, suite, --seed, --strict, --require-evidence, host and N)",
+                shard.pointer(pointer).unwrap_or(&Value::Null),
+                first.pointer(pointer).unwrap_or(&Value::Null)
+            );
+        }
+    }
+    let count = first["partition"]["count"].as_u64().unwrap_or(0);
+    let mut indices: Vec<u64> = shards
+        .iter()
+        .map(|(_, s)| s["partition"]["index"].as_u64().unwrap_or(0))
+        .collect();
+    indices.sort_unstable();
+    let want: Vec<u64> = (1..=count).collect();
+    anyhow::ensure!(
+        indices == want,
+        "the shards are partitions {indices:?} of {count}; expected each of {want:?} exactly once"
+    );
+    let mut scenarios: Vec<ScenarioResult> = Vec::new();
+    for (name, shard) in &shards {
+        for s in crate::recheck::scenarios_of(shard, name)? {
+            anyhow::ensure!(
+                !scenarios.iter().any(|x| x.scenario_id == s.scenario_id),
+                "{name}: scenario {} is also in another shard; merge shards of one --partition N",
+                s.scenario_id
+            );
+            scenarios.push(s);
+        }
+    }
+    scenarios.sort_by(|a, b| a.scenario_id.cmp(&b.scenario_id));
+    let opts = crate::recheck::fold_options_of(first);
+    let rows = crate::verdict::fold_rows(
+        &suite,
+        opts,
+        scenarios
+            .iter()
+            .map(|s| (s.scenario_id.as_str(), s.checks.as_slice())),
+    );
+    let run = RunOutcome {
+        seed: first["seed"].as_u64().unwrap_or(0),
+        strict: opts.strict,
+        require_evidence: opts.require_evidence,
+        // Each shard's embedded host listens on its own port: the first shard's URL stands.
+        base_url: first["host"]["baseUrl"].as_str().unwrap_or("").to_string(),
+        embedded: first["host"]["embedded"].as_bool().unwrap_or(false),
+        mutant: first["host"]["mutant"].as_str().map(str::to_string),
+        upstream_only: first["host"]["upstreamOnly"].as_bool().unwrap_or(false),
+        discovery: first["host"]["discovery"].clone(),
+        scenarios,
+        rows,
+        uncovered: crate::runner::uncovered_rows(&suite),
+        // The shards ran in parallel: the merged run took as long as the slowest.
+        elapsed_ms: shards
+            .iter()
+            .filter_map(|(_, s)| s["summary"]["elapsedMs"].as_u64())
+            .max()
+            .unwrap_or(0),
+    };
+    let judgement = expectations
+        .as_ref()
+        .map(|e| e.judge(&suite, &run.rows, run.strict, &Default::default()));
+    let mut report = crate::report::build(&suite, &run);
+    report.expectations = judgement.clone();
+    crate::report::write_json(&suite, &report, &args.output)?;
+    if let Some(path) = &args.junit {
+        std::fs::write(path, crate::report::render_junit(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, crate::report::render_markdown(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let counts = crate::report::counts_for(&run.rows);
+    let line: Vec<String> = counts.iter().map(|(d, n)| format!("{n} {d}")).collect();
+    println!(
+        "toolcert merge: {} shards, {} scenarios, {} rows: {}; {}",
+        shards.len(),
+        run.scenarios.len(),
+        run.rows.len(),
+        line.join(", "),
+        if run.denied() {
+            "NOT CERTIFIED"
+        } else {
+            "certified"
+        }
+    );
+    if let Some(j) = &judgement {
+        super::run::print_judgement(j, run.strict);
+    }
+    let failed = match &judgement {
+        Some(j) => !j.gate_passed,
+        None => run.denied(),
+    };
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,79 @@
+//! `toolcert recheck REPORT`: re-judge a sealed report's observations with the current suite,
+//! without the host, and say which rows differ.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+/// Arguments of `toolcert recheck`.
+#[derive(Debug, clap::Args)]
+pub struct RecheckArgs {
+    /// A JSON report written by `toolcert run --report` (its digest must match).
+    #[arg(value_name = "REPORT")]
+    pub report: PathBuf,
+    /// Judge with the suite of this checkout instead of the embedded one.
+    #[arg(long, value_name = "DIR")]
+    pub suite: Option<PathBuf>,
+}
+
+pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
+    let report = crate::recheck::load_sealed(&args.report)?;
+    let suite = super::load_suite(args.suite.as_deref()).context("loading the suite")?;
+    let shown = args.report.display().to_string();
+    let outcome = crate::recheck::recheck(&suite, &report, &shown)?;
+    let word = |d: Option<crate::verdict::Disposition>| d.map_or("absent", |d| d.as_str());
+    for r in &outcome.rows {
+        if r.stored == r.now {
+            println!("{} {}", r.row, word(r.now));
+        } else {
+            println!(
+                "{} {} (DIFFERS: the report says {})",
+                r.row,
+                word(r.now),
+                word(r.stored)
+            );
+        }
+    }
+    for c in &outcome.checks {
+        let s = |x: Option<crate::verdict::CheckStatus>| {
+            x.map_or("absent".to_string(), |x| {
+                serde_json::to_value(x)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            })
+        };
+        println!(
+            "check {} {}: {} in the report, {} now",
+            c.scenario_id,
+            c.check_id,
+            s(c.stored),
+            s(c.now)
+        );
+    }
+    for n in &outcome.not_rechecked {
+        match &n.check_id {
+            Some(check) => println!("not rechecked: {} {check}: {}", n.scenario_id, n.why),
+            None => println!("not rechecked: {}: {}", n.scenario_id, n.why),
+        }
+    }
+    let differing: Vec<&str> = outcome.differing().map(|r| r.row.as_str()).collect();
+    println!(
+        "toolcert recheck: {} rows, {} differ{}; {} checks changed; {} not rechecked (stored outcome kept)",
+        outcome.rows.len(),
+        differing.len(),
+        if differing.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", differing.join(", "))
+        },
+        outcome.checks.len(),
+        outcome.not_rechecked.len()
+    );
+    Ok(if differing.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,171 @@
+//! End-to-end: `toolcert recheck` re-judges a sealed report without the host, says which rows
+//! differ under a changed suite, and refuses an edited report.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn toolcert(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolcert"))
+        .args(args)
+        .output()
+        .expect("toolcert runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolcert-recheck-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn recheck_reproduces_the_dispositions_and_names_the_rows_a_changed_suite_moves() {
+    let dir = scratch("suite");
+    let report = dir.join("r.json");
+    // The `disc` family: no token or canary in play, every check judged from observations.
+    let out = toolcert(&["run", "-q", "disc.", "--report", report.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(stored["digest"].as_str().unwrap().starts_with("sha256:"));
+
+    // Same suite: every row prints its stored disposition, nothing differs, exit 0.
+    let out = toolcert(&["recheck", report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for row in stored["rows"].as_array().unwrap() {
+        let line = format!(
+            "{} {}",
+            row["requirementId"].as_str().unwrap(),
+            row["disposition"].as_str().unwrap()
+        );
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "{line} missing from:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains(" 0 differ;"), "{stdout}");
+
+    // A copy of the suite whose disc.etag now wants 200 instead of 304: DISC-6 moves to fail,
+    // and the recheck says exactly that row and that check.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = dir.join("suite");
+    copy_dir(&root.join("scenarios"), &copy.join("scenarios"));
+    copy_dir(&root.join("schemas"), &copy.join("schemas"));
+    let etag = copy.join("scenarios/disc/etag.json");
+    let edited = std::fs::read_to_string(&etag)
+        .unwrap()
+        .replace(r#""equals": 304"#, r#""equals": 200"#);
+    assert!(edited.contains(r#""equals": 200"#));
+    std::fs::write(&etag, edited).unwrap();
+    let out = toolcert(&[
+        "recheck",
+        report.to_str().unwrap(),
+        "--suite",
+        copy.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("DISC-6 fail (DIFFERS: the report says pass)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("check disc.etag conditional-304: pass in the report, fail now"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" 1 differ (DISC-6);"), "{stdout}");
+    let differing = stdout.lines().filter(|l| l.contains("DIFFERS")).count();
+    assert_eq!(differing, 1, "{stdout}");
+
+    // An edited observation breaks the digest: refused with exit 2 and the reason.
+    let mut tampered = stored.clone();
+    let scenario = tampered["scenarios"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|s| s["scenarioId"] == "disc.etag")
+        .unwrap();
+    scenario["observations"]["steps"]["probe"]["conditional"]["status"] = 200.into();
+    let edited_report = dir.join("edited.json");
+    std::fs::write(
+        &edited_report,
+        serde_json::to_string_pretty(&tampered).unwrap(),
+    )
+    .unwrap();
+    let out = toolcert(&["recheck", edited_report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("digest mismatch"), "{}", text(&out));
+    assert!(
+        text(&out).contains("edited after toolcert wrote it"),
+        "{}",
+        text(&out)
+    );
+
+    // A report without a digest cannot prove it was not edited: refused too.
+    let mut unsealed = stored.clone();
+    unsealed.as_object_mut().unwrap().remove("digest");
+    std::fs::write(&edited_report, unsealed.to_string()).unwrap();
+    let out = toolcert(&["recheck", edited_report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no \"digest\""), "{}", text(&out));
+
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn scenarios_never_driven_say_they_were_not_rechecked() {
+    let dir = scratch("undriven");
+    let report = dir.join("r.json");
+    // Upstream-only: extension scenarios are inapplicable, so never driven (no observations).
+    let out = toolcert(&[
+        "run",
+        "-q",
+        "--reference-upstream-only",
+        "disc.",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let undriven: Vec<&str> = stored["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["observations"].is_null())
+        .map(|s| s["scenarioId"].as_str().unwrap())
+        .collect();
+    assert!(!undriven.is_empty(), "no undriven scenario: {}", text(&out));
+    let out = toolcert(&["recheck", report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for id in undriven {
+        assert!(
+            stdout.contains(&format!(
+                "not rechecked: {id}: the scenario was never driven"
+            )),
+            "{id}:\n{stdout}"
+        );
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
