@@ -112,6 +112,17 @@ fn three_shards_merge_into_the_unsharded_report() {
         shards.push(shard);
     }
 
+    // A partition that cannot be is refused before any host starts.
+    for bad in ["0/3", "4/3", "1/0", "a/b", "3"] {
+        let out = toolcert(&["run", "--partition", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out));
+        assert!(
+            text(&out).contains("expected K/N with 1 <= K <= N"),
+            "{bad}: {}",
+            text(&out)
+        );
+    }
+
     // A shard missing or given twice is refused.
     let merged = dir.join("merged.json");
     let s = |p: &PathBuf| p.to_str().unwrap().to_string();

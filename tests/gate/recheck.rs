@@ -169,3 +169,63 @@ fn scenarios_never_driven_say_they_were_not_rechecked() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Checks compared against the scenario's canary are rechecked against the `[canary]` marker:
+/// the clean host's pass and the leaking mutant's fail both come back as stored.
+#[test]
+fn checks_against_the_canary_recheck_against_the_marker() {
+    let dir = scratch("canary");
+    for (mutant, row_disposition) in [(None, "pass"), (Some("call-event-carries-inputs"), "fail")] {
+        let report = dir.join("r.json");
+        let mut args = vec![
+            "run",
+            "-q",
+            "--exact",
+            "hooks.secret-redaction",
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        if let Some(m) = mutant {
+            args.extend(["--reference-mutant", m]);
+        }
+        let out = toolcert(&args);
+        let stored: Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let row = stored["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["requirementId"] == "HOOKS-AUDIT-3")
+            .unwrap_or_else(|| panic!("no HOOKS-AUDIT-3: {}", text(&out)))
+            .clone();
+        assert_eq!(
+            row["disposition"],
+            row_disposition,
+            "{mutant:?}: {}",
+            text(&out)
+        );
+        let observations = stored["scenarios"][0]["observations"].to_string();
+        assert!(
+            observations.contains("[canary]"),
+            "the canary is not redacted to its marker"
+        );
+        assert!(
+            !observations.contains("tc-canary-"),
+            "a canary leaked into the report"
+        );
+        let out = toolcert(&["recheck", report.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{mutant:?}: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l == format!("HOOKS-AUDIT-3 {row_disposition}")),
+            "{mutant:?}: {stdout}"
+        );
+        assert!(
+            stdout.contains(" 0 differ;") && stdout.contains(" 0 not rechecked"),
+            "{mutant:?}: {stdout}"
+        );
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
