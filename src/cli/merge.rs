@@ -59,6 +59,14 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .context("--expect")?;
     let suite = super::load_suite(args.suite.as_deref()).context("loading the suite")?;
+    let output = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
+    for shard in &args.shards {
+        anyhow::ensure!(
+            std::path::absolute(shard).unwrap_or_else(|_| shard.clone()) != output,
+            "-o {}: that is also a shard, which the merged report would overwrite; write it elsewhere",
+            args.output.display()
+        );
+    }
     let mut shards: Vec<(String, Value)> = Vec::new();
     for path in &args.shards {
         let shown = path.display().to_string();

@@ -207,9 +207,28 @@ fn a_baseline_accepts_the_known_failure_and_catches_every_other_change() {
     let strict = run(
         true,
         &lax,
-        &["--strict", "--expect", stale_path.to_str().unwrap()],
+        &[
+            "--strict",
+            "--expect",
+            stale_path.to_str().unwrap(),
+            "--junit",
+            xml.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
     );
     assert_eq!(strict.status.code(), Some(1), "{}", text(&strict));
+    let junit = std::fs::read_to_string(&xml).unwrap();
+    assert!(
+        junit.contains("stale:GONE-99") && junit.contains("type=\"stale\""),
+        "{junit}"
+    );
+    let markdown = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        markdown.contains("### Stale entries") && markdown.contains("GONE-99"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("Gate: **failed**"), "{markdown}");
     assert!(
         text(&strict).contains("stale entries (no such row, or no scenario covers it): GONE-99")
     );
