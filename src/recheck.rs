@@ -16,7 +16,9 @@
 //!   (the scenario's canary variable is `[canary]` too), so a check comparing an observation
 //!   with the canary compares marker with marker and is rechecked against the marker; but two
 //!   different secrets both read `[redacted]`, so a changed verdict there may be an artefact
-//!   of redaction rather than of the suite's rules, and is reported as not recheckable.
+//!   of redaction rather than of the suite's rules, and is reported as not recheckable; when
+//!   such a check is a control or required by another, it decided the scenario's other
+//!   checks, so the whole scenario keeps its stored outcomes.
 
 use std::collections::BTreeMap;
 
@@ -299,6 +301,35 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
                 }),
             }
             kept.push(outcome);
+        }
+        // A control or a required check that could not be rechecked decided other checks of
+        // the scenario (a failing control blocks what it guards), so none of the scenario's
+        // fresh outcomes can be trusted: keep all of the stored ones.
+        let kept_controls: Vec<String> = out
+            .not_rechecked
+            .iter()
+            .filter(|n| n.scenario_id == id)
+            .filter_map(|n| n.check_id.clone())
+            .filter(|c| {
+                scenario
+                    .checks
+                    .iter()
+                    .any(|x| (x.id == *c && x.control) || x.requires.contains(c))
+            })
+            .collect();
+        if !kept_controls.is_empty() {
+            out.not_rechecked.retain(|n| n.scenario_id != id);
+            out.checks.retain(|c| c.scenario_id != id);
+            out.not_rechecked.push(NotRechecked {
+                scenario_id: id.clone(),
+                check_id: None,
+                why: format!(
+                    "its control or required check {} reads a value the report redacted and re-judges differently, and it decides the scenario's other checks; every stored outcome of the scenario is kept",
+                    kept_controls.join(", ")
+                ),
+            });
+            rejudged.push((id, stored.checks.clone()));
+            continue;
         }
         for b in &stored.checks {
             if !kept.iter().any(|k| k.check_id == b.check_id) {

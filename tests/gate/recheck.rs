@@ -229,3 +229,115 @@ fn checks_against_the_canary_recheck_against_the_marker() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A check reading a redacted value that re-judges differently is reported as not
+/// rechecked, with the stored status kept, never as a silent pass or a claimed rule change.
+#[test]
+fn a_changed_check_over_a_redacted_value_says_it_cannot_be_rechecked() {
+    let dir = scratch("redacted");
+    let report = dir.join("r.json");
+    let out = toolcert(&[
+        "run",
+        "-q",
+        "--exact",
+        "hooks.secret-redaction",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = dir.join("suite");
+    copy_dir(&root.join("scenarios"), &copy.join("scenarios"));
+    copy_dir(&root.join("schemas"), &copy.join("schemas"));
+    let file = copy.join("scenarios/hooks/secret-redaction.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    // `seam-clean` now wants the seam's answer to carry the secret: over real values that is
+    // a different verdict; the report only has the `[canary]` marker to compare with.
+    let edited = original.replace(
+        r#""at": "/steps/call/body", "expect": {"notContains": "{{vars.canary}}"}"#,
+        r#""at": "/steps/call/body", "expect": {"contains": "{{vars.canary}}"}"#,
+    );
+    assert_ne!(
+        edited, original,
+        "the scenario changed shape; update this test"
+    );
+    std::fs::write(&file, edited).unwrap();
+    let out = toolcert(&[
+        "recheck",
+        report.to_str().unwrap(),
+        "--suite",
+        copy.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "not rechecked: hooks.secret-redaction seam-clean: it reads a value the report redacted"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(stdout.contains(" 1 not rechecked"), "{stdout}");
+    // The stored status stands: the row is shown as stored, not as a rechecked pass.
+    assert!(
+        stdout.lines().any(|l| l == "HOOKS-AUDIT-3 pass"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A control over a redacted value that re-judges differently decides its scenario's other
+/// checks, so the whole scenario keeps its stored outcomes and says why.
+#[test]
+fn a_changed_control_over_a_redacted_value_keeps_the_whole_scenario() {
+    let dir = scratch("control");
+    let report = dir.join("r.json");
+    let out = toolcert(&[
+        "run",
+        "-q",
+        "--exact",
+        "hooks.secret-redaction",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = dir.join("suite");
+    copy_dir(&root.join("scenarios"), &copy.join("scenarios"));
+    copy_dir(&root.join("schemas"), &copy.join("schemas"));
+    let file = copy.join("scenarios/hooks/secret-redaction.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    // The control `secret-delivered` now wants the tool NOT to get the secret.
+    let edited = original.replace(
+        r#""at": "/receivers/tool/arrivals/0/body/apiKey", "expect": {"equals": "{{vars.canary}}"}"#,
+        r#""at": "/receivers/tool/arrivals/0/body/apiKey", "expect": {"notContains": "{{vars.canary}}"}"#,
+    );
+    assert_ne!(
+        edited, original,
+        "the scenario changed shape; update this test"
+    );
+    std::fs::write(&file, edited).unwrap();
+    let out = toolcert(&[
+        "recheck",
+        report.to_str().unwrap(),
+        "--suite",
+        copy.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "not rechecked: hooks.secret-redaction: its control or required check secret-delivered"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        stdout.lines().any(|l| l == "HOOKS-AUDIT-3 pass"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(" 0 checks changed; 1 not rechecked"),
+        "{stdout}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    std::fs::remove_dir_all(dir).ok();
+}
