@@ -101,6 +101,14 @@ fn a_baseline_accepts_the_known_failure_and_catches_every_other_change() {
     assert_eq!(entries[0]["reason"], detail);
     let expect = dir.join("expect.json");
     std::fs::write(&expect, &out.stdout).unwrap();
+    // A baseline is only made from a sealed report: an edited one is refused.
+    let mut edited = read(&first);
+    edited["rows"][0]["disposition"] = json!("warn");
+    let edited_path = dir.join("edited.json");
+    std::fs::write(&edited_path, edited.to_string()).unwrap();
+    let out = toolcert(&["baseline", edited_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("digest mismatch"), "{}", text(&out));
 
     // The same failure with the baseline: exit 0, and every format says the row was expected.
     let (again, xml, md) = (
