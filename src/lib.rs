@@ -15,6 +15,7 @@
 //! - [`verdict`] folds check outcomes into one disposition per requirement row;
 //! - [`runner`] runs scenarios against a target and collects results;
 //! - [`report`] writes the JSON, JUnit XML and Markdown reports;
+//! - [`mcp`] pins MCP tool catalogs: capture, review, gate and call;
 //! - [`matrix`] runs the mutation matrix against the reference host's mutants;
 //! - [`redact`] scrubs every token and canary from whatever leaves toolcert.
 //!
@@ -34,6 +35,7 @@ pub mod expect;
 pub mod host;
 pub mod load;
 pub mod matrix;
+pub mod mcp;
 pub mod redact;
 pub mod report;
 pub mod runner;
