@@ -49,6 +49,8 @@ pub struct Script {
     pub flood: Option<Flood>,
     /// Send this server → client request after `initialized` (e.g. `roots/list`).
     pub request_after_initialized: Option<String>,
+    /// Every `nextCursor` is `page-1`: pagination that loops.
+    pub loop_cursors: bool,
 }
 
 /// Pages served from a point on.
@@ -69,6 +71,9 @@ pub struct ListChangedAt {
     pub after_initialized: u32,
     /// After answering the `tools/list` requests with these 0-based numbers.
     pub after_lists: Vec<u64>,
+    /// After answering the `ping`s with these 0-based numbers (the gate's barrier is ping 0,
+    /// the call's pre-dispatch barrier ping 1: `[0]` lands between gate and dispatch).
+    pub after_pings: Vec<u64>,
     /// Before answering a `tools/call`.
     pub during_call: bool,
 }
@@ -100,6 +105,7 @@ impl Default for Script {
             hang_on: None,
             flood: None,
             request_after_initialized: None,
+            loop_cursors: false,
         }
     }
 }
@@ -175,6 +181,8 @@ struct Session {
     script: Arc<Script>,
     witness: Arc<Witness>,
     lists: u64,
+    pings: u64,
+    pending: Vec<Value>,
 }
 
 impl Session {
@@ -184,6 +192,8 @@ impl Session {
             script,
             witness,
             lists: 0,
+            pings: 0,
+            pending: Vec::new(),
         }
     }
 
@@ -209,6 +219,11 @@ impl Session {
         };
         if msg.get("method").is_none() {
             return Reply::Send(vec![]);
+        }
+        if method == "tools/call"
+            && let Ok(mut calls) = self.witness.calls.lock()
+        {
+            calls.push(msg.get("params").cloned().unwrap_or(Value::Null));
         }
         if s.hang_on.as_deref() == Some(method) {
             return Reply::Hang;
@@ -253,7 +268,13 @@ impl Session {
                     "serverInfo": s.server_info,
                 })));
             }
-            "ping" => out.push(ok(json!({}))),
+            "ping" => {
+                out.push(ok(json!({})));
+                if s.list_changed.after_pings.contains(&self.pings) {
+                    out.push(Session::list_changed());
+                }
+                self.pings += 1;
+            }
             "tools/list" => {
                 let n = self.lists;
                 self.lists += 1;
@@ -273,8 +294,9 @@ impl Session {
                     Some(i) => {
                         let tools = pages.get(i).cloned().unwrap_or_default();
                         let mut result = json!({"tools": tools});
-                        if i + 1 < pages.len() {
-                            result["nextCursor"] = json!(format!("page-{}", i + 1));
+                        if i + 1 < pages.len() || (s.loop_cursors && pages.len() > 1) {
+                            let next = if s.loop_cursors { 1 } else { i + 1 };
+                            result["nextCursor"] = json!(format!("page-{next}"));
                         }
                         out.push(ok(result));
                     }
@@ -284,9 +306,6 @@ impl Session {
                 }
             }
             "tools/call" => {
-                if let Ok(mut calls) = self.witness.calls.lock() {
-                    calls.push(params.clone());
-                }
                 if s.list_changed.during_call {
                     out.push(Session::list_changed());
                 }
@@ -485,9 +504,23 @@ async fn http_post(
                 Some(s) => s,
             }
         };
-        let reply = match sessions.get_mut(&sid) {
-            Some(session) => session.handle(&msg),
-            None => return StatusCode::NOT_FOUND.into_response(),
+        let Some(session) = sessions.get_mut(&sid) else {
+            return StatusCode::NOT_FOUND.into_response();
+        };
+        let is_request = msg.get("id").is_some() && msg.get("method").is_some();
+        // Without a GET stream, what the server sends after a notification (list_changed
+        // after `initialized`) waits for the next request's SSE stream.
+        let reply = match session.handle(&msg) {
+            Reply::Send(out) if !is_request => {
+                session.pending.extend(out);
+                Reply::Send(vec![])
+            }
+            Reply::Send(out) => {
+                let mut all = std::mem::take(&mut session.pending);
+                all.extend(out);
+                Reply::Send(all)
+            }
+            Reply::Hang => Reply::Hang,
         };
         (sid, reply)
     };

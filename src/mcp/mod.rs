@@ -16,8 +16,10 @@
 //! - [`call`] gates, validates the arguments, calls, and judges the result.
 //! - [`diff`] compares JSON values and snapshots in words a reviewer can approve.
 //! - [`double`] is toolcert's scriptable MCP server double (stdio, HTTP, in-process).
+//! - [`cases`] are the gate-rule cases against the double, and the gate's mutation matrix.
 
 pub mod call;
+pub mod cases;
 pub mod client;
 pub mod diff;
 pub mod double;

@@ -280,7 +280,8 @@ mod tests {
     #[test]
     fn a_complete_review_passes_and_each_broken_assertion_names_its_rule() {
         check(&good().to_value(), &echo_tool()).unwrap();
-        let cases: Vec<(Box<dyn Fn(&mut ReviewInput)>, &str)> = vec![
+        type Edit = Box<dyn Fn(&mut ReviewInput)>;
+        let cases: Vec<(Edit, &str)> = vec![
             (Box::new(|r| r.headless = Some(false)), "4.6 headless"),
             (Box::new(|r| r.headless = None), "4.6 headless"),
             (
