@@ -483,6 +483,7 @@ async fn online_checks(
         .list_tools(opts.max_pages, first_only)
         .await
         .map_err(list_err)?;
+    evidence.live_pages = listing.pages.len();
     client.barrier().await.map_err(list_err)?;
     if client.list_changed_seq() > mark {
         if !init.declares_list_changed() {
