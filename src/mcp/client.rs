@@ -569,3 +569,145 @@ pub fn kind(v: &Value) -> &'static str {
 
 /// The revision toolcert asks for when nothing else is said.
 pub const DEFAULT_REVISION: &str = REVISION_2025_11_25;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::double::{InProcess, Script};
+    use crate::mcp::transport::{Endpoint, StdioCommand};
+
+    async fn connect(script: Script) -> Client {
+        Client::connect(
+            &Endpoint::Double(InProcess::new(script)),
+            Limits::default(),
+            Timeouts::default(),
+        )
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_stateless_revision_discovers_and_tags_every_request() {
+        let script = Script {
+            protocol_versions: vec![REVISION_2026_07_28.into()],
+            ..Script::default()
+        };
+        let mut c = connect(script).await;
+        let init = c.initialize(REVISION_2026_07_28, &json!({})).await.unwrap();
+        assert_eq!(init.protocol_version, REVISION_2026_07_28);
+        assert_eq!(init.server_info["name"], "toolcert-double");
+        let listing = c.list_tools(10, false).await.unwrap();
+        assert_eq!(listing.tools().count(), 1);
+        // A 2025-11-25-only server has no server/discover.
+        let mut old = connect(Script::default()).await;
+        let err = old
+            .initialize(REVISION_2026_07_28, &json!({}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ClientError::Rpc { code: -32601, .. }),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_answering_another_revision_is_refused() {
+        let script = Script {
+            protocol_versions: vec!["2025-06-18".into()],
+            ..Script::default()
+        };
+        let err = connect(script)
+            .await
+            .initialize(REVISION_2025_11_25, &json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ClientError::Version {
+                asked: "2025-11-25".into(),
+                got: "2025-06-18".into()
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn server_requests_are_answered_and_excluded_ones_recorded() {
+        for (method, excluded) in [("roots/list", false), ("sampling/createMessage", true)] {
+            let script = Script {
+                request_after_initialized: Some(method.into()),
+                ..Script::default()
+            };
+            let mut c = connect(script).await;
+            c.initialize(REVISION_2025_11_25, &json!({})).await.unwrap();
+            c.settle().await.unwrap();
+            assert_eq!(
+                c.server_requests(),
+                [ServerRequest {
+                    method: method.into(),
+                    excluded,
+                    at_seq: 0
+                }]
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_times_out_with_a_typed_error() {
+        let script = Script {
+            hang_on: Some("initialize".into()),
+            ..Script::default()
+        };
+        let mut c = Client::connect(
+            &Endpoint::Double(InProcess::new(script)),
+            Limits::default(),
+            Timeouts {
+                request: Duration::from_millis(200),
+                ..Timeouts::default()
+            },
+        )
+        .await
+        .unwrap();
+        let err = c
+            .initialize(REVISION_2025_11_25, &json!({}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ClientError::Timeout { ref method, .. } if method == "initialize"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn shutdown_is_eof_then_sigterm_then_sigkill() {
+        let budget = crate::mcp::transport::ShutdownBudget {
+            after_eof: Duration::from_millis(200),
+            after_term: Duration::from_millis(200),
+            after_kill: Duration::from_millis(1000),
+        };
+        for (line, want) in [
+            ("cat", Shutdown::ExitedOnEof),
+            (
+                "sh -c 'while :; do sleep 0.05; done'",
+                Shutdown::ExitedOnTerm,
+            ),
+            (
+                "sh -c 'trap \"\" TERM; while :; do sleep 0.05; done'",
+                Shutdown::Killed,
+            ),
+        ] {
+            let mut t =
+                Transport::spawn(&StdioCommand::shell(line), Limits::default(), budget).unwrap();
+            t.set_shutdown_budget(budget);
+            let started = Instant::now();
+            assert_eq!(t.close().await, want, "{line}");
+            assert!(started.elapsed() < Duration::from_secs(3), "{line}");
+        }
+        let err = Transport::spawn(
+            &StdioCommand::argv(vec!["/nonexistent/mcp".into()]),
+            Limits::default(),
+            budget,
+        )
+        .unwrap_err();
+        assert!(matches!(err, TransportError::Start { .. }), "{err}");
+    }
+}
