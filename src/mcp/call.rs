@@ -64,6 +64,9 @@ pub struct CallReport {
     pub diagnostics: Value,
     /// Gate evidence.
     pub gate: Evidence,
+    /// The reviewed input channels and output value contracts (§4.9; value-free).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub content_trust: Value,
 }
 
 /// What to call with.
@@ -85,6 +88,7 @@ fn report(outcome: Outcome, rule: &str, message: impl Into<String>, gate: Eviden
         body: None,
         diagnostics: json!({}),
         gate,
+        content_trust: Value::Null,
     }
 }
 
@@ -154,6 +158,7 @@ pub async fn call(
                 body: None,
                 diagnostics: json!({}),
                 gate: r.evidence,
+                content_trust: Value::Null,
             };
         }
     };
@@ -164,7 +169,7 @@ pub async fn call(
         list_changed_mark,
         evidence,
     } = passed;
-    let out = dispatch(
+    let mut out = dispatch(
         &mut client,
         &tool,
         &review,
@@ -175,6 +180,7 @@ pub async fn call(
     )
     .await;
     client.close().await;
+    out.content_trust = super::trust::contracts(&tool, &review);
     out
 }
 
@@ -388,6 +394,7 @@ async fn dispatch(
         body,
         diagnostics: diag,
         gate: evidence,
+        content_trust: Value::Null,
     }
 }
 

@@ -16,6 +16,7 @@
 //! - [`call`] gates, validates the arguments, calls, and judges the result.
 //! - [`diff`] compares JSON values and snapshots in words a reviewer can approve.
 //! - [`double`] is toolcert's scriptable MCP server double (stdio, HTTP, in-process).
+//! - [`trust`] derives the content-trust contracts of a reviewed tool (value-free).
 //! - [`cases`] are the gate-rule cases against the double, and the gate's mutation matrix.
 
 pub mod call;
@@ -28,6 +29,7 @@ pub mod review;
 pub mod snapshot;
 pub mod time;
 pub mod transport;
+pub mod trust;
 
 /// The snapshot profile toolcert writes and reads.
 pub const PROFILE: &str = "openudon.mcp-tool-manifest.0.1";
