@@ -11,6 +11,12 @@
 //! the body; content blocks and `_meta` are diagnostics (their kinds only), and JSON-looking
 //! text is never parsed.
 //!
+//! No atomicity between the gate's `tools/list` and the `tools/call` is claimed (§4.5.5): the
+//! barrier only proves that nothing the server sent before answering it was missed. A server
+//! that changes its catalog without notifying, after the barrier, is the residual race; the
+//! report's gate evidence (pages read, notifications ignored in a settle window, server
+//! requests) is what a later proposal can weigh.
+//!
 //! Schemas are compiled with format assertions on for every draft (set explicitly, §6.4):
 //! a reviewed `format` is enforced, which is stricter than a 2020-12 server may be, and
 //! fails closed. The crate's remote and file `$ref` resolvers are compiled out, so a schema
@@ -64,6 +70,8 @@ pub struct CallReport {
     pub diagnostics: Value,
     /// Gate evidence.
     pub gate: Evidence,
+    /// Microseconds from the gate's pass to dispatch (argument validation, the barrier).
+    pub pre_dispatch_us: u64,
     /// The reviewed input channels and output value contracts (§4.9; value-free).
     #[serde(skip_serializing_if = "Value::is_null")]
     pub content_trust: Value,
@@ -88,6 +96,7 @@ fn report(outcome: Outcome, rule: &str, message: impl Into<String>, gate: Eviden
         body: None,
         diagnostics: json!({}),
         gate,
+        pre_dispatch_us: 0,
         content_trust: Value::Null,
     }
 }
@@ -158,6 +167,7 @@ pub async fn call(
                 body: None,
                 diagnostics: json!({}),
                 gate: r.evidence,
+                pre_dispatch_us: 0,
                 content_trust: Value::Null,
             };
         }
@@ -193,6 +203,7 @@ async fn dispatch(
     gopts: &GateOptions,
     copts: &CallOptions,
 ) -> CallReport {
+    let started = std::time::Instant::now();
     let arguments = copts.arguments.clone().unwrap_or_else(|| json!({}));
     if !arguments.is_object() {
         return report(
@@ -272,6 +283,7 @@ async fn dispatch(
             evidence,
         );
     }
+    let pre_dispatch_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let before_requests = client.server_requests().len();
     let name = gopts.tool.as_str();
     let result = client.call_tool(name, &arguments).await;
@@ -394,6 +406,7 @@ async fn dispatch(
         body,
         diagnostics: diag,
         gate: evidence,
+        pre_dispatch_us,
         content_trust: Value::Null,
     }
 }

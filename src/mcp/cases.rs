@@ -152,6 +152,27 @@ pub fn gate_cases() -> Vec<Case> {
         )
     });
     cases.push(Case {
+        edit: Some(|d| d["servers"]["s"]["toolPages"] = json!([])),
+        ..Case::new(
+            "a re-pinned snapshot without its pages",
+            Some(Rule::Incomplete),
+            base(),
+        )
+    });
+    cases.push(Case {
+        edit: Some(|d| {
+            let t = d["servers"]["s"]["toolPages"][0]["tools"][0].clone();
+            if let Some(a) = d["servers"]["s"]["toolPages"][1]["tools"].as_array_mut() {
+                a.push(t);
+            }
+        }),
+        ..Case::new(
+            "a re-pinned snapshot listing the tool twice",
+            Some(Rule::Incomplete),
+            base(),
+        )
+    });
+    cases.push(Case {
         later: Some(mcp_time::DEFAULT_EXPIRES_IN + Duration::from_secs(1)),
         ..Case::new("an expired snapshot", Some(Rule::Expired), base())
     });
@@ -271,6 +292,20 @@ pub fn gate_cases() -> Vec<Case> {
     cases.push(Case::new(
         "undeclared list_changed still invalidates",
         Some(Rule::ListChanged),
+        v,
+    ));
+    let mut v = base();
+    v.list_result = Some(json!({"tools": "echo"}));
+    cases.push(Case::new(
+        "tools/list answers something that is not a catalog",
+        Some(Rule::Listing),
+        v,
+    ));
+    let mut v = base();
+    v.server_info = json!(null);
+    cases.push(Case::new(
+        "initialize without serverInfo",
+        Some(Rule::ServerInfo),
         v,
     ));
     let mut v = base();

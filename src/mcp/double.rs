@@ -51,6 +51,8 @@ pub struct Script {
     pub request_after_initialized: Option<String>,
     /// Every `nextCursor` is `page-1`: pagination that loops.
     pub loop_cursors: bool,
+    /// Answer every `tools/list` with this `result` instead (a lying server).
+    pub list_result: Option<Value>,
 }
 
 /// Pages served from a point on.
@@ -106,6 +108,7 @@ impl Default for Script {
             flood: None,
             request_after_initialized: None,
             loop_cursors: false,
+            list_result: None,
         }
     }
 }
@@ -274,6 +277,9 @@ impl Session {
                     out.push(Session::list_changed());
                 }
                 self.pings += 1;
+            }
+            "tools/list" if s.list_result.is_some() => {
+                out.push(ok(s.list_result.clone().unwrap_or_default()));
             }
             "tools/list" => {
                 let n = self.lists;

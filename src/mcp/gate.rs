@@ -240,6 +240,27 @@ pub struct Evidence {
     pub live_pages: usize,
     /// Server → client requests answered on the connection.
     pub server_requests: Vec<String>,
+    /// Wall time, in microseconds, of each stage: the offline rules (read, hash, schema,
+    /// review), connecting and initializing, and the live listing with its barrier and the
+    /// comparison. The last is what the gate adds to a call on a connection that a call
+    /// needs anyway.
+    pub timings_us: Timings,
+}
+
+/// Stage wall times in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timings {
+    /// Rules 1 and 2.
+    pub offline: u64,
+    /// Spawning or connecting, and `initialize`.
+    pub connect_initialize: u64,
+    /// Settle (if any), every page, the barrier, the comparison.
+    pub listing_compare: u64,
+}
+
+fn micros(since: std::time::Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// A passed gate: the open connection (the call must use it, so a later `list_changed` is
@@ -274,10 +295,13 @@ pub async fn gate(
     opts: &GateOptions,
 ) -> Result<Passed, Refused> {
     let mut evidence = Evidence::default();
+    let started = std::time::Instant::now();
     let offline = offline_checks(manifest, opts).map_err(|refusal| Refused {
         refusal,
         evidence: evidence.clone(),
     })?;
+    evidence.timings_us.offline = micros(started);
+    let started = std::time::Instant::now();
     evidence.connected = true;
     evidence.list_changed_policy = Some(opts.policy);
     let mut client = match Client::connect(endpoint, opts.limits, opts.timeouts).await {
@@ -289,7 +313,7 @@ pub async fn gate(
             });
         }
     };
-    let result = online_checks(&mut client, &offline, opts, &mut evidence).await;
+    let result = online_checks(&mut client, &offline, opts, &mut evidence, started).await;
     evidence.server_requests = client
         .server_requests()
         .iter()
@@ -433,6 +457,7 @@ async fn online_checks(
     offline: &Offline,
     opts: &GateOptions,
     evidence: &mut Evidence,
+    started: std::time::Instant,
 ) -> Result<u64, Refusal> {
     let init = client
         .initialize(&offline.version, &offline.client_capabilities)
@@ -452,6 +477,8 @@ async fn online_checks(
             },
             e => refuse(Rule::Connect, e.to_string()),
         })?;
+    evidence.timings_us.connect_initialize = micros(started);
+    let started = std::time::Instant::now();
     if opts.mutant != Some(Mutant::ServerInfoIgnored)
         && jcs_bytes(&init.server_info) != jcs_bytes(&offline.server_info)
     {
@@ -570,6 +597,7 @@ async fn online_checks(
             diff: json_diff(&offline.tool, live_tool, 20),
         });
     }
+    evidence.timings_us.listing_compare = micros(started);
     Ok(mark)
 }
 

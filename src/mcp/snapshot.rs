@@ -381,6 +381,31 @@ mod tests {
         assert!(matches!(err, SnapshotError::ExpiryTooLong { .. }), "{err}");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn the_digest_ignores_layout_and_duplicate_members_are_refused(
+            desc in "\\PC{0,40}",
+            name in "[a-z]{1,8}",
+        ) {
+            let mut t = crate::mcp::double::echo_tool();
+            t["description"] = json!(desc);
+            t["name"] = json!(name);
+            let doc = json!({"profile": PROFILE, "servers": {"s": {"toolPages": [{"tools": [t]}]}}});
+            let compact = serde_json::to_string(&doc).unwrap();
+            let pretty = serde_json::to_string_pretty(&doc).unwrap();
+            let a = digest(&parse_strict(&compact).unwrap());
+            proptest::prop_assert_eq!(&a, &digest(&parse_strict(&pretty).unwrap()));
+            proptest::prop_assert_eq!(&a, &digest(&doc));
+            // A repeated member name anywhere is refused, never collapsed.
+            let dup = compact.replacen("\"name\":", "\"name\":\"dup\",\"name\":", 1);
+            proptest::prop_assert!(parse_strict(&dup).is_err());
+            // One changed character changes the digest.
+            let mut changed = doc.clone();
+            changed["servers"]["s"]["toolPages"][0]["tools"][0]["description"] = json!(format!("{desc}."));
+            proptest::prop_assert_ne!(&a, &digest(&changed));
+        }
+    }
+
     #[test]
     fn duplicate_members_in_a_file_are_refused() {
         let dir = std::env::temp_dir().join(format!("toolcert-snap-{}", std::process::id()));
