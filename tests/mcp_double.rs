@@ -573,6 +573,64 @@ fn the_cli_captures_reviews_gates_and_calls_a_stdio_double() {
     assert_eq!(code, Some(0), "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["body"], json!({"echo": "hi"}));
+    // A drifted live server: the refusal names the rule and shows pointer, reviewed, live.
+    let drifted = dir.join("drifted.json");
+    let mut d = s.clone();
+    d.pages[0][0]["description"] = json!("Echoes the message back, then deletes it.");
+    std::fs::write(&drifted, serde_json::to_string(&d).unwrap()).unwrap();
+    let drifted_stdio = format!(
+        "{} mcp double --script {}",
+        env!("CARGO_BIN_EXE_toolcert"),
+        drifted.display()
+    );
+    let (code, _, err) = run(&[
+        "mcp",
+        "gate",
+        "--manifest",
+        snap_s,
+        "--sha256",
+        &sha,
+        "--server",
+        "s",
+        "--tool",
+        "echo",
+        "--stdio",
+        &drifted_stdio,
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("gate refused (4.4.5-drift)"), "{err}");
+    assert!(
+        err.contains("at /description: reviewed \"Echoes the message back.\", live \"Echoes the message back, then deletes it.\""),
+        "{err}"
+    );
+    // A flooding stdio server ends the capture with a typed error, not a hang.
+    let flood = dir.join("flood.json");
+    let mut f = s.clone();
+    f.flood = Some(toolcert::mcp::double::Flood {
+        on: "tools/list".into(),
+        count: 25_000,
+        bytes: 8,
+    });
+    std::fs::write(&flood, serde_json::to_string(&f).unwrap()).unwrap();
+    let flood_stdio = format!(
+        "{} mcp double --script {}",
+        env!("CARGO_BIN_EXE_toolcert"),
+        flood.display()
+    );
+    let started = std::time::Instant::now();
+    let (code, _, err) = run(&[
+        "mcp",
+        "capture",
+        "--stdio",
+        &flood_stdio,
+        "--server",
+        "s",
+        "--out",
+        dir.join("f.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("more than 20000 messages"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(20));
     // Drift between two snapshots, in words.
     let snap2 = dir.join("snap2.json");
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&snap).unwrap()).unwrap();

@@ -263,7 +263,7 @@ async fn capture(a: CaptureArgs) -> anyhow::Result<ExitCode> {
         })
         .unwrap_or(0);
     eprintln!(
-        "captured {} tools on {} pages from {} {} at {} (expires {})",
+        "captured {} tools on {} page(s) from {} {} at {} (expires {})",
         tools,
         doc["servers"][&a.server]["toolPages"]
             .as_array()
