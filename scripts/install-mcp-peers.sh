@@ -12,6 +12,8 @@ EVERYTHING_VERSION=2026.8.31
 TIME_VERSION=2026.10.19
 PEERS=target/mcp-peers
 mkdir -p "$PEERS/npm"
+# Its own package root, so npm never installs into a parent directory's node_modules.
+[ -f "$PEERS/npm/package.json" ] || echo '{"private": true}' > "$PEERS/npm/package.json"
 
 pkg="$PEERS/npm/node_modules/@modelcontextprotocol/server-everything/package.json"
 if ! grep -q "\"version\": \"$EVERYTHING_VERSION\"" "$pkg" 2>/dev/null; then
