@@ -15,6 +15,7 @@
 //! - [`verdict`] folds check outcomes into one disposition per requirement row;
 //! - [`runner`] runs scenarios against a target and collects results;
 //! - [`report`] writes the JSON, JUnit XML and Markdown reports;
+//! - [`mcp`] pins MCP tool catalogs: capture, review, gate and call;
 //! - [`matrix`] runs the mutation matrix against the reference host's mutants;
 //! - [`baseline`] judges a run against the rows a user expects not to pass;
 //! - [`recheck`] seals reports with a digest and re-judges them offline;
@@ -38,6 +39,7 @@ pub mod expect;
 pub mod host;
 pub mod load;
 pub mod matrix;
+pub mod mcp;
 pub mod partition;
 pub mod recheck;
 pub mod redact;

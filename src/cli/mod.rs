@@ -3,6 +3,7 @@
 mod baseline;
 mod coverage;
 mod matrix;
+mod mcp;
 mod merge;
 mod mock_provider;
 mod mutants;
@@ -49,6 +50,8 @@ pub enum Command {
     /// this way as a child process for kill-and-restart scenarios.
     #[command(disable_help_flag = true)]
     ReferenceHost(reference_host::ReferenceHostArgs),
+    /// Pin MCP tools: capture a catalog, review a tool, gate and call it, diff snapshots.
+    Mcp(mcp::McpArgs),
 }
 
 /// Entry point used by `main`.
@@ -71,6 +74,7 @@ pub fn main() -> ExitCode {
         Command::Matrix(args) => matrix::run(args),
         Command::MockProvider(args) => mock_provider::run(args),
         Command::ReferenceHost(args) => reference_host::run(args),
+        Command::Mcp(args) => mcp::run(args),
     };
     match result {
         Ok(code) => code,

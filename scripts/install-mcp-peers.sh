@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the real MCP servers toolcert's tests/mcp_real.rs captures, gates and calls, pinned,
+# into target/mcp-peers (inside the build directory, so `cargo clean` removes them too):
+#
+#   target/mcp-peers/npm/node_modules/@modelcontextprotocol/server-everything  (npm, 2026.8.31)
+#   target/mcp-peers/py/bin/mcp-server-time                                     (PyPI, in a venv)
+#
+# Both are stdio servers. Running this again is cheap: a pinned install already present is kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EVERYTHING_VERSION=2026.8.31
+TIME_VERSION=2026.10.19
+PEERS=target/mcp-peers
+mkdir -p "$PEERS/npm"
+# Its own package root, so npm never installs into a parent directory's node_modules.
+[ -f "$PEERS/npm/package.json" ] || echo '{"private": true}' > "$PEERS/npm/package.json"
+
+pkg="$PEERS/npm/node_modules/@modelcontextprotocol/server-everything/package.json"
+if ! grep -q "\"version\": \"$EVERYTHING_VERSION\"" "$pkg" 2>/dev/null; then
+  (cd "$PEERS/npm" && npm install --no-audit --no-fund --no-save --loglevel=error \
+    "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION")
+fi
+
+if ! "$PEERS/py/bin/python" -m pip show mcp-server-time 2>/dev/null | grep -q "^Version: $TIME_VERSION\$"; then
+  python3 -m venv "$PEERS/py"
+  "$PEERS/py/bin/python" -m pip install --quiet --disable-pip-version-check "mcp-server-time==$TIME_VERSION"
+fi
+echo "MCP peers installed in $PEERS: server-everything $EVERYTHING_VERSION, mcp-server-time $TIME_VERSION"

@@ -1,0 +1,418 @@
+//! A gated `tools/call` (mcp-facts §4.7, §4.5.3, §4.5.4).
+//!
+//! Order: the gate (§4.4) on one connection; the arguments (an absent body is `{}`) checked
+//! against the reviewed `inputSchema` and the reviewed input channels, before anything is
+//! sent; declared outputs require a reviewed `outputSchema`; a barrier (ping) then proves no
+//! `list_changed` arrived since the comparison (one did: no dispatch); the call itself on the
+//! same connection. A `list_changed` seen while the call was in flight, or a call that timed
+//! out, makes the outcome `indeterminate`: the side effect may have happened, the result is
+//! not exposed, and nothing is retried. A JSON-RPC error and an `isError: true` result both
+//! fail. Only `structuredContent` that validates against the reviewed `outputSchema` becomes
+//! the body; content blocks and `_meta` are diagnostics (their kinds only), and JSON-looking
+//! text is never parsed.
+//!
+//! No atomicity between the gate's `tools/list` and the `tools/call` is claimed (§4.5.5): the
+//! barrier only proves that nothing the server sent before answering it was missed. A server
+//! that changes its catalog without notifying, after the barrier, is the residual race; the
+//! report's gate evidence (pages read, notifications ignored in a settle window, server
+//! requests) is what a later proposal can weigh.
+//!
+//! Schemas are compiled with format assertions on for every draft (set explicitly, §6.4):
+//! a reviewed `format` is enforced, which is stricter than a 2020-12 server may be, and
+//! fails closed. The crate's remote and file `$ref` resolvers are compiled out, so a schema
+//! that needs one fails to compile and the call fails before dispatch.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::client::ClientError;
+use super::gate::{self, Evidence, GateOptions, Refusal};
+use super::transport::Endpoint;
+
+/// How a gated call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The call succeeded; `body` holds the validated `structuredContent`, if any.
+    Ok,
+    /// The gate refused; nothing was dispatched.
+    Refused,
+    /// Refused before dispatch by a call rule (arguments, outputs, list_changed after the gate).
+    NotDispatched,
+    /// Dispatched and failed (protocol error, `isError`, output contract).
+    Failed,
+    /// Dispatched, but the binding was invalidated or the answer never came: the side effect
+    /// may have happened; never retried.
+    Indeterminate,
+}
+
+/// The report of one gated call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallReport {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The rule that decided a non-`ok` outcome.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// Why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The gate's refusal, when it refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
+    /// The validated `structuredContent` (only on `ok`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+    /// Diagnostics: the kinds of content blocks, whether `_meta` was present; never values.
+    pub diagnostics: Value,
+    /// Gate evidence.
+    pub gate: Evidence,
+    /// Microseconds from the gate's pass to dispatch (argument validation, the barrier).
+    pub pre_dispatch_us: u64,
+    /// The reviewed input channels and output value contracts (§4.9; value-free).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub content_trust: Value,
+}
+
+/// What to call with.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CallOptions {
+    /// The arguments (`None`: an absent body, sent as `{}`).
+    pub arguments: Option<Value>,
+    /// The operation declares outputs: an `outputSchema` and conforming
+    /// `structuredContent` are required (§4.7.4).
+    pub expect_output: bool,
+}
+
+fn report(outcome: Outcome, rule: &str, message: impl Into<String>, gate: Evidence) -> CallReport {
+    CallReport {
+        outcome,
+        rule: Some(rule.to_string()),
+        message: Some(message.into()),
+        refusal: None,
+        body: None,
+        diagnostics: json!({}),
+        gate,
+        pre_dispatch_us: 0,
+        content_trust: Value::Null,
+    }
+}
+
+/// Compile a reviewed schema (formats asserted, no resolvers).
+fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
+/// The first few violations of `value` against `validator`, as `pointer: message`.
+fn violations(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
+    validator
+        .iter_errors(value)
+        .take(5)
+        .map(|e| {
+            format!(
+                "{}: {}",
+                e.instance_path(),
+                e.to_string().chars().take(200).collect::<String>()
+            )
+        })
+        .collect()
+}
+
+/// Every argument must fall under a classified input channel (§4.9.1: an unclassified
+/// bound path fails closed).
+fn unclassified(arguments: &Value, review: &Value) -> Option<String> {
+    let channels = review.get("inputChannels").and_then(Value::as_object)?;
+    arguments.as_object()?.keys().find_map(|k| {
+        let p = format!("/{}", k.replace('~', "~0").replace('/', "~1"));
+        let covered = channels
+            .keys()
+            .any(|c| c == &p || c.starts_with(&format!("{p}/")));
+        (!covered).then_some(p)
+    })
+}
+
+/// The kinds of a result's content blocks (diagnostics only, §4.7.6).
+fn diagnostics(result: &Value) -> Value {
+    let kinds: Vec<Value> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|b| b.get("type").cloned().unwrap_or(json!("?")))
+        .collect();
+    json!({"contentBlocks": kinds, "meta": result.get("_meta").is_some()})
+}
+
+/// Gate, validate, call, judge.
+pub async fn call(
+    manifest: &Path,
+    endpoint: &Endpoint,
+    gopts: &GateOptions,
+    copts: &CallOptions,
+) -> CallReport {
+    let passed = match gate::gate(manifest, endpoint, gopts).await {
+        Ok(p) => p,
+        Err(r) => {
+            return CallReport {
+                outcome: Outcome::Refused,
+                rule: Some(r.refusal.rule.id().to_string()),
+                message: Some(r.refusal.message.clone()),
+                refusal: Some(r.refusal),
+                body: None,
+                diagnostics: json!({}),
+                gate: r.evidence,
+                pre_dispatch_us: 0,
+                content_trust: Value::Null,
+            };
+        }
+    };
+    let gate::Passed {
+        mut client,
+        tool,
+        review,
+        list_changed_mark,
+        evidence,
+    } = passed;
+    let mut out = dispatch(
+        &mut client,
+        &tool,
+        &review,
+        list_changed_mark,
+        evidence,
+        gopts,
+        copts,
+    )
+    .await;
+    client.close().await;
+    out.content_trust = super::trust::contracts(&tool, &review);
+    out
+}
+
+async fn dispatch(
+    client: &mut super::client::Client,
+    tool: &Value,
+    review: &Value,
+    mark: u64,
+    evidence: Evidence,
+    gopts: &GateOptions,
+    copts: &CallOptions,
+) -> CallReport {
+    let started = std::time::Instant::now();
+    let arguments = copts.arguments.clone().unwrap_or_else(|| json!({}));
+    if !arguments.is_object() {
+        return report(
+            Outcome::NotDispatched,
+            "4.7.1-arguments",
+            "the arguments must be a JSON object",
+            evidence,
+        );
+    }
+    let input = match compile(tool.get("inputSchema").unwrap_or(&Value::Null)) {
+        Ok(v) => v,
+        Err(e) => {
+            return report(
+                Outcome::NotDispatched,
+                "4.7.1-input-schema",
+                format!("the reviewed inputSchema cannot be used to validate: {e}"),
+                evidence,
+            );
+        }
+    };
+    let bad = violations(&input, &arguments);
+    if !bad.is_empty() {
+        return report(
+            Outcome::NotDispatched,
+            "4.7.1-arguments",
+            format!(
+                "the arguments do not conform to the reviewed inputSchema: {}",
+                bad.join("; ")
+            ),
+            evidence,
+        );
+    }
+    if let Some(p) = unclassified(&arguments, review) {
+        return report(
+            Outcome::NotDispatched,
+            "4.9.1-input-channels",
+            format!("argument {p} is not a reviewed input channel"),
+            evidence,
+        );
+    }
+    let output = match tool.get("outputSchema") {
+        None if copts.expect_output => {
+            return report(
+                Outcome::NotDispatched,
+                "4.7.4-output-schema",
+                "the operation declares outputs but the reviewed Tool has no outputSchema",
+                evidence,
+            );
+        }
+        None => None,
+        Some(s) => match compile(s) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                return report(
+                    Outcome::NotDispatched,
+                    "4.7.4-output-schema",
+                    format!("the reviewed outputSchema cannot be used to validate: {e}"),
+                    evidence,
+                );
+            }
+        },
+    };
+    // The barrier makes any list_changed the server sent after the comparison visible now.
+    if let Err(e) = client.barrier().await {
+        return report(
+            Outcome::NotDispatched,
+            "4.4.3-connect",
+            e.to_string(),
+            evidence,
+        );
+    }
+    if client.list_changed_seq() > mark {
+        return report(
+            Outcome::NotDispatched,
+            "4.5.3-list-changed-before-dispatch",
+            "notifications/tools/list_changed arrived after the gate's comparison: the binding is invalidated and the call was not dispatched",
+            evidence,
+        );
+    }
+    let pre_dispatch_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let before_requests = client.server_requests().len();
+    let name = gopts.tool.as_str();
+    let result = client.call_tool(name, &arguments).await;
+    let in_flight_change = client.list_changed_seq() > mark;
+    let excluded: Vec<String> = client.server_requests()
+        [before_requests.min(client.server_requests().len())..]
+        .iter()
+        .filter(|r| r.excluded)
+        .map(|r| r.method.clone())
+        .collect();
+    let result = match result {
+        Err(ClientError::Timeout { after, .. }) => {
+            return report(
+                Outcome::Indeterminate,
+                "4.5.4-indeterminate",
+                format!(
+                    "no answer to tools/call within {after:?}: the side effect may have happened; not retried"
+                ),
+                evidence,
+            );
+        }
+        Err(e @ ClientError::Transport(_)) => {
+            return report(
+                Outcome::Indeterminate,
+                "4.5.4-indeterminate",
+                format!(
+                    "the connection failed during the call ({e}): the side effect may have happened; not retried"
+                ),
+                evidence,
+            );
+        }
+        Err(e) if in_flight_change => {
+            return report(
+                Outcome::Indeterminate,
+                "4.5.4-indeterminate",
+                format!("list_changed during the call, then: {e}"),
+                evidence,
+            );
+        }
+        Err(e) => {
+            return report(
+                Outcome::Failed,
+                "4.7.3-protocol-error",
+                e.to_string(),
+                evidence,
+            );
+        }
+        Ok(r) => r,
+    };
+    let diag = diagnostics(&result);
+    let with_diag = |mut r: CallReport| {
+        r.diagnostics = diag.clone();
+        r
+    };
+    if in_flight_change {
+        return with_diag(report(
+            Outcome::Indeterminate,
+            "4.5.4-indeterminate",
+            "notifications/tools/list_changed arrived during the call: the binding is invalidated, the result is not exposed, the side effect may have happened; not retried",
+            evidence,
+        ));
+    }
+    if !excluded.is_empty() {
+        return with_diag(report(
+            Outcome::Failed,
+            "4.8.2-excluded-request",
+            format!(
+                "the server sent excluded requests during the call ({}); they were refused",
+                excluded.join(", ")
+            ),
+            evidence,
+        ));
+    }
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        return with_diag(report(
+            Outcome::Failed,
+            "4.7.3-is-error",
+            "the tool answered isError: true (its content is diagnostic only)",
+            evidence,
+        ));
+    }
+    let structured = result.get("structuredContent");
+    let body = match (&output, structured) {
+        (Some(_), None) => {
+            return with_diag(report(
+                Outcome::Failed,
+                "4.7.4-structured-content",
+                "the reviewed Tool has an outputSchema but the result has no structuredContent (text blocks are never parsed instead)",
+                evidence,
+            ));
+        }
+        (Some(v), Some(s)) => {
+            let bad = violations(v, s);
+            if !s.is_object() || !bad.is_empty() {
+                return with_diag(report(
+                    Outcome::Failed,
+                    "4.7.4-structured-content",
+                    format!(
+                        "structuredContent does not conform to the reviewed outputSchema: {}",
+                        if bad.is_empty() {
+                            "not an object".to_string()
+                        } else {
+                            bad.join("; ")
+                        }
+                    ),
+                    evidence,
+                ));
+            }
+            Some(s.clone())
+        }
+        (None, _) if copts.expect_output => unreachable_output(),
+        // Without a reviewed outputSchema nothing crosses the boundary (§4.7.5).
+        (None, _) => None,
+    };
+    CallReport {
+        outcome: Outcome::Ok,
+        rule: None,
+        message: None,
+        refusal: None,
+        body,
+        diagnostics: diag,
+        gate: evidence,
+        pre_dispatch_us,
+        content_trust: Value::Null,
+    }
+}
+
+/// `expect_output` without an outputSchema returned before dispatch; this arm only keeps
+/// the match total.
+fn unreachable_output() -> Option<Value> {
+    None
+}

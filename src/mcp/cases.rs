@@ -1,0 +1,439 @@
+//! Gate-rule cases against the double, and the gate's mutation matrix
+//! (`reports/mcp-gate-mutants.md`).
+//!
+//! A case pins a snapshot captured from a clean double, optionally edits it, and runs the
+//! gate against a live double that misbehaves in one way. The matrix runs, for every
+//! [`Mutant`], the case that a correct gate refuses and that mutant lets pass: a mutant is
+//! killed when its verdict differs from the correct gate's.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::double::{InProcess, Script, echo_tool};
+use super::gate::{self, GateOptions, ListChangedPolicy, Mutant, Rule};
+use super::review::ReviewInput;
+use super::snapshot::{self, CaptureOptions};
+use super::transport::Endpoint;
+use super::{review, time as mcp_time};
+
+/// The reviewer record every case uses: all assertions acceptable, every top-level argument
+/// of `tool` classified `data`.
+pub fn acceptable_review(tool: &Value) -> Value {
+    let channels = tool
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.keys()
+                .map(|k| {
+                    (
+                        format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+                        "data".to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ReviewInput {
+        reviewer: "release-review@example.test".into(),
+        reviewed_at: "2026-08-30T13:00:00Z".into(),
+        headless: Some(true),
+        independent_calls: Some(true),
+        model_backed: Some(false),
+        side_effects: Some(vec![]),
+        concurrency: Some("safe".into()),
+        reference_based_io: Some(true),
+        input_channels: channels,
+    }
+    .to_value()
+}
+
+/// Capture `script` in process as server `s`, review `tool`, write it to `path`; the digest.
+pub async fn pin(script: &Script, tool: &str, path: &Path) -> Result<String, String> {
+    let double = InProcess::new(script.clone());
+    let mut doc = snapshot::capture(&Endpoint::Double(double), &CaptureOptions::new("s"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let t = snapshot::tools_named(
+        snapshot::server(&doc, "s").map_err(|e| e.to_string())?,
+        tool,
+    )
+    .first()
+    .map(|(_, t)| (*t).clone())
+    .ok_or("no such tool")?;
+    review::apply(&mut doc, "s", tool, acceptable_review(&t)).map_err(|e| e.to_string())?;
+    snapshot::write(path, &doc).map_err(|e| e.to_string())
+}
+
+/// One gate case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// What it shows.
+    pub name: &'static str,
+    /// The rule a correct gate refuses with (`None`: it passes).
+    pub expect: Option<Rule>,
+    /// The live double.
+    pub live: Script,
+    /// Edit the pinned document and re-pin its digest (an edited, re-pinned snapshot).
+    pub edit: Option<fn(&mut Value)>,
+    /// Judge expiry this long after the capture.
+    pub later: Option<Duration>,
+    /// The `list_changed` policy.
+    pub policy: ListChangedPolicy,
+}
+
+impl Case {
+    fn new(name: &'static str, expect: Option<Rule>, live: Script) -> Case {
+        Case {
+            name,
+            expect,
+            live,
+            edit: None,
+            later: None,
+            policy: ListChangedPolicy::Strict,
+        }
+    }
+}
+
+/// A live double whose `echo` differs by `f`.
+fn drifted(f: fn(&mut Value)) -> Script {
+    let mut t = echo_tool();
+    f(&mut t);
+    Script {
+        pages: vec![vec![t]],
+        ..Script::default()
+    }
+}
+
+/// The reviewed catalog: two pages, `echo` on the first.
+pub fn reviewed_script() -> Script {
+    let mut other = echo_tool();
+    other["name"] = json!("other");
+    Script {
+        pages: vec![vec![echo_tool()], vec![other]],
+        ..Script::default()
+    }
+}
+
+/// One case per gate rule (§4.4, §4.5).
+pub fn gate_cases() -> Vec<Case> {
+    let base = reviewed_script;
+    let with_pages = |pages: Vec<Vec<Value>>| Script {
+        pages,
+        ..Script::default()
+    };
+    let other = || {
+        let mut o = echo_tool();
+        o["name"] = json!("other");
+        o
+    };
+    let mut cases = vec![Case::new("an unchanged server passes", None, base())];
+    cases.push(Case {
+        edit: Some(|d| {
+            d["servers"]["s"]["reviews"]["echo"]["assertions"]["headless"] = json!(false)
+        }),
+        ..Case::new(
+            "a re-pinned snapshot whose review fails an assertion",
+            Some(Rule::Review),
+            base(),
+        )
+    });
+    cases.push(Case {
+        edit: Some(|d| {
+            d["servers"]["s"]["reviews"]
+                .as_object_mut()
+                .map(|r| r.remove("echo"));
+        }),
+        ..Case::new(
+            "a re-pinned snapshot without the tool's review",
+            Some(Rule::Incomplete),
+            base(),
+        )
+    });
+    cases.push(Case {
+        edit: Some(|d| d["servers"]["s"]["toolPages"] = json!([])),
+        ..Case::new(
+            "a re-pinned snapshot without its pages",
+            Some(Rule::Incomplete),
+            base(),
+        )
+    });
+    cases.push(Case {
+        edit: Some(|d| {
+            let t = d["servers"]["s"]["toolPages"][0]["tools"][0].clone();
+            if let Some(a) = d["servers"]["s"]["toolPages"][1]["tools"].as_array_mut() {
+                a.push(t);
+            }
+        }),
+        ..Case::new(
+            "a re-pinned snapshot listing the tool twice",
+            Some(Rule::Incomplete),
+            base(),
+        )
+    });
+    cases.push(Case {
+        later: Some(mcp_time::DEFAULT_EXPIRES_IN + Duration::from_secs(1)),
+        ..Case::new("an expired snapshot", Some(Rule::Expired), base())
+    });
+    let mut v = base();
+    v.protocol_versions = vec!["2025-06-18".into()];
+    cases.push(Case::new(
+        "the server negotiates another revision",
+        Some(Rule::Version),
+        v,
+    ));
+    let mut v = base();
+    v.server_info["version"] = json!("1.0.1");
+    cases.push(Case::new(
+        "serverInfo.version changed",
+        Some(Rule::ServerInfo),
+        v,
+    ));
+    let mut v = base();
+    v.server_info["title"] = json!("Double");
+    cases.push(Case::new(
+        "serverInfo gained a member",
+        Some(Rule::ServerInfo),
+        v,
+    ));
+    cases.push(Case::new(
+        "the tool is gone",
+        Some(Rule::Missing),
+        with_pages(vec![vec![other()]]),
+    ));
+    cases.push(Case::new(
+        "the name repeats on the same page",
+        Some(Rule::Duplicate),
+        with_pages(vec![vec![echo_tool(), echo_tool()], vec![other()]]),
+    ));
+    cases.push(Case::new(
+        "the name repeats on a later page",
+        Some(Rule::Duplicate),
+        with_pages(vec![vec![echo_tool()], vec![other(), echo_tool()]]),
+    ));
+    type Edit = (&'static str, fn(&mut Value));
+    let drifts: [Edit; 9] = [
+        ("description changed", |t| {
+            t["description"] = json!("Echoes the message back!")
+        }),
+        ("title changed", |t| t["title"] = json!("Echo 2")),
+        ("inputSchema changed", |t| {
+            t["inputSchema"]["properties"]["message"]["maxLength"] = json!(101)
+        }),
+        ("outputSchema removed", |t| {
+            t.as_object_mut().map(|o| o.remove("outputSchema"));
+        }),
+        ("an annotation changed", |t| {
+            t["annotations"]["destructiveHint"] = json!(true)
+        }),
+        ("execution metadata changed", |t| {
+            t["execution"]["taskSupport"] = json!("optional")
+        }),
+        ("icons changed", |t| {
+            t["icons"][0]["sizes"] = json!(["32x32"])
+        }),
+        ("an unknown member changed", |t| {
+            t["x-vendor"]["tier"] = json!(2)
+        }),
+        ("_meta added", |t| t["_meta"] = json!({"com.example/x": 1})),
+    ];
+    for (name, f) in drifts {
+        let mut live = drifted(f);
+        live.pages.push(vec![other()]);
+        cases.push(Case::new(name, Some(Rule::Drift), live));
+    }
+    let mut v = base();
+    v.drift = Some(super::double::Drift {
+        after_lists: 1,
+        pages: vec![
+            vec![echo_tool()],
+            vec![{
+                let mut o = other();
+                o["name"] = json!("echo");
+                o["description"] = json!("moved");
+                o
+            }],
+        ],
+    });
+    cases.push(Case::new(
+        "the catalog drifts between pages (a duplicate appears on page 2)",
+        Some(Rule::Duplicate),
+        v,
+    ));
+    let mut v = base();
+    v.list_changed.after_initialized = 1;
+    cases.push(Case::new(
+        "list_changed right after initialized (strict)",
+        Some(Rule::ListChanged),
+        v.clone(),
+    ));
+    cases.push(Case {
+        policy: ListChangedPolicy::Settle,
+        ..Case::new(
+            "list_changed right after initialized (settle: ignored, recorded)",
+            None,
+            v,
+        )
+    });
+    let mut v = base();
+    v.list_changed.after_lists = vec![0];
+    cases.push(Case {
+        policy: ListChangedPolicy::Settle,
+        ..Case::new(
+            "list_changed during pagination, identical re-list (settle too)",
+            Some(Rule::ListChanged),
+            v,
+        )
+    });
+    let mut v = base();
+    v.capabilities = json!({"tools": {}});
+    v.list_changed.after_lists = vec![1];
+    cases.push(Case::new(
+        "undeclared list_changed still invalidates",
+        Some(Rule::ListChanged),
+        v,
+    ));
+    let mut v = base();
+    v.list_result = Some(json!({"tools": "echo"}));
+    cases.push(Case::new(
+        "tools/list answers something that is not a catalog",
+        Some(Rule::Listing),
+        v,
+    ));
+    let mut v = base();
+    v.server_info = json!(null);
+    cases.push(Case::new(
+        "initialize without serverInfo",
+        Some(Rule::ServerInfo),
+        v,
+    ));
+    let mut v = base();
+    v.loop_cursors = true;
+    cases.push(Case::new("pagination that loops", Some(Rule::Listing), v));
+    let mut v = base();
+    v.hang_on = Some("tools/list".into());
+    cases.push(Case::new(
+        "a server that never answers tools/list",
+        Some(Rule::Listing),
+        v,
+    ));
+    let mut v = base();
+    v.flood = Some(super::double::Flood {
+        on: "tools/list".into(),
+        count: 30_000,
+        bytes: 10,
+    });
+    cases.push(Case::new("a notification flood", Some(Rule::Listing), v));
+    cases
+}
+
+/// The case that kills each mutant.
+pub fn mutant_case(m: Mutant) -> Case {
+    let all = gate_cases();
+    let pick = |name: &str| all.iter().find(|c| c.name == name).cloned();
+    let name = match m {
+        Mutant::FirstPageOnly => "the name repeats on a later page",
+        Mutant::NameAndSchemaOnly => "description changed",
+        Mutant::ServerInfoIgnored => "serverInfo.version changed",
+        Mutant::ExpiryIgnored => "an expired snapshot",
+        Mutant::RevivedByRelist => "list_changed during pagination, identical re-list (settle too)",
+        Mutant::DuplicatesTolerated => "the name repeats on the same page",
+    };
+    pick(name).unwrap_or_else(|| Case::new("missing case", None, Script::default()))
+}
+
+/// What a case observed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    /// `None`: the gate passed; otherwise the refusing rule.
+    pub refused: Option<Rule>,
+    /// Connections the live double saw.
+    pub connections: u64,
+    /// The refusal in words.
+    pub message: String,
+}
+
+/// Run one case (with a mutant, or the correct gate) in a scratch directory.
+pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result<Observed, String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let path: PathBuf = dir.join(format!("{}.json", uuid::Uuid::new_v4()));
+    let mut sha = pin(&reviewed_script(), "echo", &path).await?;
+    let mut doc = snapshot::read_strict(&path).map_err(|e| e.to_string())?.doc;
+    if let Some(edit) = case.edit {
+        edit(&mut doc);
+        sha = snapshot::write(&path, &doc).map_err(|e| e.to_string())?;
+    }
+    let live = InProcess::new(case.live.clone());
+    let mut opts = GateOptions::new(&sha, "s", "echo");
+    opts.policy = case.policy;
+    opts.mutant = mutant;
+    opts.timeouts.request = Duration::from_millis(500);
+    opts.timeouts.settle = Duration::from_millis(50);
+    opts.limits.max_messages = 20_000;
+    if let Some(d) = case.later {
+        let captured = doc["capturedAt"]
+            .as_str()
+            .map(mcp_time::parse)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        opts.now = captured.map(|c| mcp_time::add(c, d));
+    }
+    let result = gate::gate(&path, &Endpoint::Double(live.clone()), &opts).await;
+    let _ = std::fs::remove_file(&path);
+    let connections = live
+        .witness
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    Ok(match result {
+        Ok(p) => {
+            p.client.close().await;
+            Observed {
+                refused: None,
+                connections,
+                message: "pass".into(),
+            }
+        }
+        Err(r) => Observed {
+            refused: Some(r.refusal.rule),
+            connections,
+            message: r.refusal.message,
+        },
+    })
+}
+
+/// The mutation matrix as Markdown: every mutant, the rule it weakens, the killing case,
+/// and the two verdicts.
+pub async fn mutant_report(dir: &Path) -> Result<String, String> {
+    let mut out = String::from(
+        "# MCP gate mutants\n\n\
+         Generated by `cargo test --test mcp_double mutant_report_is_current` (set `TOOLCERT_BLESS=1` to rewrite).\n\
+         Each mutant weakens one rule of the pre-call gate (`toolcert mcp gate --mutant NAME`, hidden). The killing case runs\n\
+         against toolcert's MCP double; a mutant is killed when its verdict differs from the correct gate's.\n\n\
+         | Mutant | Weakens | Killing case | Correct gate | Mutant gate | Killed |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    let show = |o: &Observed| {
+        o.refused
+            .map_or("pass".to_string(), |r| format!("refused `{}`", r.id()))
+    };
+    for m in Mutant::ALL {
+        let case = mutant_case(m);
+        let correct = run_case(&case, None, dir).await?;
+        let mutant = run_case(&case, Some(m), dir).await?;
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            m.name(),
+            m.breaks(),
+            case.name,
+            show(&correct),
+            show(&mutant),
+            if correct.refused != mutant.refused {
+                "yes"
+            } else {
+                "**no**"
+            }
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,604 @@
+//! toolcert's scriptable MCP server double: everything a real server does to a pinned
+//! catalog, on demand. It paginates, drifts between connections or between pages, repeats a
+//! tool name, sends `notifications/tools/list_changed` at chosen points (right after
+//! `initialized`, after a given `tools/list` page, during a call), lies in annotations,
+//! answers `isError` or non-conforming `structuredContent`, hangs or floods.
+//!
+//! One [`Script`] (JSON) drives it. It serves newline-delimited JSON-RPC on any byte pipe
+//! ([`serve_lines`]: in process, or on stdio as the hidden `toolcert mcp double` subcommand)
+//! and Streamable HTTP on 127.0.0.1 ([`serve_http`]). A [`Witness`] counts connections and
+//! records every `tools/call` it received, so a test can prove that a refusal happened
+//! before any connection or before any dispatch.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+
+use super::REVISION_2025_11_25;
+
+/// What the double serves and how it misbehaves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct Script {
+    /// Revisions it accepts; an `initialize` with another one gets the first (as the SDK does).
+    pub protocol_versions: Vec<String>,
+    /// The `serverInfo` it reports.
+    pub server_info: Value,
+    /// The `capabilities` it reports.
+    pub capabilities: Value,
+    /// `instructions`, when set.
+    pub instructions: Option<Value>,
+    /// The catalog, page by page.
+    pub pages: Vec<Vec<Value>>,
+    /// From the `afterLists`-th `tools/list` request on (0-based, counted per connection),
+    /// serve these pages instead: drift between pages, or between listings.
+    pub drift: Option<Drift>,
+    /// When to send `notifications/tools/list_changed`.
+    pub list_changed: ListChangedAt,
+    /// The `result` of every `tools/call` (default: one text block).
+    pub call_result: Value,
+    /// Answer `tools/call` with this JSON-RPC error object instead.
+    pub call_error: Option<Value>,
+    /// Never answer requests of this method.
+    pub hang_on: Option<String>,
+    /// Before answering this method, send `count` notifications of `bytes` bytes each.
+    pub flood: Option<Flood>,
+    /// Send this server → client request after `initialized` (e.g. `roots/list`).
+    pub request_after_initialized: Option<String>,
+    /// Every `nextCursor` is `page-1`: pagination that loops.
+    pub loop_cursors: bool,
+    /// Answer every `tools/list` with this `result` instead (a lying server).
+    pub list_result: Option<Value>,
+}
+
+/// Pages served from a point on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Drift {
+    /// The 0-based `tools/list` request from which `pages` are served.
+    pub after_lists: u64,
+    /// The drifted catalog.
+    pub pages: Vec<Vec<Value>>,
+}
+
+/// Points at which the double sends `notifications/tools/list_changed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ListChangedAt {
+    /// How many, right after `notifications/initialized` (server-everything sends one).
+    pub after_initialized: u32,
+    /// After answering the `tools/list` requests with these 0-based numbers.
+    pub after_lists: Vec<u64>,
+    /// After answering the `ping`s with these 0-based numbers (the gate's barrier is ping 0,
+    /// the call's pre-dispatch barrier ping 1: `[0]` lands between gate and dispatch).
+    pub after_pings: Vec<u64>,
+    /// Before answering a `tools/call`.
+    pub during_call: bool,
+}
+
+/// A flood of notifications.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Flood {
+    /// Before answering this method.
+    pub on: String,
+    /// How many notifications.
+    pub count: u64,
+    /// Padding bytes in each.
+    pub bytes: usize,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Script {
+            protocol_versions: vec![REVISION_2025_11_25.to_string()],
+            server_info: json!({"name": "toolcert-double", "version": "1.0.0"}),
+            capabilities: json!({"tools": {"listChanged": true}}),
+            instructions: None,
+            pages: vec![vec![echo_tool()]],
+            drift: None,
+            list_changed: ListChangedAt::default(),
+            call_result: json!({"content": [{"type": "text", "text": "ok"}]}),
+            call_error: None,
+            hang_on: None,
+            flood: None,
+            request_after_initialized: None,
+            loop_cursors: false,
+            list_result: None,
+        }
+    }
+}
+
+/// A small, complete Tool: every kind of member a drift can touch.
+pub fn echo_tool() -> Value {
+    json!({
+        "name": "echo",
+        "title": "Echo",
+        "description": "Echoes the message back.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"message": {"type": "string", "maxLength": 100}},
+            "required": ["message"],
+            "additionalProperties": false
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"echo": {"type": "string"}},
+            "required": ["echo"]
+        },
+        "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+        "execution": {"taskSupport": "forbidden"},
+        "icons": [{"src": "data:image/png;base64,AAAA", "mimeType": "image/png", "sizes": ["16x16"]}],
+        "x-vendor": {"tier": 1}
+    })
+}
+
+/// A catalog of `n` generated tools on pages of `per_page`.
+pub fn generated_pages(n: usize, per_page: usize) -> Vec<Vec<Value>> {
+    let tools: Vec<Value> = (0..n)
+        .map(|i| {
+            let mut t = echo_tool();
+            t["name"] = json!(format!("tool-{i:05}"));
+            t["description"] = json!(format!("Generated tool number {i}."));
+            t
+        })
+        .collect();
+    tools
+        .chunks(per_page.max(1))
+        .map(<[Value]>::to_vec)
+        .collect()
+}
+
+/// What the double saw, shared with the test that runs it.
+#[derive(Debug, Default)]
+pub struct Witness {
+    /// Connections opened (stdio processes, in-process pipes, HTTP sessions).
+    pub connections: AtomicU64,
+    /// The `params` of every `tools/call` received.
+    pub calls: Mutex<Vec<Value>>,
+}
+
+impl Witness {
+    /// How many `tools/call` requests arrived.
+    pub fn call_count(&self) -> usize {
+        self.calls.lock().map(|c| c.len()).unwrap_or(0)
+    }
+}
+
+/// What to do with one incoming message.
+#[derive(Debug, PartialEq)]
+enum Reply {
+    /// Send these messages, in order.
+    Send(Vec<Value>),
+    /// Never answer.
+    Hang,
+}
+
+/// One connection's state.
+#[derive(Debug)]
+struct Session {
+    script: Arc<Script>,
+    witness: Arc<Witness>,
+    lists: u64,
+    pings: u64,
+    pending: Vec<Value>,
+}
+
+impl Session {
+    fn new(script: Arc<Script>, witness: Arc<Witness>) -> Session {
+        witness.connections.fetch_add(1, Ordering::SeqCst);
+        Session {
+            script,
+            witness,
+            lists: 0,
+            pings: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    fn list_changed() -> Value {
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    }
+
+    fn handle(&mut self, msg: &Value) -> Reply {
+        let s = self.script.clone();
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        let Some(id) = msg.get("id").cloned() else {
+            // A notification (or a response to our request).
+            if method == "notifications/initialized" {
+                let mut out: Vec<Value> = (0..s.list_changed.after_initialized)
+                    .map(|_| Session::list_changed())
+                    .collect();
+                if let Some(m) = &s.request_after_initialized {
+                    out.push(json!({"jsonrpc": "2.0", "id": 0, "method": m}));
+                }
+                return Reply::Send(out);
+            }
+            return Reply::Send(vec![]);
+        };
+        if msg.get("method").is_none() {
+            return Reply::Send(vec![]);
+        }
+        if method == "tools/call"
+            && let Ok(mut calls) = self.witness.calls.lock()
+        {
+            calls.push(msg.get("params").cloned().unwrap_or(Value::Null));
+        }
+        if s.hang_on.as_deref() == Some(method) {
+            return Reply::Hang;
+        }
+        let mut out = Vec::new();
+        if let Some(f) = &s.flood
+            && f.on == method
+        {
+            let pad = "x".repeat(f.bytes);
+            for _ in 0..f.count {
+                out.push(json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": pad}}));
+            }
+        }
+        let ok = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
+        let err = |code: i64, message: &str| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+        let params = msg.get("params").cloned().unwrap_or(json!({}));
+        match method {
+            "initialize" => {
+                let asked = params
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let version = if s.protocol_versions.iter().any(|v| v == asked) {
+                    asked.to_string()
+                } else {
+                    s.protocol_versions.first().cloned().unwrap_or_default()
+                };
+                let mut result = json!({
+                    "protocolVersion": version,
+                    "capabilities": s.capabilities,
+                    "serverInfo": s.server_info,
+                });
+                if let Some(i) = &s.instructions {
+                    result["instructions"] = i.clone();
+                }
+                out.push(ok(result));
+            }
+            "server/discover" if s.protocol_versions.iter().any(|v| v == "2026-07-28") => {
+                out.push(ok(json!({
+                    "supportedVersions": s.protocol_versions,
+                    "capabilities": s.capabilities,
+                    "serverInfo": s.server_info,
+                })));
+            }
+            "ping" => {
+                out.push(ok(json!({})));
+                if s.list_changed.after_pings.contains(&self.pings) {
+                    out.push(Session::list_changed());
+                }
+                self.pings += 1;
+            }
+            "tools/list" if s.list_result.is_some() => {
+                out.push(ok(s.list_result.clone().unwrap_or_default()));
+            }
+            "tools/list" => {
+                let n = self.lists;
+                self.lists += 1;
+                let pages = match &s.drift {
+                    Some(d) if n >= d.after_lists => &d.pages,
+                    _ => &s.pages,
+                };
+                let index = match params.get("cursor") {
+                    None | Some(Value::Null) => Some(0),
+                    Some(Value::String(c)) => c
+                        .strip_prefix("page-")
+                        .and_then(|p| p.parse::<usize>().ok()),
+                    Some(_) => None,
+                };
+                match index.filter(|i| *i < pages.len().max(1)) {
+                    None => out.push(err(-32602, "invalid cursor")),
+                    Some(i) => {
+                        let tools = pages.get(i).cloned().unwrap_or_default();
+                        let mut result = json!({"tools": tools});
+                        if i + 1 < pages.len() || (s.loop_cursors && pages.len() > 1) {
+                            let next = if s.loop_cursors { 1 } else { i + 1 };
+                            result["nextCursor"] = json!(format!("page-{next}"));
+                        }
+                        out.push(ok(result));
+                    }
+                }
+                if s.list_changed.after_lists.contains(&n) {
+                    out.push(Session::list_changed());
+                }
+            }
+            "tools/call" => {
+                if s.list_changed.during_call {
+                    out.push(Session::list_changed());
+                }
+                match &s.call_error {
+                    Some(e) => out.push(json!({"jsonrpc": "2.0", "id": id, "error": e})),
+                    None => out.push(ok(s.call_result.clone())),
+                }
+            }
+            _ => out.push(err(-32601, "method not found")),
+        }
+        Reply::Send(out)
+    }
+}
+
+/// Serve MCP as newline-delimited JSON-RPC on a byte pipe until it closes.
+pub async fn serve_lines<R, W>(read: R, mut write: W, script: Arc<Script>, witness: Arc<Witness>)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut session = Session::new(script, witness);
+    let mut lines = BufReader::new(read);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // One message is at most 4 MiB: the double is bounded like the client.
+        match (&mut lines)
+            .take(4 * 1024 * 1024)
+            .read_until(b'\n', &mut buf)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let Ok(msg) = serde_json::from_slice::<Value>(&buf) else {
+            continue;
+        };
+        match session.handle(&msg) {
+            Reply::Hang => continue,
+            Reply::Send(out) => {
+                let mut bytes = Vec::new();
+                for m in out {
+                    bytes.extend_from_slice(m.to_string().as_bytes());
+                    bytes.push(b'\n');
+                }
+                if write.write_all(&bytes).await.is_err() || write.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Serve on this process's stdin and stdout (the hidden `toolcert mcp double` subcommand).
+pub async fn serve_stdio(script: Script) {
+    serve_lines(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        Arc::new(script),
+        Arc::new(Witness::default()),
+    )
+    .await;
+}
+
+/// A double reachable in process: each connection gets a fresh session on a pipe.
+#[derive(Debug, Clone)]
+pub struct InProcess {
+    /// The script every connection serves.
+    pub script: Arc<Script>,
+    /// What the double saw.
+    pub witness: Arc<Witness>,
+}
+
+impl PartialEq for InProcess {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.script, &other.script)
+    }
+}
+impl Eq for InProcess {}
+
+impl InProcess {
+    /// A double for `script`.
+    pub fn new(script: Script) -> InProcess {
+        InProcess {
+            script: Arc::new(script),
+            witness: Arc::new(Witness::default()),
+        }
+    }
+
+    /// Open one connection: the client's ends of a pipe whose other end the double serves.
+    pub fn connect(
+        &self,
+    ) -> (
+        tokio::io::ReadHalf<tokio::io::DuplexStream>,
+        tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    ) {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (sr, sw) = tokio::io::split(server);
+        tokio::spawn(serve_lines(
+            sr,
+            sw,
+            self.script.clone(),
+            self.witness.clone(),
+        ));
+        tokio::io::split(client)
+    }
+}
+
+/// A running HTTP double.
+#[derive(Debug)]
+pub struct HttpDouble {
+    /// Its MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    /// What it saw.
+    pub witness: Arc<Witness>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HttpDouble {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[derive(Clone)]
+struct HttpState {
+    script: Arc<Script>,
+    witness: Arc<Witness>,
+    sessions: Arc<Mutex<std::collections::HashMap<String, Session>>>,
+}
+
+/// Serve Streamable HTTP on 127.0.0.1 (an ephemeral port): POST answers a request with
+/// `application/json` when it is the only message, or an SSE stream (priming event, then
+/// every notification and the response) otherwise; 202 for notifications; `Mcp-Session-Id`
+/// issued on `initialize` and required after; GET is 405 (no server stream).
+pub async fn serve_http(script: Script) -> std::io::Result<HttpDouble> {
+    use axum::routing::post;
+    let state = HttpState {
+        script: Arc::new(script),
+        witness: Arc::new(Witness::default()),
+        sessions: Arc::new(Mutex::new(std::collections::HashMap::new())),
+    };
+    let witness = state.witness.clone();
+    let app = axum::Router::new()
+        .route(
+            "/mcp",
+            post(http_post).get(|| async { axum::http::StatusCode::METHOD_NOT_ALLOWED }),
+        )
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(HttpDouble {
+        url: format!("http://{addr}/mcp"),
+        witness,
+        task,
+    })
+}
+
+async fn http_post(
+    axum::extract::State(state): axum::extract::State<HttpState>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
+        return (StatusCode::BAD_REQUEST, "not JSON").into_response();
+    };
+    let is_init = msg.get("method").and_then(Value::as_str) == Some("initialize");
+    let sid = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let (sid, reply) = {
+        let Ok(mut sessions) = state.sessions.lock() else {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        let sid = if is_init {
+            let sid = uuid::Uuid::new_v4().to_string();
+            sessions.insert(
+                sid.clone(),
+                Session::new(state.script.clone(), state.witness.clone()),
+            );
+            sid
+        } else {
+            match sid {
+                None => {
+                    return (StatusCode::BAD_REQUEST, "Mcp-Session-Id required").into_response();
+                }
+                Some(s) if !sessions.contains_key(&s) => {
+                    return StatusCode::NOT_FOUND.into_response();
+                }
+                Some(s) => s,
+            }
+        };
+        let Some(session) = sessions.get_mut(&sid) else {
+            return StatusCode::NOT_FOUND.into_response();
+        };
+        let is_request = msg.get("id").is_some() && msg.get("method").is_some();
+        // Without a GET stream, what the server sends after a notification (list_changed
+        // after `initialized`) waits for the next request's SSE stream.
+        let reply = match session.handle(&msg) {
+            Reply::Send(out) if !is_request => {
+                session.pending.extend(out);
+                Reply::Send(vec![])
+            }
+            Reply::Send(out) => {
+                let mut all = std::mem::take(&mut session.pending);
+                all.extend(out);
+                Reply::Send(all)
+            }
+            Reply::Hang => Reply::Hang,
+        };
+        (sid, reply)
+    };
+    let out = match reply {
+        Reply::Hang => {
+            // Never answer: the client's deadline must end the wait.
+            std::future::pending::<()>().await;
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+        Reply::Send(out) => out,
+    };
+    let is_request = msg.get("id").is_some() && msg.get("method").is_some();
+    let mut resp = if !is_request {
+        StatusCode::ACCEPTED.into_response()
+    } else if out.len() == 1 {
+        ([("content-type", "application/json")], out[0].to_string()).into_response()
+    } else {
+        let mut sse = String::from("id: 0\ndata:\n\n");
+        for m in &out {
+            sse.push_str("event: message\ndata: ");
+            sse.push_str(&m.to_string());
+            sse.push_str("\n\n");
+        }
+        ([("content-type", "text/event-stream")], sse).into_response()
+    };
+    if is_init && let Ok(v) = sid.parse() {
+        resp.headers_mut().insert("mcp-session-id", v);
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(id: i64, method: &str, params: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    }
+
+    #[test]
+    fn pages_are_linked_by_cursors_and_drift_switches_the_catalog() {
+        let mut script = Script {
+            pages: generated_pages(5, 2),
+            ..Script::default()
+        };
+        script.drift = Some(Drift {
+            after_lists: 1,
+            pages: vec![vec![echo_tool()]],
+        });
+        let mut s = Session::new(Arc::new(script), Arc::default());
+        let Reply::Send(out) = s.handle(&req(1, "tools/list", json!({}))) else {
+            panic!("hung")
+        };
+        assert_eq!(out[0]["result"]["nextCursor"], "page-1");
+        assert_eq!(out[0]["result"]["tools"].as_array().unwrap().len(), 2);
+        let Reply::Send(out) = s.handle(&req(2, "tools/list", json!({"cursor": "page-1"}))) else {
+            panic!("hung")
+        };
+        // The second listing request is served from the drifted catalog (one page).
+        assert_eq!(out[0]["error"]["code"], -32602);
+    }
+
+    #[test]
+    fn unknown_versions_get_the_first_supported() {
+        let mut s = Session::new(Arc::new(Script::default()), Arc::default());
+        let Reply::Send(out) = s.handle(&req(
+            1,
+            "initialize",
+            json!({"protocolVersion": "1900-01-01"}),
+        )) else {
+            panic!("hung")
+        };
+        assert_eq!(out[0]["result"]["protocolVersion"], "2025-11-25");
+    }
+}

@@ -1,0 +1,348 @@
+//! A reviewer's record for one selected tool: who, when, the six assertions (mcp-facts §4.6)
+//! and the input-channel classification (§4.9.1).
+//!
+//! Annotations (`readOnlyHint` and the rest) stay inside the Tool object as captured and are
+//! never read here: MCP calls them untrusted hints (§2.4), so every assertion is the
+//! reviewer's own statement. [`check`] is used twice: by `toolcert mcp review` before it
+//! writes, and by the gate on every call (§4.4.2, §4.4.6), so an edited snapshot with a
+//! failing review is refused even when its digest was re-pinned.
+
+use serde_json::{Map, Value, json};
+
+use super::snapshot;
+
+/// A review refusal: the rule broken and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("review refused ({rule}): {what}")]
+pub struct ReviewError {
+    /// The rule, e.g. `4.6 headless`.
+    pub rule: String,
+    /// What is wrong.
+    pub what: String,
+}
+
+fn refuse(rule: &str, what: impl Into<String>) -> ReviewError {
+    ReviewError {
+        rule: rule.to_string(),
+        what: what.into(),
+    }
+}
+
+/// The three input-channel classes (§4.9.1).
+pub const CHANNEL_CLASSES: &[&str] = &["data", "instruction", "authority"];
+
+/// What a reviewer states.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewInput {
+    /// Reviewer identity.
+    pub reviewer: String,
+    /// `reviewedAt` (UTC, `YYYY-MM-DDTHH:MM:SSZ`).
+    pub reviewed_at: String,
+    /// `headless` (must be true).
+    pub headless: Option<bool>,
+    /// `independentCalls` (must be true).
+    pub independent_calls: Option<bool>,
+    /// `modelBacked` (must be stated).
+    pub model_backed: Option<bool>,
+    /// `sideEffects` (must be stated; empty is an explicit "none").
+    pub side_effects: Option<Vec<String>>,
+    /// `concurrency` (`safe` or `serialize`).
+    pub concurrency: Option<String>,
+    /// `referenceBasedIO` (must be true).
+    pub reference_based_io: Option<bool>,
+    /// Pointer → class.
+    pub input_channels: Vec<(String, String)>,
+}
+
+impl ReviewInput {
+    /// The review object as the snapshot stores it. Unstated assertions are left out, so
+    /// [`check`] can name the one missing.
+    pub fn to_value(&self) -> Value {
+        let mut a = Map::new();
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                a.insert(k.into(), v);
+            }
+        };
+        put("headless", self.headless.map(Value::Bool));
+        put("independentCalls", self.independent_calls.map(Value::Bool));
+        put("modelBacked", self.model_backed.map(Value::Bool));
+        put("sideEffects", self.side_effects.as_ref().map(|s| json!(s)));
+        put("concurrency", self.concurrency.as_ref().map(|s| json!(s)));
+        put("referenceBasedIO", self.reference_based_io.map(Value::Bool));
+        let channels: Map<String, Value> = self
+            .input_channels
+            .iter()
+            .map(|(p, c)| (p.clone(), json!(c)))
+            .collect();
+        json!({
+            "reviewer": self.reviewer,
+            "reviewedAt": self.reviewed_at,
+            "assertions": a,
+            "inputChannels": channels,
+        })
+    }
+}
+
+/// Check one review against the reviewed Tool object: every assertion present and
+/// acceptable, every argument channel classified, nothing excluded by §4.8.
+pub fn check(review: &Value, tool: &Value) -> Result<(), ReviewError> {
+    let reviewer = review.get("reviewer").and_then(Value::as_str).unwrap_or("");
+    if reviewer.trim().is_empty() {
+        return Err(refuse("4.3.6 reviewer", "no reviewer identity"));
+    }
+    let at = review
+        .get("reviewedAt")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    super::time::parse(at).map_err(|e| refuse("4.3.6 reviewedAt", e.to_string()))?;
+    let a = review.get("assertions").cloned().unwrap_or(json!({}));
+    let must_be_true = |key: &str, why: &str| match a.get(key) {
+        Some(Value::Bool(true)) => Ok(()),
+        Some(Value::Bool(false)) => Err(refuse(
+            &format!("4.6 {key}"),
+            format!("{key} is false: {why}"),
+        )),
+        _ => Err(refuse(
+            &format!("4.6 {key}"),
+            format!("{key} is not stated (must be true: {why})"),
+        )),
+    };
+    must_be_true("headless", "no GUI or contemporaneous human interaction")?;
+    must_be_true(
+        "independentCalls",
+        "no dependence on a prior call, session or server-minted handle",
+    )?;
+    if !a.get("modelBacked").is_some_and(Value::is_boolean) {
+        return Err(refuse(
+            "4.6 modelBacked",
+            "modelBacked must be stated true or false",
+        ));
+    }
+    match a.get("sideEffects").and_then(Value::as_array) {
+        Some(list)
+            if list
+                .iter()
+                .all(|s| s.as_str().is_some_and(|s| !s.is_empty())) => {}
+        Some(_) => {
+            return Err(refuse(
+                "4.6 sideEffects",
+                "every side-effect class is a non-empty string",
+            ));
+        }
+        None => {
+            return Err(refuse(
+                "4.6 sideEffects",
+                "sideEffects must enumerate the reviewed side-effect classes (an explicit empty list when none)",
+            ));
+        }
+    }
+    match a.get("concurrency").and_then(Value::as_str) {
+        Some("safe" | "serialize") => {}
+        _ => {
+            return Err(refuse(
+                "4.6 concurrency",
+                "concurrency must be `safe` or `serialize`",
+            ));
+        }
+    }
+    must_be_true(
+        "referenceBasedIO",
+        "JSON values or addressable references, no local paths or live handles",
+    )?;
+    if tool
+        .pointer("/execution/taskSupport")
+        .and_then(Value::as_str)
+        == Some("required")
+    {
+        return Err(refuse(
+            "4.8.1 task-augmented",
+            "execution.taskSupport is `required`: task-augmented calls are excluded",
+        ));
+    }
+    check_channels(review.get("inputChannels").unwrap_or(&Value::Null), tool)
+}
+
+/// Every declared argument channel of the Tool's `inputSchema` must be classified, and every
+/// classified pointer must name a declared channel (§4.9.1: unclassified or dynamic paths
+/// fail closed). Declared channels are the `properties` of the root object schema, and of
+/// nested object properties when the reviewer classifies below them.
+fn check_channels(channels: &Value, tool: &Value) -> Result<(), ReviewError> {
+    let Some(channels) = channels.as_object() else {
+        return Err(refuse(
+            "4.9.1 inputChannels",
+            "no input-channel classification",
+        ));
+    };
+    for (pointer, class) in channels {
+        if !class.as_str().is_some_and(|c| CHANNEL_CLASSES.contains(&c)) {
+            return Err(refuse(
+                "4.9.1 inputChannels",
+                format!("{pointer} is classified {class}: use data, instruction or authority"),
+            ));
+        }
+        if schema_at(tool.get("inputSchema").unwrap_or(&Value::Null), pointer).is_none() {
+            return Err(refuse(
+                "4.9.1 inputChannels",
+                format!("{pointer} is not an argument the reviewed inputSchema declares"),
+            ));
+        }
+    }
+    let props = tool
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object);
+    for name in props.into_iter().flatten().map(|(k, _)| k) {
+        let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+        let covered = channels
+            .keys()
+            .any(|k| k == &pointer || k.starts_with(&format!("{pointer}/")));
+        if !covered {
+            return Err(refuse(
+                "4.9.1 inputChannels",
+                format!(
+                    "argument channel {pointer} is not classified (data, instruction or authority)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The sub-schema of `schema` at an RFC 6901 pointer into the arguments (through
+/// `properties`).
+fn schema_at<'a>(schema: &'a Value, pointer: &str) -> Option<&'a Value> {
+    let rest = pointer.strip_prefix('/')?;
+    let mut at = schema;
+    for token in rest.split('/') {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        at = at.get("properties")?.get(&token)?;
+    }
+    Some(at)
+}
+
+/// Add (or replace) the review of `tool` on `server` in a snapshot, after checking that the
+/// tool occurs exactly once (§4.3.4) and the review passes [`check`]. Returns the new digest.
+pub fn apply(
+    doc: &mut Value,
+    server: &str,
+    tool: &str,
+    review: Value,
+) -> Result<String, ReviewError> {
+    let entry = snapshot::server(doc, server).map_err(|e| refuse("4.4 server", e.to_string()))?;
+    let found = snapshot::tools_named(entry, tool);
+    let reviewed = match found.as_slice() {
+        [(_, t)] => (*t).clone(),
+        [] => {
+            return Err(refuse(
+                "4.4.4 missing",
+                format!("no tool named `{tool}` in server `{server}`"),
+            ));
+        }
+        many => {
+            let at: Vec<&str> = many.iter().map(|(p, _)| p.as_str()).collect();
+            return Err(refuse(
+                "4.4.4 duplicate",
+                format!("`{tool}` occurs {} times ({})", many.len(), at.join(", ")),
+            ));
+        }
+    };
+    check(&review, &reviewed)?;
+    let reviews = doc
+        .pointer_mut(&format!(
+            "/servers/{}/reviews",
+            server.replace('~', "~0").replace('/', "~1")
+        ))
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| refuse("4.3.6 reviews", "the server entry has no reviews object"))?;
+    reviews.insert(tool.to_string(), review);
+    Ok(snapshot::digest(doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::double::echo_tool;
+
+    fn good() -> ReviewInput {
+        ReviewInput {
+            reviewer: "alice@example.test".into(),
+            reviewed_at: "2026-08-30T13:00:00Z".into(),
+            headless: Some(true),
+            independent_calls: Some(true),
+            model_backed: Some(false),
+            side_effects: Some(vec![]),
+            concurrency: Some("safe".into()),
+            reference_based_io: Some(true),
+            input_channels: vec![("/message".into(), "data".into())],
+        }
+    }
+
+    #[test]
+    fn a_complete_review_passes_and_each_broken_assertion_names_its_rule() {
+        check(&good().to_value(), &echo_tool()).unwrap();
+        type Edit = Box<dyn Fn(&mut ReviewInput)>;
+        let cases: Vec<(Edit, &str)> = vec![
+            (Box::new(|r| r.headless = Some(false)), "4.6 headless"),
+            (Box::new(|r| r.headless = None), "4.6 headless"),
+            (
+                Box::new(|r| r.independent_calls = Some(false)),
+                "4.6 independentCalls",
+            ),
+            (Box::new(|r| r.model_backed = None), "4.6 modelBacked"),
+            (Box::new(|r| r.side_effects = None), "4.6 sideEffects"),
+            (
+                Box::new(|r| r.concurrency = Some("unknown".into())),
+                "4.6 concurrency",
+            ),
+            (
+                Box::new(|r| r.reference_based_io = Some(false)),
+                "4.6 referenceBasedIO",
+            ),
+            (
+                Box::new(|r| r.input_channels.clear()),
+                "4.9.1 inputChannels",
+            ),
+            (
+                Box::new(|r| r.input_channels.push(("/nope".into(), "data".into()))),
+                "4.9.1 inputChannels",
+            ),
+            (
+                Box::new(|r| r.input_channels[0].1 = "trusted".into()),
+                "4.9.1 inputChannels",
+            ),
+            (Box::new(|r| r.reviewer.clear()), "4.3.6 reviewer"),
+            (
+                Box::new(|r| r.reviewed_at = "later".into()),
+                "4.3.6 reviewedAt",
+            ),
+        ];
+        for (edit, rule) in cases {
+            let mut r = good();
+            edit(&mut r);
+            let err = check(&r.to_value(), &echo_tool()).unwrap_err();
+            assert_eq!(err.rule, rule, "{err}");
+        }
+    }
+
+    #[test]
+    fn annotations_never_stand_in_for_assertions() {
+        // echo claims readOnlyHint: true; a review without sideEffects is still refused.
+        let mut r = good();
+        r.side_effects = None;
+        assert!(echo_tool()["annotations"]["readOnlyHint"] == true);
+        assert_eq!(
+            check(&r.to_value(), &echo_tool()).unwrap_err().rule,
+            "4.6 sideEffects"
+        );
+    }
+
+    #[test]
+    fn task_required_tools_are_excluded() {
+        let mut t = echo_tool();
+        t["execution"]["taskSupport"] = json!("required");
+        assert_eq!(
+            check(&good().to_value(), &t).unwrap_err().rule,
+            "4.8.1 task-augmented"
+        );
+    }
+}

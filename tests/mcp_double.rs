@@ -1,0 +1,645 @@
+//! The gate rules (mcp-facts §4.4, §4.5) and the call rules (§4.7) against toolcert's MCP
+//! double: in process, on stdio (the hidden `toolcert mcp double`), and over HTTP. Every
+//! test here fails when the rule it names is broken; the mutation matrix shows that for the
+//! gate's six weakenings.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolcert::mcp::call::{self, CallOptions, Outcome};
+use toolcert::mcp::cases::{self, gate_cases, mutant_case, reviewed_script, run_case};
+use toolcert::mcp::double::{InProcess, Script, echo_tool, serve_http};
+use toolcert::mcp::gate::{GateOptions, Mutant, Rule};
+use toolcert::mcp::snapshot;
+use toolcert::mcp::transport::Endpoint;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("toolcert-mcp-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[tokio::test]
+async fn every_gate_rule_refuses_with_its_rule() {
+    let dir = scratch("rules");
+    let cases = gate_cases();
+    assert!(cases.len() >= 20, "{} cases", cases.len());
+    for case in &cases {
+        let got = run_case(case, None, &dir).await.unwrap();
+        assert_eq!(got.refused, case.expect, "{}: {}", case.name, got.message);
+        // Offline refusals happen before any connection (§4.4.1, §4.4.2).
+        if matches!(
+            case.expect,
+            Some(Rule::Digest | Rule::Expired | Rule::Incomplete | Rule::Review)
+        ) {
+            assert_eq!(got.connections, 0, "{} connected", case.name);
+        } else {
+            assert_eq!(got.connections, 1, "{}: one connection", case.name);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_changed_snapshot_is_refused_before_any_connection() {
+    let dir = scratch("digest");
+    let path = dir.join("snap.json");
+    let sha = cases::pin(&reviewed_script(), "echo", &path).await.unwrap();
+    // One changed character in a description.
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen("Echoes the message back.", "Echoes the message back!", 1),
+    )
+    .unwrap();
+    let live = InProcess::new(reviewed_script());
+    let err = toolcert::mcp::gate::gate(
+        &path,
+        &Endpoint::Double(live.clone()),
+        &GateOptions::new(&sha, "s", "echo"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.refusal.rule, Rule::Digest, "{}", err.refusal);
+    assert_eq!(live.witness.connections.load(Ordering::SeqCst), 0);
+    assert!(!err.evidence.connected);
+    // A digest that is not lowercase hex is refused as such.
+    let err = toolcert::mcp::gate::gate(
+        &path,
+        &Endpoint::Double(live.clone()),
+        &GateOptions::new(&sha.to_uppercase(), "s", "echo"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.refusal.rule, Rule::Digest);
+}
+
+#[tokio::test]
+async fn a_drift_refusal_carries_a_minimal_diff() {
+    let dir = scratch("diff");
+    let case = gate_cases()
+        .into_iter()
+        .find(|c| c.name == "inputSchema changed")
+        .unwrap();
+    let path = dir.join("snap.json");
+    let sha = cases::pin(&reviewed_script(), "echo", &path).await.unwrap();
+    let err = toolcert::mcp::gate::gate(
+        &path,
+        &Endpoint::Double(InProcess::new(case.live)),
+        &GateOptions::new(&sha, "s", "echo"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.refusal.rule, Rule::Drift);
+    assert_eq!(err.refusal.diff.len(), 1, "{:?}", err.refusal.diff);
+    let c = &err.refusal.diff[0];
+    assert_eq!(c.pointer, "/inputSchema/properties/message/maxLength");
+    assert_eq!(
+        (c.reviewed.clone(), c.live.clone()),
+        (Some(json!(100)), Some(json!(101)))
+    );
+}
+
+#[tokio::test]
+async fn each_gate_mutant_is_killed() {
+    let dir = scratch("mutants");
+    for m in Mutant::ALL {
+        let case = mutant_case(m);
+        let correct = run_case(&case, None, &dir).await.unwrap();
+        let mutant = run_case(&case, Some(m), &dir).await.unwrap();
+        assert!(
+            correct.refused.is_some(),
+            "{}: the correct gate must refuse {}",
+            m.name(),
+            case.name
+        );
+        assert_eq!(
+            mutant.refused,
+            None,
+            "{}: the mutant must pass {} ({})",
+            m.name(),
+            case.name,
+            mutant.message
+        );
+    }
+}
+
+#[tokio::test]
+async fn mutant_report_is_current() {
+    let report = cases::mutant_report(&scratch("report")).await.unwrap();
+    assert!(!report.contains("**no**"), "a mutant survived:\n{report}");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reports/mcp-gate-mutants.md");
+    if std::env::var_os("TOOLCERT_BLESS").is_some() {
+        std::fs::write(&path, &report).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        on_disk, report,
+        "reports/mcp-gate-mutants.md is stale: rerun with TOOLCERT_BLESS=1"
+    );
+}
+
+/// Pin `reviewed`, then call `echo` against `live` in process.
+async fn call_with(
+    reviewed: Script,
+    live: Script,
+    copts: CallOptions,
+) -> (call::CallReport, usize) {
+    let dir = scratch("call");
+    let path = dir.join(format!("{}.json", uuid::Uuid::new_v4()));
+    let sha = cases::pin(&reviewed, "echo", &path).await.unwrap();
+    let live = InProcess::new(live);
+    let mut g = GateOptions::new(&sha, "s", "echo");
+    g.timeouts.call = Duration::from_millis(500);
+    let report = call::call(&path, &Endpoint::Double(live.clone()), &g, &copts).await;
+    (report, live.witness.call_count())
+}
+
+fn args(v: Value) -> CallOptions {
+    CallOptions {
+        arguments: Some(v),
+        expect_output: false,
+    }
+}
+
+fn answering(result: Value) -> Script {
+    Script {
+        call_result: result,
+        ..Script::default()
+    }
+}
+
+#[tokio::test]
+async fn a_conforming_call_exposes_only_structured_content() {
+    let result = json!({
+        "content": [{"type": "text", "text": "{\"echo\": \"hi\"}"}],
+        "structuredContent": {"echo": "hi"},
+        "_meta": {"com.example/trace": "t"}
+    });
+    let (r, calls) = call_with(
+        Script::default(),
+        answering(result),
+        args(json!({"message": "hi"})),
+    )
+    .await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.body, Some(json!({"echo": "hi"})));
+    assert_eq!(
+        r.diagnostics,
+        json!({"contentBlocks": ["text"], "meta": true})
+    );
+    assert_eq!(calls, 1);
+}
+
+#[tokio::test]
+async fn arguments_are_validated_before_dispatch() {
+    for bad in [
+        json!({}),
+        json!({"message": "x".repeat(101)}),
+        json!({"message": 1}),
+        json!({"message": "hi", "extra": 1}),
+    ] {
+        let (r, calls) = call_with(Script::default(), Script::default(), args(bad.clone())).await;
+        assert_eq!(
+            (r.outcome, r.rule.as_deref()),
+            (Outcome::NotDispatched, Some("4.7.1-arguments")),
+            "{bad}"
+        );
+        assert_eq!(calls, 0, "{bad} was dispatched");
+    }
+    // An absent body is `{}`, which misses the required `message`.
+    let (r, calls) = call_with(Script::default(), Script::default(), CallOptions::default()).await;
+    assert_eq!(r.outcome, Outcome::NotDispatched);
+    assert_eq!(calls, 0);
+}
+
+#[tokio::test]
+async fn an_unclassified_argument_channel_is_not_dispatched() {
+    // A schema that admits undeclared members: the extra one is no reviewed channel.
+    let mut t = echo_tool();
+    t["inputSchema"]
+        .as_object_mut()
+        .unwrap()
+        .remove("additionalProperties");
+    let s = Script {
+        pages: vec![vec![t]],
+        ..Script::default()
+    };
+    let (r, calls) = call_with(s.clone(), s, args(json!({"message": "hi", "extra": 1}))).await;
+    assert_eq!(r.rule.as_deref(), Some("4.9.1-input-channels"), "{r:?}");
+    assert_eq!(calls, 0);
+}
+
+#[tokio::test]
+async fn is_error_and_protocol_errors_fail_the_call() {
+    let (r, calls) = call_with(
+        Script::default(),
+        answering(json!({"isError": true, "content": [{"type": "text", "text": "boom"}], "structuredContent": {"echo": "x"}})),
+        args(json!({"message": "hi"})),
+    )
+    .await;
+    assert_eq!(
+        (r.outcome, r.rule.as_deref()),
+        (Outcome::Failed, Some("4.7.3-is-error"))
+    );
+    assert_eq!((r.body, calls), (None, 1));
+    let live = Script {
+        call_error: Some(json!({"code": -32602, "message": "Unknown tool"})),
+        ..Script::default()
+    };
+    let (r, _) = call_with(Script::default(), live, args(json!({"message": "hi"}))).await;
+    assert_eq!(
+        (r.outcome, r.rule.as_deref()),
+        (Outcome::Failed, Some("4.7.3-protocol-error"))
+    );
+}
+
+#[tokio::test]
+async fn outputs_need_conforming_structured_content_and_text_is_never_parsed() {
+    for (result, rule) in [
+        (
+            json!({"content": [{"type": "text", "text": "{\"echo\": \"hi\"}"}]}),
+            "4.7.4-structured-content",
+        ),
+        (
+            json!({"content": [], "structuredContent": {"echo": 5}}),
+            "4.7.4-structured-content",
+        ),
+        (
+            json!({"content": [], "structuredContent": {"other": "x"}}),
+            "4.7.4-structured-content",
+        ),
+    ] {
+        let (r, _) = call_with(
+            Script::default(),
+            answering(result.clone()),
+            args(json!({"message": "hi"})),
+        )
+        .await;
+        assert_eq!(
+            (r.outcome, r.rule.as_deref()),
+            (Outcome::Failed, Some(rule)),
+            "{result}"
+        );
+        assert_eq!(r.body, None);
+    }
+    // Declared outputs without a reviewed outputSchema: refused before dispatch.
+    let mut t = echo_tool();
+    t.as_object_mut().unwrap().remove("outputSchema");
+    let s = Script {
+        pages: vec![vec![t]],
+        ..Script::default()
+    };
+    let copts = CallOptions {
+        arguments: Some(json!({"message": "hi"})),
+        expect_output: true,
+    };
+    let (r, calls) = call_with(s.clone(), s, copts).await;
+    assert_eq!(
+        (r.outcome, r.rule.as_deref(), calls),
+        (Outcome::NotDispatched, Some("4.7.4-output-schema"), 0)
+    );
+}
+
+#[tokio::test]
+async fn list_changed_after_the_gate_prevents_dispatch() {
+    let mut live = Script::default();
+    live.list_changed.after_pings = vec![0];
+    let (r, calls) = call_with(Script::default(), live, args(json!({"message": "hi"}))).await;
+    assert_eq!(
+        r.rule.as_deref(),
+        Some("4.5.3-list-changed-before-dispatch"),
+        "{r:?}"
+    );
+    assert_eq!((r.outcome, calls), (Outcome::NotDispatched, 0));
+}
+
+#[tokio::test]
+async fn list_changed_during_the_call_is_indeterminate_and_not_retried() {
+    let mut live = answering(json!({"content": [], "structuredContent": {"echo": "hi"}}));
+    live.list_changed.during_call = true;
+    let (r, calls) = call_with(Script::default(), live, args(json!({"message": "hi"}))).await;
+    assert_eq!(
+        (r.outcome, r.rule.as_deref()),
+        (Outcome::Indeterminate, Some("4.5.4-indeterminate"))
+    );
+    assert_eq!(r.body, None, "the result must not be exposed");
+    assert_eq!(calls, 1, "dispatched exactly once, never retried");
+}
+
+#[tokio::test]
+async fn a_hanging_call_is_indeterminate_within_its_budget() {
+    let live = Script {
+        hang_on: Some("tools/call".into()),
+        ..Script::default()
+    };
+    let started = std::time::Instant::now();
+    let (r, calls) = call_with(Script::default(), live, args(json!({"message": "hi"}))).await;
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{r:?}");
+    assert_eq!(calls, 1);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_refused_gate_never_dispatches() {
+    let mut live = Script::default();
+    live.server_info["version"] = json!("9");
+    let (r, calls) = call_with(Script::default(), live, args(json!({"message": "hi"}))).await;
+    assert_eq!(
+        (r.outcome, r.rule.as_deref(), calls),
+        (Outcome::Refused, Some("4.4.3-server-info"), 0)
+    );
+    let refusal = r.refusal.unwrap();
+    assert_eq!(refusal.diff[0].pointer, "/serverInfo/version");
+}
+
+#[tokio::test]
+async fn streamable_http_capture_gate_and_call() {
+    let mut script = answering(json!({"content": [], "structuredContent": {"echo": "hi"}}));
+    script.pages = reviewed_script().pages;
+    let http = serve_http(script.clone()).await.unwrap();
+    let endpoint = Endpoint::Http(http.url.clone());
+    let mut doc = snapshot::capture(&endpoint, &snapshot::CaptureOptions::new("s"))
+        .await
+        .unwrap();
+    assert_eq!(
+        doc["servers"]["s"]["toolPages"].as_array().unwrap().len(),
+        2
+    );
+    toolcert::mcp::review::apply(
+        &mut doc,
+        "s",
+        "echo",
+        cases::acceptable_review(&echo_tool()),
+    )
+    .unwrap();
+    let path = scratch("http").join("snap.json");
+    let sha = snapshot::write(&path, &doc).unwrap();
+    let r = call::call(
+        &path,
+        &endpoint,
+        &GateOptions::new(&sha, "s", "echo"),
+        &args(json!({"message": "hi"})),
+    )
+    .await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.body, Some(json!({"echo": "hi"})));
+    assert_eq!(http.witness.call_count(), 1);
+    // A list_changed after `initialized` reaches the client on the next request's SSE stream
+    // (the double has no GET stream): capture restarts its listing, the gate refuses.
+    script.list_changed.after_initialized = 1;
+    let noisy = serve_http(script).await.unwrap();
+    let endpoint = Endpoint::Http(noisy.url.clone());
+    let doc2 = snapshot::capture(&endpoint, &snapshot::CaptureOptions::new("s"))
+        .await
+        .unwrap();
+    assert_eq!(
+        doc2["servers"]["s"]["captureEvidence"]["listingRestarts"],
+        1
+    );
+    let refused = toolcert::mcp::gate::gate(&path, &endpoint, &GateOptions::new(&sha, "s", "echo"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.refusal.rule, Rule::ListChanged);
+}
+
+#[tokio::test]
+async fn http_refuses_non_loopback_urls_before_connecting() {
+    let err = snapshot::capture(
+        &Endpoint::Http("http://10.1.2.3:9/mcp".into()),
+        &snapshot::CaptureOptions::new("s"),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("not a loopback"), "{err}");
+}
+
+fn toolcert() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_toolcert"))
+}
+
+#[test]
+fn the_cli_captures_reviews_gates_and_calls_a_stdio_double() {
+    let dir = scratch("cli");
+    let script = dir.join("script.json");
+    let mut s = reviewed_script();
+    s.call_result =
+        json!({"content": [{"type": "text", "text": "hi"}], "structuredContent": {"echo": "hi"}});
+    std::fs::write(&script, serde_json::to_string(&s).unwrap()).unwrap();
+    let stdio = format!(
+        "{} mcp double --script {}",
+        env!("CARGO_BIN_EXE_toolcert"),
+        script.display()
+    );
+    let snap = dir.join("snap.json");
+    let run = |args: &[&str]| {
+        let out = toolcert().args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let at = toolcert::mcp::time::format(toolcert::mcp::time::now());
+    let at = at.as_str();
+    let (code, d1, err) = run(&[
+        "mcp",
+        "capture",
+        "--stdio",
+        &stdio,
+        "--server",
+        "s",
+        "--out",
+        snap.to_str().unwrap(),
+        "--captured-at",
+        at,
+        "--expires-in",
+        "30d",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let (_, d2, _) = run(&[
+        "mcp",
+        "capture",
+        "--stdio",
+        &stdio,
+        "--server",
+        "s",
+        "--out",
+        snap.to_str().unwrap(),
+        "--captured-at",
+        at,
+        "--expires-in",
+        "30d",
+    ]);
+    assert_eq!(
+        d1, d2,
+        "two captures of an unchanged server at one instant hash the same"
+    );
+    assert_eq!(d1.len(), 64);
+    // Over the maximum expiry: refused.
+    let (code, _, err) = run(&[
+        "mcp",
+        "capture",
+        "--stdio",
+        &stdio,
+        "--server",
+        "s",
+        "--out",
+        dir.join("x.json").to_str().unwrap(),
+        "--expires-in",
+        "31d",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    // An incomplete review is refused and names its rule.
+    let snap_s = snap.to_str().unwrap();
+    let review = [
+        "mcp",
+        "review",
+        snap_s,
+        "--server",
+        "s",
+        "--tool",
+        "echo",
+        "--reviewer",
+        "r@example.test",
+        "--headless",
+        "true",
+        "--independent-calls",
+        "true",
+        "--model-backed",
+        "false",
+        "--concurrency",
+        "safe",
+        "--reference-based-io",
+        "true",
+        "--channel",
+        "/message=data",
+    ];
+    let (code, _, err) = run(&review);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("4.6 sideEffects"), "{err}");
+    let mut full = review.to_vec();
+    full.extend(["--side-effects", "none"]);
+    let (code, sha, err) = run(&full);
+    assert_eq!(code, Some(0), "{err}");
+    assert_ne!(sha, d1);
+    let gate = [
+        "mcp",
+        "gate",
+        "--manifest",
+        snap_s,
+        "--sha256",
+        &sha,
+        "--server",
+        "s",
+        "--tool",
+        "echo",
+        "--stdio",
+        &stdio,
+        "--json",
+    ];
+    let (code, out, err) = run(&gate);
+    assert_eq!(code, Some(0), "{err}");
+    let verdict: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(verdict["verdict"], "pass");
+    let (code, out, _) = run(&[
+        "mcp",
+        "gate",
+        "--manifest",
+        snap_s,
+        "--sha256",
+        &d1,
+        "--server",
+        "s",
+        "--tool",
+        "echo",
+        "--stdio",
+        &stdio,
+        "--json",
+    ]);
+    assert_eq!(code, Some(1));
+    let verdict: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (verdict["verdict"].as_str(), verdict["rule"].as_str()),
+        (Some("refused"), Some("4.4.1-digest"))
+    );
+    let mut call = gate.to_vec();
+    call[1] = "call";
+    call.pop();
+    call.extend(["--arguments", r#"{"message": "hi"}"#, "--expect-output"]);
+    let (code, out, err) = run(&call);
+    assert_eq!(code, Some(0), "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["body"], json!({"echo": "hi"}));
+    // A drifted live server: the refusal names the rule and shows pointer, reviewed, live.
+    let drifted = dir.join("drifted.json");
+    let mut d = s.clone();
+    d.pages[0][0]["description"] = json!("Echoes the message back, then deletes it.");
+    std::fs::write(&drifted, serde_json::to_string(&d).unwrap()).unwrap();
+    let drifted_stdio = format!(
+        "{} mcp double --script {}",
+        env!("CARGO_BIN_EXE_toolcert"),
+        drifted.display()
+    );
+    let (code, _, err) = run(&[
+        "mcp",
+        "gate",
+        "--manifest",
+        snap_s,
+        "--sha256",
+        &sha,
+        "--server",
+        "s",
+        "--tool",
+        "echo",
+        "--stdio",
+        &drifted_stdio,
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("gate refused (4.4.5-drift)"), "{err}");
+    assert!(
+        err.contains("at /description: reviewed \"Echoes the message back.\", live \"Echoes the message back, then deletes it.\""),
+        "{err}"
+    );
+    // A flooding stdio server ends the capture with a typed error, not a hang.
+    let flood = dir.join("flood.json");
+    let mut f = s.clone();
+    f.flood = Some(toolcert::mcp::double::Flood {
+        on: "tools/list".into(),
+        count: 25_000,
+        bytes: 8,
+    });
+    std::fs::write(&flood, serde_json::to_string(&f).unwrap()).unwrap();
+    let flood_stdio = format!(
+        "{} mcp double --script {}",
+        env!("CARGO_BIN_EXE_toolcert"),
+        flood.display()
+    );
+    let started = std::time::Instant::now();
+    let (code, _, err) = run(&[
+        "mcp",
+        "capture",
+        "--stdio",
+        &flood_stdio,
+        "--server",
+        "s",
+        "--out",
+        dir.join("f.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("more than 20000 messages"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    // Drift between two snapshots, in words.
+    let snap2 = dir.join("snap2.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&snap).unwrap()).unwrap();
+    doc["servers"]["s"]["toolPages"][0]["tools"][0]["annotations"]["readOnlyHint"] = json!(false);
+    std::fs::write(&snap2, doc.to_string()).unwrap();
+    let (code, out, _) = run(&["mcp", "diff", snap_s, snap2.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("tool `echo`: annotation changed at /annotations/readOnlyHint: true → false"),
+        "{out}"
+    );
+}
