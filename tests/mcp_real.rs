@@ -1,13 +1,15 @@
 //! Real MCP servers, installed pinned into `target/mcp-peers` by
-//! `scripts/install-mcp-peers.sh` (which `.ci/run` calls before `cargo test`):
+//! `scripts/install-mcp-peers.sh`, which these tests run first (so `cargo test` on a fresh
+//! clone sets them up; `.ci/run` also runs it up front):
 //! `@modelcontextprotocol/server-everything@2026.8.31` (npm) and `mcp-server-time` (PyPI),
 //! both on stdio. Each is captured twice (same digest), one tool is reviewed, gated and
 //! called, and a snapshot edited by one character is refused before any connection.
 //!
-//! When the servers are not installed these tests fail and say how to install them: a
-//! silently skipped real-server test would look like a pass.
+//! When the servers cannot be installed these tests fail, with the script's output and how
+//! to install them: a silently skipped real-server test would look like a pass.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 use toolcert::mcp::call::{self, CallOptions, Outcome};
@@ -21,10 +23,35 @@ fn peers() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/mcp-peers")
 }
 
+/// Runs the install script once per test binary (the other test waits for it). It keeps a
+/// pinned install that is already present, so a warm run costs a `pip show`. `Err` carries the
+/// script's output.
+fn install() -> &'static Result<(), String> {
+    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/install-mcp-peers.sh");
+        match std::process::Command::new("bash").arg(&script).output() {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => Err(format!(
+                "{} exited with {}:\n{}{}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )),
+            Err(e) => Err(format!("could not run {}: {e}", script.display())),
+        }
+    })
+}
+
 fn installed(path: PathBuf) -> String {
+    let why = match install() {
+        Ok(()) => String::new(),
+        Err(e) => format!("\n{e}"),
+    };
     assert!(
         path.exists(),
-        "{} is missing: install the pinned MCP peers with `scripts/install-mcp-peers.sh` (needs npm and python3; .ci/run does this before cargo test)",
+        "{} is missing: the pinned MCP peers are installed by `scripts/install-mcp-peers.sh` (needs npm and python3 with venv, and the npm and PyPI registries){why}",
         path.display()
     );
     path.display().to_string()
