@@ -2,39 +2,16 @@
 //! embedded reference host, narrowed to `disc.etag`, which the `discovery-etag-ignored` mutant
 //! makes fail on row DISC-6.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
+
+use crate::common::{read, text, toolcert};
 
 use serde_json::{Value, json};
 
 const MUTANT: &str = "discovery-etag-ignored";
 const SCENARIO: &str = "disc.etag";
 const ROW: &str = "DISC-6";
-
-fn toolcert(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolcert"))
-        .args(args)
-        .output()
-        .expect("toolcert runs")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolcert-baseline-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn read(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// `run -q --exact disc.etag --report R [extra…]`, optionally against the mutant.
 fn run(mutant: bool, report: &Path, extra: &[&str]) -> Output {
@@ -278,4 +255,8 @@ fn a_bad_baseline_is_refused_with_exit_2_naming_the_pointer() {
         assert!(!report.exists(), "case {i}: a report was written");
     }
     std::fs::remove_dir_all(dir).ok();
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    crate::common::scratch("baseline", name)
 }

@@ -1,36 +1,11 @@
 //! End-to-end: three `--partition K/3` shards of the embedded reference host, merged, equal an
 //! unsharded run of the same seed once per-run values are normalized.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+
+use crate::common::{read, text, toolcert};
 
 use serde_json::Value;
-
-fn toolcert(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolcert"))
-        .args(args)
-        .output()
-        .expect("toolcert runs")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("toolcert-partition-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn read(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// Drop what differs between any two runs, sharded or not: wall times and the time of
 /// writing, the digest (it covers those) and the shard, the host's URL (each run's embedded
@@ -187,4 +162,8 @@ fn three_shards_merge_into_the_unsharded_report() {
     assert!(text(&out).contains("digest mismatch"), "{}", text(&out));
 
     std::fs::remove_dir_all(dir).ok();
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    crate::common::scratch("partition", name)
 }

@@ -1,31 +1,11 @@
 //! End-to-end: `toolcert recheck` re-judges a sealed report without the host, says which rows
 //! differ under a changed suite, and refuses an edited report.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+
+use crate::common::{text, toolcert};
 
 use serde_json::Value;
-
-fn toolcert(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolcert"))
-        .args(args)
-        .output()
-        .expect("toolcert runs")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolcert-recheck-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -340,4 +320,8 @@ fn a_changed_control_over_a_redacted_value_keeps_the_whole_scenario() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     std::fs::remove_dir_all(dir).ok();
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    crate::common::scratch("recheck", name)
 }
