@@ -146,6 +146,8 @@ pub struct Session {
     strict: bool,
     /// Every token of the run (canaries are added per suite, see [`Session::redactor`]).
     tokens: Redactor,
+    /// The tokens and the suite's canaries, compiled once (a session runs one suite).
+    redactor: OnceLock<Redactor>,
     /// Wall budget of one scenario.
     scenario_budget: Duration,
     /// When the whole run must be over (`--deadline`).
@@ -185,6 +187,7 @@ impl Session {
         let tokens = Redactor::new(target.profile.secrets(), Vec::new());
         Ok(Session {
             tokens,
+            redactor: OnceLock::new(),
             scenario_budget: opts.scenario_budget,
             run_deadline: opts.deadline.map(|d| Instant::now() + d),
             lost_streak: AtomicUsize::new(0),
@@ -290,10 +293,15 @@ impl Session {
     }
 
     /// The redactor of a run of `suite`: every token of the profile and flags, and the canary
-    /// of every scenario (a host may echo one scenario's canary into another's answers).
+    /// of every scenario (a host may echo one scenario's canary into another's answers). Built
+    /// on first use: a session runs one suite.
     pub fn redactor(&self, suite: &Suite) -> Redactor {
-        self.tokens
-            .with_canaries(suite.scenarios.iter().map(|s| self.canary_of(&s.id)))
+        self.redactor
+            .get_or_init(|| {
+                self.tokens
+                    .with_canaries(suite.scenarios.iter().map(|s| self.canary_of(&s.id)))
+            })
+            .clone()
     }
 
     fn derive(&self, scenario: &str, purpose: &str) -> String {
