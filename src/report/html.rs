@@ -60,6 +60,11 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// `text` scrubbed by the run's redactor, then escaped: how every string reaches the page.
+fn esc(r: &Redactor, text: &str) -> String {
+    escape(&r.text(text))
+}
+
 /// The stylesheet (hashed into the CSP).
 const STYLE: &str = r#"
 :root{color-scheme:light;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:15px;line-height:1.4}
@@ -169,9 +174,12 @@ fn dispositions(rows: &[Value]) -> Vec<String> {
     out
 }
 
-/// Render the HTML report from the JSON report value, scrubbed by `redactor` first.
+/// Render the HTML report from the JSON report value. Every string shown passes `redactor`,
+/// then [`escape`]: string by string, never the value's keys as a whole (the redactor scrubs
+/// the head of a token where a string ends, which would turn the report's own `host` key into
+/// `[redacted]` when a token starts with `host`).
 pub fn render_html(report: &Value, redactor: &Redactor) -> String {
-    let report = redactor.value(report);
+    let r = redactor;
     let empty = Vec::new();
     let rows = report["rows"].as_array().unwrap_or(&empty);
     let scenarios = report["scenarios"].as_array().unwrap_or(&empty);
@@ -195,8 +203,8 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
          <meta name=\"referrer\" content=\"no-referrer\">\n\
          <title>toolcert report: {}</title>\n<style>{STYLE}</style></head>\n\
          <body data-filter-disposition=\"\" data-filter-family=\"\">\n",
-        escape(&content_security_policy()),
-        escape(host)
+        esc(r, &content_security_policy()),
+        esc(r, host)
     );
     let _ = writeln!(out, "<header><h1>toolcert certification report</h1>");
     let _ = writeln!(
@@ -209,7 +217,7 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
             "Not certified"
         }
     );
-    header_meta(&mut out, &report);
+    header_meta(&mut out, r, report);
     let _ = writeln!(out, "</header>");
 
     // Filters: links to fragments, so they are plain anchors without JavaScript.
@@ -225,7 +233,7 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
         let _ = writeln!(
             out,
             "<a class=\"chip\" href=\"#disposition={d}\" data-filter=\"disposition\" data-value=\"{d}\" data-count=\"{n}\" aria-pressed=\"false\">{d} <b>{n}</b></a>",
-            d = escape(d)
+            d = esc(r, d)
         );
     }
     let _ = writeln!(
@@ -240,7 +248,7 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
         let _ = writeln!(
             out,
             "<a class=\"chip\" href=\"#family={f}\" data-filter=\"family\" data-value=\"{f}\" data-count=\"{n}\" aria-pressed=\"false\">{f} <b>{n}</b></a>",
-            f = escape(f)
+            f = esc(r, f)
         );
     }
     let _ = writeln!(
@@ -250,15 +258,15 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
         n = rows.len()
     );
 
-    family_table(&mut out, rows, &kinds, &families, &count);
+    family_table(&mut out, r, rows, &kinds, &families, &count);
     if let Some(e) = report.get("expectations").filter(|e| e.is_object()) {
-        baseline_section(&mut out, e, report["strict"].as_bool().unwrap_or(false));
+        baseline_section(&mut out, r, e, report["strict"].as_bool().unwrap_or(false));
     }
     if let Some(p) = report.get("partition").filter(|p| !p.is_null()) {
         let _ = writeln!(
             out,
             "<p id=\"partition\">This report covers shard <code>{}</code> of the scenarios (<code>--partition</code>); <code>toolcert merge</code> joins the shards.</p>",
-            escape(&plain_partition(p))
+            esc(r, &plain_partition(p))
         );
     }
 
@@ -267,8 +275,8 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
         .map(|sc| (s(sc, "scenarioId"), sc))
         .collect();
     let _ = writeln!(out, "<h2 id=\"rows\">Rows</h2>\n<section id=\"row-list\">");
-    for r in rows {
-        row_article(&mut out, r, &by_id);
+    for row in rows {
+        row_article(&mut out, r, row, &by_id);
     }
     let _ = writeln!(out, "</section>");
 
@@ -278,7 +286,7 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
     );
     let mut budget = MAX_TRANSCRIPT_BYTES;
     for sc in scenarios {
-        scenario_article(&mut out, sc, rows, &mut budget);
+        scenario_article(&mut out, r, sc, rows, &mut budget);
     }
     let _ = writeln!(out, "</section>");
 
@@ -290,7 +298,7 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
         .as_array()
         .unwrap_or(&empty)
         .iter()
-        .map(|u| escape(&plain(u)))
+        .map(|u| esc(r, &plain(u)))
         .collect();
     if uncovered.is_empty() {
         let _ = writeln!(out, "<p>None.</p>");
@@ -300,7 +308,7 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
     let _ = writeln!(
         out,
         "<footer class=\"muted\"><p>Report digest (RFC 8785 + SHA-256): <code id=\"digest\">{}</code></p></footer>\n<script>{SCRIPT}</script>\n</body></html>",
-        escape(s(&report, "digest"))
+        esc(r, s(&report, "digest"))
     );
     out
 }
@@ -314,7 +322,7 @@ fn plain_partition(p: &Value) -> String {
 }
 
 /// Host, discovery, versions, seed.
-fn header_meta(out: &mut String, report: &Value) {
+fn header_meta(out: &mut String, r: &Redactor, report: &Value) {
     let host = &report["host"];
     let mut items: Vec<(&str, String)> = vec![("Host", s(host, "baseUrl").to_string())];
     let mut notes = Vec::new();
@@ -375,7 +383,7 @@ fn header_meta(out: &mut String, report: &Value) {
     items.push(("Elapsed", format!("{} ms", plain(&summary["elapsedMs"]))));
     let _ = writeln!(out, "<dl class=\"meta\">");
     for (k, v) in items {
-        let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(&v));
+        let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", esc(r, k), esc(r, &v));
     }
     let _ = writeln!(out, "</dl>");
 }
@@ -383,6 +391,7 @@ fn header_meta(out: &mut String, report: &Value) {
 /// Summary per family: one column per disposition; the pass cell says at which evidence.
 fn family_table(
     out: &mut String,
+    r: &Redactor,
     rows: &[Value],
     kinds: &[String],
     families: &BTreeSet<&str>,
@@ -393,7 +402,7 @@ fn family_table(
         "<h2 id=\"families\">Summary per family</h2>\n<table id=\"family-summary\"><thead><tr><th>family</th>"
     );
     for d in kinds {
-        let _ = write!(out, "<th>{}</th>", escape(d));
+        let _ = write!(out, "<th>{}</th>", esc(r, d));
     }
     let _ = writeln!(out, "</tr></thead><tbody>");
     let line = |out: &mut String, family: Option<&str>| {
@@ -401,8 +410,8 @@ fn family_table(
         let _ = write!(
             out,
             "<tr data-family=\"{}\"><th>{}</th>",
-            escape(name),
-            escape(name)
+            esc(r, name),
+            esc(r, name)
         );
         for d in kinds {
             let n = count(d, family);
@@ -423,7 +432,7 @@ fn family_table(
             let _ = write!(
                 out,
                 "<td data-disposition=\"{}\" data-count=\"{n}\">{n}{note}</td>",
-                escape(d)
+                esc(r, d)
             );
         }
         let _ = writeln!(out, "</tr>");
@@ -452,63 +461,66 @@ const ROW_KNOWN: &[&str] = &[
 ];
 
 /// One row: summary line, rule, reason, evidence, its checks and links to its scenarios.
-fn row_article(out: &mut String, r: &Value, scenarios: &BTreeMap<&str, &Value>) {
-    let id = s(r, "requirementId");
-    let disposition = s(r, "disposition");
-    let scenario_ids: Vec<String> = match r["scenarios"].as_array() {
+fn row_article(out: &mut String, r: &Redactor, row: &Value, scenarios: &BTreeMap<&str, &Value>) {
+    let id = s(row, "requirementId");
+    let disposition = s(row, "disposition");
+    let scenario_ids: Vec<String> = match row["scenarios"].as_array() {
         Some(list) => list.iter().map(plain).collect(),
-        None => vec![s(r, "scenarioId").to_string()],
+        None => vec![s(row, "scenarioId").to_string()],
     };
     let _ = writeln!(
         out,
         "<article class=\"row\" id=\"row-{}\" data-row=\"{}\" data-disposition=\"{}\" data-family=\"{}\" data-scenarios=\"{}\">",
-        escape(id),
-        escape(id),
-        escape(disposition),
-        escape(s(r, "family")),
-        escape(&scenario_ids.join(" "))
+        esc(r, id),
+        esc(r, id),
+        esc(r, disposition),
+        esc(r, s(row, "family")),
+        esc(r, &scenario_ids.join(" "))
     );
-    let evidence = s(r, "evidence");
+    let evidence = s(row, "evidence");
     let _ = writeln!(
         out,
         "<details{}><summary><span class=\"badge d-{}\">{}</span> <code>{}</code> <span class=\"muted\">{} · {}{}</span></summary>",
         if disposition == "pass" { "" } else { " open" },
-        escape(disposition),
-        escape(disposition),
-        escape(id),
-        escape(s(r, "level")),
-        escape(s(r, "family")),
+        esc(r, disposition),
+        esc(r, disposition),
+        esc(r, id),
+        esc(r, s(row, "level")),
+        esc(r, s(row, "family")),
         if evidence.is_empty() {
             String::new()
         } else {
-            format!(" · evidence {}", escape(evidence))
+            format!(" · evidence {}", esc(r, evidence))
         }
     );
     let _ = writeln!(
         out,
         "<p class=\"rule\"><b>Rule</b> (<cite>{}</cite>): {}</p>",
-        escape(s(r, "source")),
-        escape(s(r, "rule"))
+        esc(r, s(row, "source")),
+        esc(r, s(row, "rule"))
     );
-    let detail = s(r, "detail");
+    let detail = s(row, "detail");
     if !detail.is_empty() {
         let _ = writeln!(
             out,
             "<p class=\"detail\"><b>Reason</b>: {}</p>",
-            escape(detail)
+            esc(r, detail)
         );
     }
     let _ = writeln!(
         out,
         "<p><b>Evidence</b>: <span class=\"evidence\">{}</span>; {} assertions</p>",
-        escape(if evidence.is_empty() {
-            "none"
-        } else {
-            evidence
-        }),
-        escape(&plain(&r["assertions"]))
+        esc(
+            r,
+            if evidence.is_empty() {
+                "none"
+            } else {
+                evidence
+            }
+        ),
+        esc(r, &plain(&row["assertions"]))
     );
-    if let Some(map) = r.as_object() {
+    if let Some(map) = row.as_object() {
         let extra: Vec<_> = map
             .iter()
             .filter(|(k, _)| !ROW_KNOWN.contains(&k.as_str()))
@@ -516,7 +528,7 @@ fn row_article(out: &mut String, r: &Value, scenarios: &BTreeMap<&str, &Value>) 
         if !extra.is_empty() {
             let _ = writeln!(out, "<dl class=\"meta extra\">");
             for (k, v) in extra {
-                let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(&plain(v)));
+                let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", esc(r, k), esc(r, &plain(v)));
             }
             let _ = writeln!(out, "</dl>");
         }
@@ -536,12 +548,12 @@ fn row_article(out: &mut String, r: &Value, scenarios: &BTreeMap<&str, &Value>) 
             let _ = writeln!(
                 out,
                 "<tr class=\"check\" data-status=\"{st}\"><td><span class=\"badge d-{st}\">{st}</span></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td><a href=\"#scenario-{sid}\">{sid}</a></td></tr>",
-                escape(s(c, "checkId")),
-                escape(s(c, "says")),
-                escape(s(c, "evidence")),
-                escape(s(c, "detail")),
-                st = escape(s(c, "status")),
-                sid = escape(sid),
+                esc(r, s(c, "checkId")),
+                esc(r, s(c, "says")),
+                esc(r, s(c, "evidence")),
+                esc(r, s(c, "detail")),
+                st = esc(r, s(c, "status")),
+                sid = esc(r, sid),
             );
         }
     }
@@ -550,7 +562,13 @@ fn row_article(out: &mut String, r: &Value, scenarios: &BTreeMap<&str, &Value>) 
 
 /// One scenario: its disposition, the rows it judges, and its transcript with `curl`
 /// reproducers, within the page's transcript budget.
-fn scenario_article(out: &mut String, sc: &Value, rows: &[Value], budget: &mut usize) {
+fn scenario_article(
+    out: &mut String,
+    r: &Redactor,
+    sc: &Value,
+    rows: &[Value],
+    budget: &mut usize,
+) {
     let id = s(sc, "scenarioId");
     let judged: Vec<&str> = rows
         .iter()
@@ -570,19 +588,19 @@ fn scenario_article(out: &mut String, sc: &Value, rows: &[Value], budget: &mut u
     let _ = writeln!(
         out,
         "<article class=\"scenario\" id=\"scenario-{}\" data-scenario=\"{}\" data-disposition=\"{}\">\n<details><summary><span class=\"badge d-{}\">{}</span> <code>{}</code> {} <span class=\"muted\">· {} exchanges · {} ms</span></summary>",
-        escape(id),
-        escape(id),
-        escape(disposition),
-        escape(disposition),
-        escape(disposition),
-        escape(id),
-        escape(s(sc, "title")),
+        esc(r, id),
+        esc(r, id),
+        esc(r, disposition),
+        esc(r, disposition),
+        esc(r, disposition),
+        esc(r, id),
+        esc(r, s(sc, "title")),
         exchanges.len(),
-        escape(&plain(&sc["elapsedMs"]))
+        esc(r, &plain(&sc["elapsedMs"]))
     );
     let links: Vec<String> = judged
         .iter()
-        .map(|r| format!("<a href=\"#row-{r}\">{r}</a>", r = escape(r)))
+        .map(|id| format!("<a href=\"#row-{id}\">{id}</a>", id = esc(r, id)))
         .collect();
     let _ = writeln!(out, "<p>Rows: {}</p>", links.join(", "));
     let dropped = sc["transcript"]["droppedExchanges"].as_u64().unwrap_or(0);
@@ -593,7 +611,7 @@ fn scenario_article(out: &mut String, sc: &Value, rows: &[Value], budget: &mut u
             continue;
         }
         let before = out.len();
-        exchange(out, x);
+        exchange(out, r, x);
         *budget = budget.saturating_sub(out.len() - before);
         if i + 1 == crate::transcript::KEPT_HEAD && dropped > 0 {
             let _ = writeln!(
@@ -612,7 +630,7 @@ fn scenario_article(out: &mut String, sc: &Value, rows: &[Value], budget: &mut u
 }
 
 /// One exchange: the line, the `curl` reproducer, headers and bodies.
-fn exchange(out: &mut String, x: &Value) {
+fn exchange(out: &mut String, r: &Redactor, x: &Value) {
     let status = match &x["status"] {
         Value::Null => "no response".to_string(),
         v => plain(v),
@@ -620,22 +638,22 @@ fn exchange(out: &mut String, x: &Value) {
     let _ = writeln!(
         out,
         "<details class=\"exchange\"><summary><code>{} {}</code> → {} <span class=\"muted\">({}, {} ms)</span></summary>",
-        escape(s(x, "method")),
-        escape(s(x, "url")),
-        escape(&status),
-        escape(s(x, "step")),
-        escape(&plain(&x["elapsedMs"]))
+        esc(r, s(x, "method")),
+        esc(r, s(x, "url")),
+        esc(r, &status),
+        esc(r, s(x, "step")),
+        esc(r, &plain(&x["elapsedMs"]))
     );
     let _ = writeln!(
         out,
         "<pre class=\"curl\">{}</pre>",
-        escape(&cut(s(x, "curl").to_string()))
+        esc(r, &cut(s(x, "curl").to_string()))
     );
     if let Some(e) = x["transportError"].as_str() {
         let _ = writeln!(
             out,
             "<p class=\"transport-error\"><b>Transport error</b>: {}</p>",
-            escape(e)
+            esc(r, e)
         );
     }
     for (title, key) in [
@@ -652,7 +670,7 @@ fn exchange(out: &mut String, x: &Value) {
         let _ = writeln!(
             out,
             "<p class=\"muted\">{title}</p><pre>{}</pre>",
-            escape(&cut(text))
+            esc(r, &cut(text))
         );
     }
     let _ = writeln!(out, "</details>");
@@ -671,7 +689,7 @@ fn cut(text: String) -> String {
 }
 
 /// The expectation baseline: the gate, then each list.
-fn baseline_section(out: &mut String, e: &Value, strict: bool) {
+fn baseline_section(out: &mut String, r: &Redactor, e: &Value, strict: bool) {
     let list = |key: &str| e[key].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let passed = e["gatePassed"].as_bool().unwrap_or(false);
     let _ = writeln!(
@@ -708,10 +726,10 @@ fn baseline_section(out: &mut String, e: &Value, strict: bool) {
             let _ = writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(s(j, "row")),
-                escape(s(j, "expected")),
-                escape(s(j, "actual")),
-                escape(s(j, "reason"))
+                esc(r, s(j, "row")),
+                esc(r, s(j, "expected")),
+                esc(r, s(j, "actual")),
+                esc(r, s(j, "reason"))
             );
         }
         let _ = writeln!(out, "</tbody></table>");
@@ -725,9 +743,9 @@ fn baseline_section(out: &mut String, e: &Value, strict: bool) {
             let _ = writeln!(
                 out,
                 "<li>{} (expected {}): {}</li>",
-                escape(s(x, "row")),
-                escape(s(x, "disposition")),
-                escape(s(x, "reason"))
+                esc(r, s(x, "row")),
+                esc(r, s(x, "disposition")),
+                esc(r, s(x, "reason"))
             );
         }
         let _ = writeln!(out, "</ul>");
@@ -821,7 +839,19 @@ mod tests {
     }
 
     #[test]
-    fn the_redactor_runs_before_rendering() {
+    fn a_token_that_starts_like_a_report_key_leaves_the_page_whole() {
+        // The redactor scrubs a token's head where a string ends: `host` of `hostile…`.
+        let redactor = Redactor::new(vec!["hostileOP0123456789".into()], Vec::new());
+        let html = render_html(&crafted(json!({})), &redactor);
+        assert!(
+            html.contains("<dt>Host</dt><dd>http://127.0.0.1:1/"),
+            "{html}"
+        );
+        assert!(html.contains("<dt>Discovery</dt>"));
+    }
+
+    #[test]
+    fn the_redactor_scrubs_every_string_shown() {
         let mut report = crafted(json!({"token": "sekrit-token-0123"}));
         report["rows"][0]["detail"] = json!("echoed Bearer sekrit-token-0123");
         let redactor = Redactor::new(vec!["sekrit-token-0123".into()], Vec::new());
@@ -842,7 +872,7 @@ mod tests {
 
     #[test]
     fn the_page_stays_bounded_whatever_the_transcripts_hold() {
-        // 8 scenarios of 40 exchanges with 64 KiB bodies (20 MiB of transcript, five times the
+        // 16 scenarios of 40 exchanges with 64 KiB bodies (40 MiB of transcript, ten times the
         // page's budget; the transcript bound allows far more, cut the same way).
         let body = json!({"blob": "y".repeat(crate::transcript::MAX_KEPT_BODY_BYTES - 16)});
         let mut report = crafted(body.clone());
@@ -850,7 +880,7 @@ mod tests {
         let x = one["transcript"]["exchanges"][0].clone();
         let mut sc = one;
         sc["transcript"]["exchanges"] = Value::Array(vec![x; 40]);
-        report["scenarios"] = Value::Array(vec![sc; 8]);
+        report["scenarios"] = Value::Array(vec![sc; 16]);
         let html = render_html(&report, &Redactor::default());
         assert!(
             html.len() < MAX_TRANSCRIPT_BYTES + 2 * 1024 * 1024,
