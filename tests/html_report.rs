@@ -328,6 +328,14 @@ fn the_counts_the_browser_shows_are_the_json_report_s() {
     let (shown, hidden) = row_visibility(&dom);
     assert_eq!(shown.len(), rows.len(), "unfiltered, every row is shown");
     assert!(hidden.is_empty());
+    // Readable without JavaScript: the file itself, before any script, has every row shown.
+    let raw = std::fs::read_to_string(&run.html).expect("r.html");
+    let (raw_shown, raw_hidden) = row_visibility(&raw);
+    assert_eq!(
+        raw_shown, shown,
+        "the rows are in the markup, not made by the script"
+    );
+    assert!(raw_hidden.is_empty() && raw.contains("<noscript>"));
     assert_eq!(shown_count(&dom), rows.len());
     let verdict = tags(&dom, "p", None)
         .into_iter()
@@ -377,6 +385,9 @@ fn the_counts_the_browser_shows_are_the_json_report_s() {
     );
 }
 
+/// A fragment, the rows it must leave shown, and the chip (filter, value) it presses.
+type FilterCase<'a> = (String, BTreeSet<String>, Option<(&'a str, &'a str)>);
+
 #[test]
 fn a_filter_in_the_fragment_leaves_exactly_the_matching_rows_shown() {
     chromium(); // fail first, and say how to install it
@@ -389,7 +400,7 @@ fn a_filter_in_the_fragment_leaves_exactly_the_matching_rows_shown() {
         .map(|r| r["requirementId"].as_str().unwrap_or("").to_string())
         .collect();
     let family = "HOOKS-RL";
-    let cases: Vec<(String, BTreeSet<String>, Option<(&str, &str)>)> = vec![
+    let cases: Vec<FilterCase> = vec![
         (
             "#disposition=fail".into(),
             rows_where(report, "disposition", "fail"),
@@ -490,4 +501,34 @@ fn host_supplied_markup_is_text_in_the_browser() {
     for token in secrets.all() {
         assert!(!dom.contains(token), "a token reached the page");
     }
+}
+
+#[test]
+fn an_html_path_is_refused_like_every_report_path() {
+    let dir = scratch("paths");
+    let same = dir.join("r.json");
+    let out = Command::new(exe())
+        .args(["run", "--report"])
+        .arg(&same)
+        .arg("--html")
+        .arg(&same)
+        .output()
+        .expect("toolcert runs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--html") && text.contains("give each report its own path"),
+        "{text}"
+    );
+    let out = Command::new(exe())
+        .args(["run", "--html"])
+        .arg(dir.join("missing").join("r.html"))
+        .output()
+        .expect("toolcert runs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--html") && text.contains("does not exist"),
+        "{text}"
+    );
 }

@@ -308,7 +308,7 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
     let _ = writeln!(
         out,
         "<footer class=\"muted\"><p>Report digest (RFC 8785 + SHA-256): <code id=\"digest\">{}</code></p></footer>\n<script>{SCRIPT}</script>\n</body></html>",
-        esc(r, s(&report, "digest"))
+        esc(r, s(report, "digest"))
     );
     out
 }
