@@ -127,11 +127,24 @@ fn assert_contained(a: &Artifacts, secrets: &Secrets, allowed: &[&str]) -> Value
         assert!(!lower.contains(raw), "r.md carries raw {raw}:\n{md}");
     }
 
-    // Nothing a host sent reaches a terminal or the Markdown as a raw control character.
+    // The HTML page carries the host's markup as text only: its own script is the one
+    // script element, and no host tag or comment opens (tests/html_report.rs renders it).
+    let html = a
+        .html
+        .as_deref()
+        .unwrap_or_else(|| panic!("no r.html\n{}", ctx()));
+    let lower_html = html.to_ascii_lowercase();
+    assert_eq!(lower_html.matches("<script").count(), 1, "r.html scripts");
+    for raw in ["<img", "<!--", "<iframe", "<object"] {
+        assert!(!lower_html.contains(raw), "r.html carries raw {raw}");
+    }
+
+    // Nothing a host sent reaches a terminal or a report as a raw control character.
     for (name, text) in [
         ("stdout", a.stdout.as_str()),
         ("stderr", a.stderr.as_str()),
         ("r.md", md),
+        ("r.html", html),
     ] {
         if let Some(c) = text
             .chars()

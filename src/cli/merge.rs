@@ -29,6 +29,9 @@ pub struct MergeArgs {
     /// Also write the Markdown report here.
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    /// Also write the HTML report here (as `run --html`).
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
     /// Judge the merged rows against this expectation baseline (as `run --expect`).
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
@@ -151,6 +154,14 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.markdown {
         std::fs::write(path, crate::report::render_markdown(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        // The shards' secrets are not known here; the shards' reports were scrubbed when
+        // written, and the default redactor still scrubs any `Bearer` value.
+        let value = crate::report::to_value(&suite, &report)?;
+        let redactor = crate::redact::Redactor::default();
+        std::fs::write(path, crate::report::render_html(&value, &redactor))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let counts = crate::report::counts_for(&run.rows);

@@ -92,6 +92,11 @@ pub struct RunArgs {
     /// Write the Markdown certification report here.
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    /// Write the HTML report here: one self-contained page (no network fetches) with the
+    /// verdict, a summary per family, every row filterable by disposition and family, its
+    /// checks, and the transcripts with `curl` reproducers.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
     /// Load the suite from this checkout instead of the embedded one.
     #[arg(long, value_name = "DIR")]
     pub suite: Option<PathBuf>,
@@ -139,6 +144,7 @@ fn validate(args: &RunArgs) -> anyhow::Result<()> {
         ("--report", &args.report),
         ("--junit", &args.junit),
         ("--markdown", &args.markdown),
+        ("--html", &args.html),
     ];
     let inputs = args
         .profile
@@ -487,6 +493,12 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.markdown {
         std::fs::write(path, crate::report::render_markdown(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        // From the sealed JSON value, so the page shows exactly what `--report` holds.
+        let value = crate::report::to_value(&suite, &report)?;
+        std::fs::write(path, crate::report::render_html(&value, &redactor))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     drop(session);

@@ -1,9 +1,11 @@
-//! Reports. The JSON report is the single source; JUnit XML and Markdown derive from it.
+//! Reports. The JSON report is the single source; JUnit XML, Markdown and HTML derive from it.
 
+mod html;
 mod json;
 mod junit;
 mod markdown;
 
+pub use html::{escape as escape_html, render_html};
 pub use json::{
     REPORT_MINOR, Report, ReportError, build, counts as counts_for, to_value, write_json,
 };

@@ -624,6 +624,8 @@ pub struct Artifacts {
     pub junit: Option<String>,
     /// `--markdown` file, if written.
     pub markdown: Option<String>,
+    /// `--html` file, if written.
+    pub html: Option<String>,
     /// Directory the reports were written to.
     pub dir: PathBuf,
 }
@@ -639,7 +641,7 @@ impl Drop for Artifacts {
 }
 
 impl Artifacts {
-    /// `(name, text)` of every artifact that exists: the three reports, stdout, stderr.
+    /// `(name, text)` of every artifact that exists: the four reports, stdout, stderr.
     pub fn texts(&self) -> Vec<(&'static str, &str)> {
         let mut out = vec![
             ("stdout", self.stdout.as_str()),
@@ -649,6 +651,7 @@ impl Artifacts {
             ("r.json", &self.json),
             ("r.xml", &self.junit),
             ("r.md", &self.markdown),
+            ("r.html", &self.html),
         ] {
             if let Some(t) = text {
                 out.push((name, t.as_str()));
@@ -702,8 +705,13 @@ pub fn run_toolcert(
     kill_after: Duration,
 ) -> Artifacts {
     std::fs::create_dir_all(dir).expect("scratch dir");
-    let (json, xml, md) = (dir.join("r.json"), dir.join("r.xml"), dir.join("r.md"));
-    for f in [&json, &xml, &md] {
+    let (json, xml, md, html) = (
+        dir.join("r.json"),
+        dir.join("r.xml"),
+        dir.join("r.md"),
+        dir.join("r.html"),
+    );
+    for f in [&json, &xml, &md, &html] {
         let _ = std::fs::remove_file(f);
     }
     let profile = dir.join("profile.json");
@@ -712,7 +720,12 @@ pub fn run_toolcert(
     args.push("--profile".into());
     args.push(profile.display().to_string());
     args.extend(secrets.flags());
-    for (flag, path) in [("--report", &json), ("--junit", &xml), ("--markdown", &md)] {
+    for (flag, path) in [
+        ("--report", &json),
+        ("--junit", &xml),
+        ("--markdown", &md),
+        ("--html", &html),
+    ] {
         args.push(flag.into());
         args.push(path.display().to_string());
     }
@@ -764,6 +777,7 @@ pub fn run_toolcert(
         json: read(&json),
         junit: read(&xml),
         markdown: read(&md),
+        html: read(&html),
         dir: dir.to_path_buf(),
     }
 }
