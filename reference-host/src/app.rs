@@ -47,6 +47,8 @@ pub struct AppState {
 #[derive(Debug)]
 struct Inner {
     mutant: Option<Mutant>,
+    /// How many more times `mutant_is` may answer yes ([`HostConfig::mutant_budget`]).
+    mutant_budget: Option<std::sync::atomic::AtomicU64>,
     seams_enabled: bool,
     /// Serving as a plain upstream v1 host ([`crate::upstream`]).
     upstream_only: bool,
@@ -88,6 +90,7 @@ impl AppState {
         storage.fanout().set_mutant(config.mutant);
         let inner = Inner {
             mutant: config.mutant,
+            mutant_budget: config.mutant_budget.map(std::sync::atomic::AtomicU64::new),
             seams_enabled: config.seams_enabled,
             upstream_only: config.upstream_only,
             principals: PrincipalDirectory::new(config.principals.clone())?,
@@ -122,9 +125,19 @@ impl AppState {
         self.inner.mutant
     }
 
-    /// Whether `mutant` is the active one.
+    /// Whether `mutant` is the active one (and, under a [`HostConfig::mutant_budget`], has
+    /// misbehaved fewer times than the budget: each yes spends one).
     pub fn mutant_is(&self, mutant: Mutant) -> bool {
-        self.inner.mutant == Some(mutant)
+        use std::sync::atomic::Ordering;
+        if self.inner.mutant != Some(mutant) {
+            return false;
+        }
+        match &self.inner.mutant_budget {
+            None => true,
+            Some(left) => left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok(),
+        }
     }
 
     /// Whether the conformance seams are mounted.

@@ -42,6 +42,16 @@ impl ReferenceVariant {
     }
 }
 
+/// Test-only knob: the embedded host's mutant misbehaves only the first N times its bug is
+/// reached ([`reference_host::HostConfig::mutant_budget`]), so a test can make a row pass in
+/// some `--repeat` trials and fail in others. It can only make a mutated host less broken,
+/// and has no effect without `--reference-mutant`.
+pub const MUTANT_BUDGET_ENV: &str = "TOOLCERT_TEST_MUTANT_BUDGET";
+
+fn mutant_budget() -> Option<u64> {
+    std::env::var(MUTANT_BUDGET_ENV).ok()?.trim().parse().ok()
+}
+
 /// A host to certify.
 pub struct Target {
     /// Base URL.
@@ -77,6 +87,7 @@ impl Target {
             mutant,
             seams_enabled: true,
             upstream_only,
+            mutant_budget: mutant_budget(),
             ..reference_host::HostConfig::default()
         };
         let host = reference_host::start(config)
