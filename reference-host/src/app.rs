@@ -47,8 +47,6 @@ pub struct AppState {
 #[derive(Debug)]
 struct Inner {
     mutant: Option<Mutant>,
-    /// How many more times `mutant_is` may answer yes ([`HostConfig::mutant_budget`]).
-    mutant_budget: Option<std::sync::atomic::AtomicU64>,
     seams_enabled: bool,
     /// Serving as a plain upstream v1 host ([`crate::upstream`]).
     upstream_only: bool,
@@ -90,7 +88,6 @@ impl AppState {
         storage.fanout().set_mutant(config.mutant);
         let inner = Inner {
             mutant: config.mutant,
-            mutant_budget: config.mutant_budget.map(std::sync::atomic::AtomicU64::new),
             seams_enabled: config.seams_enabled,
             upstream_only: config.upstream_only,
             principals: PrincipalDirectory::new(config.principals.clone())?,
@@ -125,19 +122,9 @@ impl AppState {
         self.inner.mutant
     }
 
-    /// Whether `mutant` is the active one (and, under a [`HostConfig::mutant_budget`], has
-    /// misbehaved fewer times than the budget: each yes spends one).
+    /// Whether `mutant` is the active one.
     pub fn mutant_is(&self, mutant: Mutant) -> bool {
-        use std::sync::atomic::Ordering;
-        if self.inner.mutant != Some(mutant) {
-            return false;
-        }
-        match &self.inner.mutant_budget {
-            None => true,
-            Some(left) => left
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok(),
-        }
+        self.inner.mutant == Some(mutant)
     }
 
     /// Whether the conformance seams are mounted.

@@ -58,10 +58,6 @@ pub struct HostConfig {
     /// upstream fixtures and seams (see [`crate::upstream`]). Default off:
     /// the v2 host.
     pub upstream_only: bool,
-    /// For tests of an intermittently broken host (toolcert's `--repeat` flaky rows): the
-    /// mutant misbehaves only the first N times a bug site asks [`crate::AppState::mutant_is`],
-    /// then the host behaves correctly. `None` (the default): always.
-    pub mutant_budget: Option<u64>,
 }
 
 /// Default of [`HostConfig::record_limit_bytes`].
@@ -83,7 +79,6 @@ impl Default for HostConfig {
             data_dir: None,
             record_limit_bytes: DEFAULT_RECORD_LIMIT_BYTES,
             upstream_only: false,
-            mutant_budget: None,
         }
     }
 }

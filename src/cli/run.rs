@@ -375,7 +375,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         repeat: args.repeat,
         ..RunOptions::default()
     };
-    let target = target_for(&args, &rt)?;
+    let mut target = target_for(&args, &rt)?;
+    rt.block_on(target.prepare_trials(args.repeat))?;
     let started = std::time::Instant::now();
     let session = Arc::new(rt.block_on(Session::open(&target, &opts))?);
     let redactor = session.redactor(&suite);

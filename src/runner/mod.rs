@@ -143,6 +143,9 @@ fn status_word(s: CheckStatus) -> &'static str {
 /// State shared by the scenarios of one run.
 pub struct Session {
     client: HostClient,
+    /// Under `--repeat K`: the clients of trials 2 to K (each its own embedded host, or the
+    /// target's for any other host).
+    trial_clients: Vec<HostClient>,
     receiver: Receiver,
     provider: mock_provider::MockProvider,
     mcp: McpServer,
@@ -187,12 +190,16 @@ impl Session {
         if let Ok(d) = &discovery {
             client.set_wire(d.wire);
         }
+        let trial_clients = (2..=opts.repeat.max(1))
+            .map(|t| client.with_base_url(target.trial_base_url(t)))
+            .collect();
         let salt = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
         let tokens = Redactor::new(target.profile.secrets(), Vec::new());
         Ok(Session {
+            trial_clients,
             tokens,
             scenario_budget: opts.scenario_budget,
             run_deadline: opts.deadline.map(|d| Instant::now() + d),
@@ -357,6 +364,10 @@ impl Session {
 
     async fn run_seeded(&self, suite: &Suite, scenario: &Scenario, trial: u32) -> ScenarioResult {
         let seed = self.seed_of(trial);
+        let host_client = trial
+            .checked_sub(2)
+            .and_then(|i| self.trial_clients.get(i as usize))
+            .unwrap_or(&self.client);
         let started = Instant::now();
         let blanket = |status: CheckStatus, detail: String| -> Vec<CheckOutcome> {
             scenario
@@ -486,9 +497,9 @@ impl Session {
         }
         let scenario_client = spawned
             .as_ref()
-            .map(|h| self.client.with_base_url(h.base_url()));
+            .map(|h| host_client.with_base_url(h.base_url()));
         let mut ctx = ScenarioCtx {
-            client: scenario_client.as_ref().unwrap_or(&self.client),
+            client: scenario_client.as_ref().unwrap_or(host_client),
             surfaces: &suite.surfaces,
             receiver: &self.receiver,
             provider: &self.provider,
@@ -779,6 +790,8 @@ pub async fn run_reference(
     select: Option<&dyn Fn(&Scenario) -> bool>,
 ) -> Result<RunOutcome, TargetError> {
     let target = Target::embedded_variant(variant).await?;
+    let mut target = target;
+    target.prepare_trials(opts.repeat).await?;
     let target = match &opts.reference_host_exe {
         Some(exe) => {
             let command = SpawnCommand::reference_host(
