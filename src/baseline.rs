@@ -50,7 +50,7 @@ pub enum BaselineError {
     },
     /// The file does not satisfy the schema.
     #[error(
-        "{path}: at JSON pointer \"{pointer}\": {message} (schema {EXPECTATIONS_SCHEMA}); each entry needs a row id, a disposition other than pass (warn, inapplicable, blocked, fail, error) and a non-empty reason"
+        "{path}: at JSON pointer \"{pointer}\": {message} (schema {EXPECTATIONS_SCHEMA}); each entry needs a row id, a disposition other than pass (warn, inapplicable, blocked, flaky, fail, error) and a non-empty reason"
     )]
     Invalid {
         /// The file.

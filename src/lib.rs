@@ -20,6 +20,7 @@
 //! - [`baseline`] judges a run against the rows a user expects not to pass;
 //! - [`recheck`] seals reports with a digest and re-judges them offline;
 //! - [`partition`] splits the scenarios into stable shards;
+//! - [`repeat`] runs every scenario K times and folds the trials (pass^k, `flaky`);
 //! - [`redact`] scrubs every token and canary from whatever leaves toolcert.
 //!
 //! ```no_run
@@ -43,6 +44,7 @@ pub mod mcp;
 pub mod partition;
 pub mod recheck;
 pub mod redact;
+pub mod repeat;
 pub mod report;
 pub mod runner;
 pub mod steps;

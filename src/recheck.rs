@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::runner::ScenarioResult;
 use crate::suite::Suite;
-use crate::verdict::{CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions, fold_rows};
+use crate::verdict::{CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions};
 
 /// The prefix of a report's `digest`.
 pub const DIGEST_PREFIX: &str = "sha256:";
@@ -147,6 +147,23 @@ pub fn scenarios_of(report: &Value, file: &str) -> Result<Vec<ScenarioResult>, R
         .collect()
 }
 
+/// The `repeat` member of a report (`None` without `--repeat`).
+pub fn repeat_of(
+    report: &Value,
+    file: &str,
+) -> Result<Option<crate::repeat::Repeat>, RecheckError> {
+    match &report["repeat"] {
+        Value::Null => Ok(None),
+        r => serde_json::from_value(r.clone())
+            .map(Some)
+            .map_err(|e| RecheckError::NotAReport {
+                path: file.to_string(),
+                pointer: "/repeat".into(),
+                message: e.to_string(),
+            }),
+    }
+}
+
 /// The fold options a report was made with (`strict`, `summary.requireEvidence`).
 pub fn fold_options_of(report: &Value) -> FoldOptions {
     FoldOptions {
@@ -163,6 +180,9 @@ pub fn fold_options_of(report: &Value) -> FoldOptions {
 pub struct CheckDiff {
     /// The scenario.
     pub scenario_id: String,
+    /// The trial (`--repeat`), if the report was repeated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
     /// The check.
     pub check_id: String,
     /// The stored status (`None`: the check is new in the suite).
@@ -177,6 +197,9 @@ pub struct CheckDiff {
 pub struct NotRechecked {
     /// The scenario.
     pub scenario_id: String,
+    /// The trial (`--repeat`), if the report was repeated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
     /// The check, or `None` for the whole scenario.
     pub check_id: Option<String>,
     /// Why.
@@ -240,25 +263,28 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
         .as_u64()
         .and_then(|n| u8::try_from(n).ok());
     let mut out = Recheck::default();
-    let mut rejudged: Vec<(String, Vec<CheckOutcome>)> = Vec::new();
+    let mut rejudged: Vec<(String, Option<u32>, Vec<CheckOutcome>)> = Vec::new();
     for stored in &stored_scenarios {
         let id = stored.scenario_id.clone();
+        let trial = stored.trial;
         let Some(scenario) = suite.scenario(&id) else {
             out.not_rechecked.push(NotRechecked {
                 scenario_id: id.clone(),
+                trial,
                 check_id: None,
                 why: "the suite no longer has this scenario; its stored outcome is kept".into(),
             });
-            rejudged.push((id, stored.checks.clone()));
+            rejudged.push((id, trial, stored.checks.clone()));
             continue;
         };
         if stored.observations.is_null() {
             out.not_rechecked.push(NotRechecked {
                 scenario_id: id.clone(),
+                trial,
                 check_id: None,
                 why: "the scenario was never driven (no observations: inapplicable, blocked or not run); its stored outcome is kept".into(),
             });
-            rejudged.push((id, stored.checks.clone()));
+            rejudged.push((id, trial, stored.checks.clone()));
             continue;
         }
         let fresh = crate::expect::evaluate(suite, scenario, &stored.observations, wire_major);
@@ -276,6 +302,7 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
                 Some(b) if b.status != outcome.status && redacted => {
                     out.not_rechecked.push(NotRechecked {
                         scenario_id: id.clone(),
+                        trial,
                         check_id: Some(outcome.check_id.clone()),
                         why: format!(
                             "it reads a value the report redacted ([redacted]/[canary]) and re-judges {} where the run saw {}; the stored status is kept",
@@ -288,6 +315,7 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
                 }
                 Some(b) if b.status != outcome.status => out.checks.push(CheckDiff {
                     scenario_id: id.clone(),
+                    trial,
                     check_id: outcome.check_id.clone(),
                     stored: Some(b.status),
                     now: Some(outcome.status),
@@ -295,6 +323,7 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
                 Some(_) => {}
                 None => out.checks.push(CheckDiff {
                     scenario_id: id.clone(),
+                    trial,
                     check_id: outcome.check_id.clone(),
                     stored: None,
                     now: Some(outcome.status),
@@ -308,7 +337,7 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
         let kept_controls: Vec<String> = out
             .not_rechecked
             .iter()
-            .filter(|n| n.scenario_id == id)
+            .filter(|n| n.scenario_id == id && n.trial == trial)
             .filter_map(|n| n.check_id.clone())
             .filter(|c| {
                 scenario
@@ -318,35 +347,43 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
             })
             .collect();
         if !kept_controls.is_empty() {
-            out.not_rechecked.retain(|n| n.scenario_id != id);
-            out.checks.retain(|c| c.scenario_id != id);
+            out.not_rechecked
+                .retain(|n| n.scenario_id != id || n.trial != trial);
+            out.checks
+                .retain(|c| c.scenario_id != id || c.trial != trial);
             out.not_rechecked.push(NotRechecked {
                 scenario_id: id.clone(),
+                trial,
                 check_id: None,
                 why: format!(
                     "its control or required check {} reads a value the report redacted and re-judges differently, and it decides the scenario's other checks; every stored outcome of the scenario is kept",
                     kept_controls.join(", ")
                 ),
             });
-            rejudged.push((id, stored.checks.clone()));
+            rejudged.push((id, trial, stored.checks.clone()));
             continue;
         }
         for b in &stored.checks {
             if !kept.iter().any(|k| k.check_id == b.check_id) {
                 out.checks.push(CheckDiff {
                     scenario_id: id.clone(),
+                    trial,
                     check_id: b.check_id.clone(),
                     stored: Some(b.status),
                     now: None,
                 });
             }
         }
-        rejudged.push((id, kept));
+        rejudged.push((id, trial, kept));
     }
-    let rows = fold_rows(
+    let repeat = repeat_of(report, file)?;
+    let rows = crate::repeat::fold_trials(
         suite,
         fold_options_of(report),
-        rejudged.iter().map(|(id, c)| (id.as_str(), c.as_slice())),
+        rejudged
+            .iter()
+            .map(|(id, t, c)| (id.as_str(), *t, c.as_slice())),
+        repeat.as_ref().map_or(&[][..], |r| r.seeds.as_slice()),
     );
     let stored_rows: Vec<(String, Option<Disposition>)> = report["rows"]
         .as_array()

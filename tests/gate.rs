@@ -1,5 +1,6 @@
 //! End-to-end tests of the release-gate features, one binary to keep link time down:
-//! expectation baselines, offline recheck, and partitions with merge.
+//! expectation baselines, offline recheck, partitions with merge, `--repeat` (pass^k) and
+//! the progress bar's absence from piped output.
 
 /// Helpers the three modules share.
 mod common {
@@ -42,5 +43,7 @@ mod common {
 mod gate {
     pub mod baseline;
     pub mod partition;
+    pub mod progress;
     pub mod recheck;
+    pub mod repeat;
 }

@@ -4,7 +4,9 @@
 //! Scenarios are concatenated (sorted by id, as a run sorts them) and rows are folded again
 //! from every scenario's checks, because a row's legs can fall in different shards. The
 //! shards must come from the same toolcert, suite, seed, strictness, evidence level and
-//! host (same discovery digest), cover every K of one N exactly once, and be sealed.
+//! host (same discovery digest) and `--repeat` (same trials and trial seeds), cover every K
+//! of one N exactly once, and be sealed. Repeated shards merge trial by trial: rows are
+//! folded per trial and then across trials, as `run --repeat` folds them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,6 +54,7 @@ const SAME: &[&str] = &[
     "/host/upstreamOnly",
     "/host/discovery/sha256",
     "/partition/count",
+    "/repeat",
 ];
 
 pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
@@ -85,7 +88,7 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         for pointer in SAME {
             anyhow::ensure!(
                 shard.pointer(pointer) == first.pointer(pointer),
-                "{name}: {pointer} is {} but {first_name} has {}; merge only shards of one run (same toolcert, suite, --seed, --strict, --require-evidence, host and N)",
+                "{name}: {pointer} is {} but {first_name} has {}; merge only shards of one run (same toolcert, suite, --seed, --strict, --require-evidence, --repeat, host and N)",
                 shard.pointer(pointer).unwrap_or(&Value::Null),
                 first.pointer(pointer).unwrap_or(&Value::Null)
             );
@@ -106,21 +109,26 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     for (name, shard) in &shards {
         for s in crate::recheck::scenarios_of(shard, name)? {
             anyhow::ensure!(
-                !scenarios.iter().any(|x| x.scenario_id == s.scenario_id),
-                "{name}: scenario {} is also in another shard; merge shards of one --partition N",
-                s.scenario_id
+                !scenarios
+                    .iter()
+                    .any(|x| x.scenario_id == s.scenario_id && x.trial == s.trial),
+                "{name}: scenario {}{} is also in another shard; merge shards of one --partition N",
+                s.scenario_id,
+                s.trial.map_or(String::new(), |t| format!(" (trial {t})"))
             );
             scenarios.push(s);
         }
     }
-    scenarios.sort_by(|a, b| a.scenario_id.cmp(&b.scenario_id));
+    scenarios.sort_by(|a, b| (&a.scenario_id, a.trial).cmp(&(&b.scenario_id, b.trial)));
     let opts = crate::recheck::fold_options_of(first);
-    let rows = crate::verdict::fold_rows(
+    let repeat = crate::recheck::repeat_of(first, &shards[0].0)?;
+    let rows = crate::repeat::fold_trials(
         &suite,
         opts,
         scenarios
             .iter()
-            .map(|s| (s.scenario_id.as_str(), s.checks.as_slice())),
+            .map(|s| (s.scenario_id.as_str(), s.trial, s.checks.as_slice())),
+        repeat.as_ref().map_or(&[][..], |r| r.seeds.as_slice()),
     );
     let run = RunOutcome {
         seed: first["seed"].as_u64().unwrap_or(0),
@@ -133,6 +141,7 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         upstream_only: first["host"]["upstreamOnly"].as_bool().unwrap_or(false),
         discovery: first["host"]["discovery"].clone(),
         scenarios,
+        repeat,
         rows,
         uncovered: crate::runner::uncovered_rows(&suite),
         // The shards ran in parallel: the merged run took as long as the slowest.

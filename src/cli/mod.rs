@@ -7,6 +7,7 @@ mod mcp;
 mod merge;
 mod mock_provider;
 mod mutants;
+mod progress;
 mod recheck;
 mod reference_host;
 mod run;

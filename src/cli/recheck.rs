@@ -22,6 +22,11 @@ pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(args.suite.as_deref()).context("loading the suite")?;
     let shown = args.report.display().to_string();
     let outcome = crate::recheck::recheck(&suite, &report, &shown)?;
+    // Under `--repeat` each trial of a scenario is rechecked on its own, and named.
+    let at = |id: &str, trial: Option<u32>| match trial {
+        Some(t) => format!("{id} (trial {t})"),
+        None => id.to_string(),
+    };
     let word = |d: Option<crate::verdict::Disposition>| d.map_or("absent", |d| d.as_str());
     for r in &outcome.rows {
         if r.stored == r.now {
@@ -46,7 +51,7 @@ pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
         };
         println!(
             "check {} {}: {} in the report, {} now",
-            c.scenario_id,
+            at(&c.scenario_id, c.trial),
             c.check_id,
             s(c.stored),
             s(c.now)
@@ -54,8 +59,12 @@ pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
     }
     for n in &outcome.not_rechecked {
         match &n.check_id {
-            Some(check) => println!("not rechecked: {} {check}: {}", n.scenario_id, n.why),
-            None => println!("not rechecked: {}: {}", n.scenario_id, n.why),
+            Some(check) => println!(
+                "not rechecked: {} {check}: {}",
+                at(&n.scenario_id, n.trial),
+                n.why
+            ),
+            None => println!("not rechecked: {}: {}", at(&n.scenario_id, n.trial), n.why),
         }
     }
     let differing: Vec<&str> = outcome.differing().map(|r| r.row.as_str()).collect();

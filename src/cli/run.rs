@@ -112,6 +112,15 @@ pub struct RunArgs {
     /// i % N == K-1 (like `cargo nextest --partition count:K/N`); join with `toolcert merge`.
     #[arg(long, value_name = "K/N")]
     pub partition: Option<crate::partition::Partition>,
+    /// Run every scenario K times (1 to 64), trial i with a seed derived from --seed and i:
+    /// a row passes only if it passed in every trial (pass^k); one that passed in some trials
+    /// only is `flaky`, which never certifies. Trials overlap within --jobs.
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = parse_repeat)]
+    pub repeat: u32,
+}
+
+fn parse_repeat(s: &str) -> Result<u32, String> {
+    crate::repeat::parse_repeat(s).map_err(|e| e.to_string())
 }
 
 /// The range `--timeout-scale` accepts: below 0.1 a connect budget is under 200 ms, above 20 a
@@ -369,9 +378,11 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         require_evidence: args.require_evidence,
         scenario_budget: crate::runner::SCENARIO_BUDGET.mul_f64(args.timeout_scale),
         deadline: args.deadline,
+        repeat: args.repeat,
         ..RunOptions::default()
     };
-    let target = target_for(&args, &rt)?;
+    let mut target = target_for(&args, &rt)?;
+    rt.block_on(target.prepare_trials(args.repeat))?;
     let started = std::time::Instant::now();
     let session = Arc::new(rt.block_on(Session::open(&target, &opts))?);
     let redactor = session.redactor(&suite);
@@ -391,6 +402,14 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             ),
             Err(e) => println!("discovery failed: {}", redactor.text(e)),
         }
+        if args.repeat > 1 {
+            let seeds: Vec<String> = session.trial_seeds().iter().map(u64::to_string).collect();
+            println!(
+                "repeat: {} trials per scenario, trial seeds {} (rerun one trial alone with --seed SEED)",
+                args.repeat,
+                seeds.join(", ")
+            );
+        }
     }
 
     let results: Arc<Mutex<Vec<ScenarioResult>>> = Arc::default();
@@ -404,6 +423,15 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .flat_map(|e| e.expectations.iter().map(|x| x.row.clone()))
             .collect(),
     );
+    let units = (selected.len() as u64) * u64::from(args.repeat);
+    let mut progress = super::progress::Progress::new(units, "trials", args.quiet);
+    // Routed before the trials take their handles: without a pipe the bar is gone for all.
+    let forwarder = progress.route_libtest(&mut libtest);
+    let progress_handle = Arc::new(progress.clone());
+    // At most --jobs trials in flight, whichever scenarios they belong to; a `serial`
+    // scenario runs its trials one at a time with nothing else in flight.
+    let permits = Arc::new(tokio::sync::Semaphore::new(args.jobs));
+    let alone = Arc::new(tokio::sync::RwLock::new(()));
     let trials: Vec<Trial> = suite
         .scenarios
         .iter()
@@ -416,32 +444,59 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 results.clone(),
                 handle.clone(),
             );
+            let (permits, alone, progress) =
+                (permits.clone(), alone.clone(), progress_handle.clone());
+            let serial = s.tags.iter().any(|t| t == "serial");
             let id = s.id.clone();
             Trial::ignorable_test(s.id.clone(), move || {
                 let scenario = suite
                     .scenario(&id)
                     .ok_or_else(|| Failed::from("scenario vanished"))?;
-                let result = handle.block_on(session.run_scenario(&suite, scenario));
-                let disposition = result.disposition;
-                let message = result.failure_message();
+                let one = |t: u32| {
+                    let (session, suite, permits, progress) =
+                        (&session, &suite, &permits, &progress);
+                    async move {
+                        let _permit = permits.acquire().await;
+                        let r = session.run_trial(suite, scenario, t).await;
+                        progress.inc();
+                        r
+                    }
+                };
+                let outcomes: Vec<ScenarioResult> = handle.block_on(async {
+                    if serial {
+                        let _alone = alone.write().await;
+                        let mut out = Vec::new();
+                        for t in 1..=session.trials() {
+                            out.push(one(t).await);
+                        }
+                        out
+                    } else {
+                        let _shared = alone.read().await;
+                        futures_util::future::join_all((1..=session.trials()).map(one)).await
+                    }
+                });
+                let dispositions: Vec<Disposition> =
+                    outcomes.iter().map(|r| r.disposition).collect();
+                let disposition = crate::repeat::across_trials(&dispositions);
+                let message = trials_message(&outcomes, disposition);
                 let only_expected = disposition != Disposition::Pass
-                    && result
-                        .checks
+                    && outcomes
                         .iter()
+                        .flat_map(|r| r.checks.iter())
                         .filter(|c| c.status != crate::verdict::CheckStatus::Pass)
                         .all(|c| expected_rows.contains(&c.row));
                 results
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .push(result);
+                    .extend(outcomes);
                 match disposition {
                     Disposition::Pass => Ok(Completion::Completed),
                     _ if only_expected => {
-                        println!("expected by the baseline ({id}): {message}");
+                        progress.say(&format!("expected by the baseline ({id}): {message}"));
                         Ok(Completion::Completed)
                     }
                     Disposition::Warn if !strict => {
-                        println!("warning ({id}): {message}");
+                        progress.say(&format!("warning ({id}): {message}"));
                         Ok(Completion::Completed)
                     }
                     Disposition::Inapplicable if !strict => {
@@ -457,6 +512,10 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     libtest.filter = None;
     libtest.skip.clear();
     let conclusion = libtest_mimic::run(&libtest, trials);
+    if let Some(f) = forwarder {
+        f.finish();
+    }
+    progress.finish();
 
     let collected = std::mem::take(&mut *results.lock().unwrap_or_else(|p| p.into_inner()));
     let run = conclude(
@@ -512,6 +571,46 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What the console says about a scenario's trials: the failure message of its (first
+/// non-pass) trial; under `--repeat`, which trial and seed, and for `flaky` the pass rate.
+fn trials_message(outcomes: &[ScenarioResult], disposition: Disposition) -> String {
+    let Some(worst) = outcomes
+        .iter()
+        .find(|r| r.disposition != Disposition::Pass)
+        .or(outcomes.first())
+    else {
+        return String::new();
+    };
+    if outcomes.len() <= 1 {
+        return worst.failure_message();
+    }
+    if outcomes.iter().all(|r| r.disposition == worst.disposition) {
+        return format!(
+            "{}\n(the same in all {} trials)",
+            worst.failure_message(),
+            outcomes.len()
+        );
+    }
+    let passes = outcomes
+        .iter()
+        .filter(|r| r.disposition == Disposition::Pass)
+        .count();
+    let trial = match (worst.trial, worst.seed) {
+        (Some(t), Some(seed)) => format!("trial {t} (seed {seed})"),
+        _ => "a trial".to_string(),
+    };
+    let rate = if disposition == Disposition::Flaky {
+        format!("passed {passes} of {} trials; ", outcomes.len())
+    } else {
+        String::new()
+    };
+    format!(
+        "{rate}{trial} was {}:\n{}",
+        worst.disposition,
+        worst.failure_message()
+    )
 }
 
 fn parse_deadline(s: &str) -> Result<std::time::Duration, String> {

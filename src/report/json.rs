@@ -54,7 +54,8 @@ pub struct Report {
     /// Format version of this document.
     pub report_version: u32,
     /// Minor format version: fields added compatibly within `reportVersion` (1: `digest`,
-    /// `expectations`, `partition`).
+    /// `expectations`, `partition`; 2: `repeat`, the `flaky` disposition, rows' `trials`,
+    /// `passes` and `passK`, scenarios' `trial` and `seed`).
     pub report_minor: u32,
     /// toolcert's version.
     pub toolcert_version: String,
@@ -82,6 +83,9 @@ pub struct Report {
     /// The `--partition K/N` shard this report covers, when sharded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partition: Option<crate::partition::Partition>,
+    /// `--repeat K` with K > 1: K and every trial's seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<crate::repeat::Repeat>,
 }
 
 /// Count dispositions.
@@ -119,7 +123,13 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
     };
     summary["passEvidence"] = json!({"double": at(Evidence::Double), "wire": at(Evidence::Wire)});
     summary["requireEvidence"] = json!(run.require_evidence);
-    summary["scenarios"] = json!(run.scenarios.len());
+    // Scenarios, not trials: under `--repeat` each scenario has K results.
+    let distinct: std::collections::BTreeSet<&str> = run
+        .scenarios
+        .iter()
+        .map(|s| s.scenario_id.as_str())
+        .collect();
+    summary["scenarios"] = json!(distinct.len());
     summary["uncovered"] = json!(run.uncovered.len());
     summary["certified"] = json!(!run.denied());
     summary["elapsedMs"] = json!(run.elapsed_ms);
@@ -147,11 +157,12 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
         scenarios: run.scenarios.clone(),
         expectations: None,
         partition: None,
+        repeat: run.repeat.clone(),
     }
 }
 
 /// The minor format version this toolcert writes.
-pub const REPORT_MINOR: u32 = 1;
+pub const REPORT_MINOR: u32 = 2;
 
 /// The report as JSON, validated against its schema and sealed with its `digest`.
 pub fn to_value(suite: &Suite, report: &Report) -> Result<Value, ReportError> {

@@ -2,7 +2,9 @@
 //!
 //! Mapping (explicit, because CI systems read it): `pass` ⇒ success; `warn` ⇒ success with
 //! the warning in system-out; `inapplicable` ⇒ skipped with the reason; `blocked` and `fail`
-//! ⇒ failure; `error` ⇒ error. Every case carries the property `disposition`, and a `pass`
+//! ⇒ failure; `flaky` (`--repeat K`: passed in some trials only) ⇒ failure of type `flaky`
+//! with the pass rate in the message; `error` ⇒ error. Under `--repeat K` every case also
+//! carries the properties `trials`, `passes` and `passK`. Every case carries the property `disposition`, and a `pass`
 //! or `warn` case the property `evidence` (`double` or `wire`) and says it in system-out.
 //!
 //! With `--expect FILE`: a row exactly as the baseline expects is skipped (property
@@ -36,7 +38,7 @@ pub fn render_junit(report: &JsonReport) -> String {
                     s.set_message(message.clone());
                     s
                 }
-                Disposition::Blocked | Disposition::Fail => {
+                Disposition::Blocked | Disposition::Fail | Disposition::Flaky => {
                     let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
                     s.set_message(message.clone())
                         .set_type(v.disposition.as_str());
@@ -87,6 +89,11 @@ pub fn render_junit(report: &JsonReport) -> String {
             case.add_property(("disposition", v.disposition.as_str()));
             if let Some(evidence) = v.evidence {
                 case.add_property(("evidence", evidence.as_str()));
+            }
+            if let (Some(trials), Some(passes), Some(pass_k)) = (v.trials, v.passes, v.pass_k) {
+                case.add_property(("trials", trials.to_string().as_str()));
+                case.add_property(("passes", passes.to_string().as_str()));
+                case.add_property(("passK", if pass_k { "true" } else { "false" }));
             }
             match (v.disposition, v.evidence) {
                 (Disposition::Warn, _) => {

@@ -56,6 +56,15 @@ pub fn render_markdown(report: &Report) -> String {
         "- toolcert {} (suite {}), seed {}, strict: {}",
         report.toolcert_version, report.suite_version, report.seed, report.strict
     );
+    if let Some(r) = &report.repeat {
+        let seeds: Vec<String> = r.seeds.iter().map(u64::to_string).collect();
+        let _ = writeln!(
+            out,
+            "- Repeat: {} trials per scenario (pass^k: a row passes only if it passed in every trial; `flaky` if only in some), trial seeds {}",
+            r.trials,
+            seeds.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "- Verdict: **{}** ({} rows judged in {} scenarios; {} rows not covered yet)\n",
@@ -65,16 +74,14 @@ pub fn render_markdown(report: &Report) -> String {
             "not certified"
         },
         report.rows.len(),
-        report.scenarios.len(),
+        report.summary["scenarios"],
         report.uncovered.len()
     );
 
     let _ = writeln!(out, "## Summary per family\n");
-    let _ = writeln!(
-        out,
-        "| family | pass | warn | inapplicable | blocked | fail | error |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let names: Vec<&str> = Disposition::ALL.iter().map(|d| d.as_str()).collect();
+    let _ = writeln!(out, "| family | {} |", names.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(names.len()));
     // The pass column says at which evidence level the rows held: `3 (2 double, 1 wire)`.
     let mut families: BTreeMap<&str, BTreeMap<Disposition, usize>> = BTreeMap::new();
     for r in &report.rows {
@@ -138,6 +145,13 @@ pub fn render_markdown(report: &Report) -> String {
             v.scenario_id,
             cell(&v.detail)
         );
+        if let (Some(trials), Some(passes)) = (v.trials, v.passes) {
+            let _ = writeln!(
+                out,
+                "- Trials: passed {passes} of {trials} (pass^k: {})\n",
+                if v.pass_k == Some(true) { "yes" } else { "no" }
+            );
+        }
     }
     let passed: Vec<_> = report
         .rows
@@ -162,7 +176,10 @@ pub fn render_markdown(report: &Report) -> String {
                 v.requirement_id,
                 v.evidence.map_or("?", |e| e.as_str()),
                 v.scenario_id,
-                cell(&v.detail)
+                match (v.passes, v.trials) {
+                    (Some(p), Some(k)) => format!("passed {p} of {k} trials; {}", cell(&v.detail)),
+                    _ => cell(&v.detail),
+                }
             );
         }
     }

@@ -25,9 +25,7 @@ use crate::steps::{Flow, ScenarioCtx};
 use crate::suite::{Level, Scenario, Suite};
 use crate::template;
 use crate::transcript::Transcript;
-use crate::verdict::{
-    CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions, RowVerdict, fold_rows,
-};
+use crate::verdict::{CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions, RowVerdict};
 use crate::witness::{McpServer, Receiver};
 
 /// Default wall budget of one scenario (scaled by `--timeout-scale` at the CLI): the longest
@@ -64,6 +62,9 @@ pub struct RunOptions {
     pub reference_host_exe: Option<std::path::PathBuf>,
     /// `--ca-cert`: the only roots trusted for an https host (empty: the system's).
     pub ca_certs: crate::host::CaCerts,
+    /// `--repeat K`: trials per scenario, 1 to [`crate::repeat::MAX_REPEAT`] (see
+    /// [`crate::repeat`]).
+    pub repeat: u32,
 }
 
 impl Default for RunOptions {
@@ -78,6 +79,7 @@ impl Default for RunOptions {
             deadline: None,
             reference_host_exe: crate::host::reference_host_exe(),
             ca_certs: crate::host::CaCerts::default(),
+            repeat: 1,
         }
     }
 }
@@ -100,6 +102,12 @@ pub struct ScenarioResult {
     pub observations: Value,
     /// Wall time.
     pub elapsed_ms: u64,
+    /// Under `--repeat K` (K > 1): which trial this is, 1 to K.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
+    /// Under `--repeat K`: the trial's seed ([`crate::repeat::trial_seed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 impl ScenarioResult {
@@ -135,13 +143,17 @@ fn status_word(s: CheckStatus) -> &'static str {
 /// State shared by the scenarios of one run.
 pub struct Session {
     client: HostClient,
+    /// Under `--repeat K`: the clients of trials 2 to K (each its own embedded host, or the
+    /// target's for any other host).
+    trial_clients: Vec<HostClient>,
     receiver: Receiver,
     provider: mock_provider::MockProvider,
     mcp: McpServer,
     discovery: Result<Discovery, String>,
     profile: HostProfile,
     spawner: Option<SpawnCommand>,
-    seed: u64,
+    /// The seed of each trial (`--repeat K`: K seeds; trial 1's is the run seed).
+    trial_seeds: Vec<u64>,
     salt: u64,
     strict: bool,
     /// Every token of the run (canaries are added per suite, see [`Session::redactor`]).
@@ -180,12 +192,16 @@ impl Session {
         if let Ok(d) = &discovery {
             client.set_wire(d.wire);
         }
+        let trial_clients = (2..=opts.repeat.max(1))
+            .map(|t| client.with_base_url(target.trial_base_url(t)))
+            .collect();
         let salt = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
         let tokens = Redactor::new(target.profile.secrets(), Vec::new());
         Ok(Session {
+            trial_clients,
             tokens,
             redactor: OnceLock::new(),
             scenario_budget: opts.scenario_budget,
@@ -199,7 +215,7 @@ impl Session {
             discovery,
             profile: target.profile.clone(),
             spawner: target.spawner.clone(),
-            seed: opts.seed,
+            trial_seeds: crate::repeat::trial_seeds(opts.seed, opts.repeat),
             salt,
             strict: opts.strict,
         })
@@ -286,31 +302,79 @@ impl Session {
         }
     }
 
-    /// The canary secret of a scenario: seeded by the scenario, derived up front, so the
-    /// redactor knows every canary of the run before any host answers.
-    fn canary_of(&self, scenario: &str) -> String {
-        format!("tc-canary-{}", self.derive(scenario, "canary"))
+    /// The canary secret of a scenario's trial: seeded by the scenario and the trial seed,
+    /// derived up front, so the redactor knows every canary of the run before any host answers.
+    fn canary_of(&self, seed: u64, scenario: &str) -> String {
+        format!("tc-canary-{}", self.derive(seed, scenario, "canary"))
     }
 
     /// The redactor of a run of `suite`: every token of the profile and flags, and the canary
-    /// of every scenario (a host may echo one scenario's canary into another's answers). Built
-    /// on first use: a session runs one suite.
+    /// of every scenario in every trial (a host may echo one scenario's canary into another's
+    /// answers). Built on first use: a session runs one suite.
     pub fn redactor(&self, suite: &Suite) -> Redactor {
         self.redactor
             .get_or_init(|| {
                 self.tokens
-                    .with_canaries(suite.scenarios.iter().map(|s| self.canary_of(&s.id)))
+                    .with_canaries(suite.scenarios.iter().flat_map(|s| {
+                        self.trial_seeds
+                            .iter()
+                            .map(|seed| self.canary_of(*seed, &s.id))
+                    }))
             })
             .clone()
     }
 
-    fn derive(&self, scenario: &str, purpose: &str) -> String {
-        let material = format!("{}\0{}\0{}\0{}", self.seed, self.salt, scenario, purpose);
+    fn derive(&self, seed: u64, scenario: &str, purpose: &str) -> String {
+        let material = format!("{}\0{}\0{}\0{}", seed, self.salt, scenario, purpose);
         crate::canonical::sha256_hex(material.as_bytes())[..16].to_string()
     }
 
-    /// Run one scenario to its judged result.
+    /// Trials per scenario (`--repeat K`).
+    pub fn trials(&self) -> u32 {
+        self.trial_seeds.len() as u32
+    }
+
+    /// The seed of each trial, trial 1 first.
+    pub fn trial_seeds(&self) -> &[u64] {
+        &self.trial_seeds
+    }
+
+    /// Run one scenario to its judged result (trial 1).
     pub async fn run_scenario(&self, suite: &Suite, scenario: &Scenario) -> ScenarioResult {
+        self.run_trial(suite, scenario, 1).await
+    }
+
+    /// Run trial `trial` (1 to [`Session::trials`]) of a scenario: its nonce, canary and so its
+    /// receiver ids, tool names and doubles' state derive from the trial's seed, so trials
+    /// overlap without sharing state. Under `--repeat` the result names its trial and seed.
+    pub async fn run_trial(
+        &self,
+        suite: &Suite,
+        scenario: &Scenario,
+        trial: u32,
+    ) -> ScenarioResult {
+        let mut result = self.run_seeded(suite, scenario, trial).await;
+        if self.trials() > 1 {
+            result.trial = Some(trial);
+            result.seed = Some(self.seed_of(trial));
+        }
+        result
+    }
+
+    fn seed_of(&self, trial: u32) -> u64 {
+        let i = (trial.max(1) - 1) as usize;
+        self.trial_seeds
+            .get(i)
+            .copied()
+            .unwrap_or_else(|| crate::repeat::trial_seed(self.trial_seeds[0], trial))
+    }
+
+    async fn run_seeded(&self, suite: &Suite, scenario: &Scenario, trial: u32) -> ScenarioResult {
+        let seed = self.seed_of(trial);
+        let host_client = trial
+            .checked_sub(2)
+            .and_then(|i| self.trial_clients.get(i as usize))
+            .unwrap_or(&self.client);
         let started = Instant::now();
         let blanket = |status: CheckStatus, detail: String| -> Vec<CheckOutcome> {
             scenario
@@ -372,8 +436,8 @@ impl Session {
                 );
             }
         };
-        let nonce = self.derive(&scenario.id, "nonce");
-        let canary = self.canary_of(&scenario.id);
+        let nonce = self.derive(seed, &scenario.id, "nonce");
+        let canary = self.canary_of(seed, &scenario.id);
         let (roles, scopes) = self.profile.template_view();
         let mut doc = json!({
             "vars": {"nonce": nonce, "canary": canary},
@@ -440,9 +504,9 @@ impl Session {
         }
         let scenario_client = spawned
             .as_ref()
-            .map(|h| self.client.with_base_url(h.base_url()));
+            .map(|h| host_client.with_base_url(h.base_url()));
         let mut ctx = ScenarioCtx {
-            client: scenario_client.as_ref().unwrap_or(&self.client),
+            client: scenario_client.as_ref().unwrap_or(host_client),
             surfaces: &suite.surfaces,
             receiver: &self.receiver,
             provider: &self.provider,
@@ -535,6 +599,8 @@ impl Session {
             transcript,
             observations: redactor.value(&observations),
             elapsed_ms: started.elapsed().as_millis() as u64,
+            trial: None,
+            seed: None,
         }
     }
 }
@@ -559,8 +625,10 @@ pub struct RunOutcome {
     pub upstream_only: bool,
     /// The discovery document, its digest and wire major, or why discovery failed.
     pub discovery: Value,
-    /// Per scenario results, sorted by id.
+    /// Per scenario results, sorted by id (then trial).
     pub scenarios: Vec<ScenarioResult>,
+    /// `--repeat K` with K > 1: K and every trial's seed.
+    pub repeat: Option<crate::repeat::Repeat>,
     /// One verdict per row the run judged, in registry order.
     pub rows: Vec<RowVerdict>,
     /// Rows that no scenario covers yet (not unwitnessable): listed, never judged as pass.
@@ -617,8 +685,8 @@ pub fn conclude(
     mut scenarios: Vec<ScenarioResult>,
     elapsed_ms: u64,
 ) -> RunOutcome {
-    scenarios.sort_by(|a, b| a.scenario_id.cmp(&b.scenario_id));
-    let rows = fold_rows(
+    scenarios.sort_by(|a, b| (&a.scenario_id, a.trial).cmp(&(&b.scenario_id, b.trial)));
+    let rows = crate::repeat::fold_trials(
         suite,
         FoldOptions {
             strict: opts.strict,
@@ -626,8 +694,13 @@ pub fn conclude(
         },
         scenarios
             .iter()
-            .map(|s| (s.scenario_id.as_str(), s.checks.as_slice())),
+            .map(|s| (s.scenario_id.as_str(), s.trial, s.checks.as_slice())),
+        session.trial_seeds(),
     );
+    let repeat = (session.trials() > 1).then(|| crate::repeat::Repeat {
+        trials: session.trials(),
+        seeds: session.trial_seeds().to_vec(),
+    });
     RunOutcome {
         seed: opts.seed,
         strict: opts.strict,
@@ -638,6 +711,7 @@ pub fn conclude(
         upstream_only: target.upstream_only,
         discovery: session.discovery_summary(),
         scenarios,
+        repeat,
         rows,
         uncovered: uncovered_rows(suite),
         elapsed_ms,
@@ -656,8 +730,9 @@ pub fn uncovered_rows(suite: &Suite) -> Vec<String> {
         .collect()
 }
 
-/// Run the selected scenarios (all when `select` is `None`) against `target`: parallel up to
-/// `jobs`, then `serial`-tagged ones alone.
+/// Run the selected scenarios (all when `select` is `None`) against `target`, each
+/// `opts.repeat` times: every (scenario, trial) pair in parallel up to `jobs`, then the
+/// trials of `serial`-tagged scenarios one at a time, alone.
 pub async fn run_selected(
     suite: &Suite,
     target: &Target,
@@ -674,16 +749,23 @@ pub async fn run_selected(
     let (serial, parallel): (Vec<&Scenario>, Vec<&Scenario>) = chosen
         .into_iter()
         .partition(|s| s.tags.iter().any(|t| t == "serial"));
-    let mut results: Vec<ScenarioResult> = futures_util::stream::iter(parallel)
-        .map(|s| {
-            let session = session.clone();
-            async move { session.run_scenario(suite, s).await }
-        })
-        .buffer_unordered(opts.jobs.max(1))
-        .collect()
-        .await;
+    let trials = session.trials();
+    let mut results: Vec<ScenarioResult> = futures_util::stream::iter(
+        parallel
+            .into_iter()
+            .flat_map(|s| (1..=trials).map(move |t| (s, t))),
+    )
+    .map(|(s, t)| {
+        let session = session.clone();
+        async move { session.run_trial(suite, s, t).await }
+    })
+    .buffer_unordered(opts.jobs.max(1))
+    .collect()
+    .await;
     for s in serial {
-        results.push(session.run_scenario(suite, s).await);
+        for t in 1..=trials {
+            results.push(session.run_trial(suite, s, t).await);
+        }
     }
     Ok(conclude(
         suite,
@@ -715,6 +797,8 @@ pub async fn run_reference(
     select: Option<&dyn Fn(&Scenario) -> bool>,
 ) -> Result<RunOutcome, TargetError> {
     let target = Target::embedded_variant(variant).await?;
+    let mut target = target;
+    target.prepare_trials(opts.repeat).await?;
     let target = match &opts.reference_host_exe {
         Some(exe) => {
             let command = SpawnCommand::reference_host(

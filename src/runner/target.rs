@@ -42,6 +42,26 @@ impl ReferenceVariant {
     }
 }
 
+/// Test-only knob: under `--repeat`, the `--reference-mutant` is switched on only in the
+/// embedded hosts of these trials (comma-separated trial numbers, e.g. `2`), the others run
+/// clean, so a test can make a row pass in some trials and fail in others, deterministically.
+/// It can only make a mutated host less broken, and does nothing without a mutant.
+pub const MUTANT_TRIALS_ENV: &str = "TOOLCERT_TEST_MUTANT_TRIALS";
+
+/// The mutant trial `trial`'s embedded host runs ([`MUTANT_TRIALS_ENV`]).
+fn mutant_in_trial(
+    mutant: Option<reference_host::mutants::Mutant>,
+    trial: u32,
+) -> Option<reference_host::mutants::Mutant> {
+    let Ok(list) = std::env::var(MUTANT_TRIALS_ENV) else {
+        return mutant;
+    };
+    let listed = list
+        .split(',')
+        .any(|t| t.trim().parse::<u32>().is_ok_and(|t| t == trial));
+    mutant.filter(|_| listed)
+}
+
 /// A host to certify.
 pub struct Target {
     /// Base URL.
@@ -57,6 +77,10 @@ pub struct Target {
     pub spawner: Option<SpawnCommand>,
     embedded: Option<reference_host::RunningHost>,
     spawned: Option<SpawnedHost>,
+    /// The embedded host's configuration, to start one more per `--repeat` trial.
+    embedded_config: Option<reference_host::HostConfig>,
+    /// Under `--repeat K`: the embedded hosts of trials 2 to K ([`Target::prepare_trials`]).
+    trial_hosts: Vec<reference_host::RunningHost>,
 }
 
 impl Target {
@@ -74,12 +98,12 @@ impl Target {
             upstream_only,
         } = variant;
         let config = reference_host::HostConfig {
-            mutant,
+            mutant: mutant_in_trial(mutant, 1),
             seams_enabled: true,
             upstream_only,
             ..reference_host::HostConfig::default()
         };
-        let host = reference_host::start(config)
+        let host = reference_host::start(config.clone())
             .await
             .map_err(|e| TargetError::Embedded(e.to_string()))?;
         // Kill-and-restart scenarios run the same host as a child process (`toolcert
@@ -94,6 +118,8 @@ impl Target {
             spawner,
             embedded: Some(host),
             spawned: None,
+            embedded_config: Some(reference_host::HostConfig { mutant, ..config }),
+            trial_hosts: Vec::new(),
         })
     }
 
@@ -114,6 +140,8 @@ impl Target {
             spawner: Some(command),
             embedded: None,
             spawned: Some(host),
+            embedded_config: None,
+            trial_hosts: Vec::new(),
         })
     }
 
@@ -133,6 +161,8 @@ impl Target {
             spawner: None,
             embedded: None,
             spawned: None,
+            embedded_config: None,
+            trial_hosts: Vec::new(),
         }
     }
 
@@ -141,8 +171,43 @@ impl Target {
         self.embedded.is_some()
     }
 
+    /// Under `--repeat K`, give every trial of the embedded reference host a host of its own
+    /// (the same variant, fresh state), so trials share no host state: its per-(principal,
+    /// tool) rate-limit buckets above all, which a fixed-name tool (the effect-seam fire's
+    /// `tool-receiver`) would drain across trials. A host toolcert did not start serves
+    /// every trial itself. Does nothing for K = 1 or when already prepared.
+    pub async fn prepare_trials(&mut self, trials: u32) -> Result<(), TargetError> {
+        let Some(config) = &self.embedded_config else {
+            return Ok(());
+        };
+        while (self.trial_hosts.len() as u32) + 1 < trials {
+            let trial = self.trial_hosts.len() as u32 + 2;
+            let config = reference_host::HostConfig {
+                mutant: mutant_in_trial(config.mutant, trial),
+                ..config.clone()
+            };
+            let host = reference_host::start(config)
+                .await
+                .map_err(|e| TargetError::Embedded(e.to_string()))?;
+            self.trial_hosts.push(host);
+        }
+        Ok(())
+    }
+
+    /// The base URL trial `trial` (1-based) drives: the target's, or under `--repeat` the
+    /// embedded trial host of its own ([`Target::prepare_trials`]).
+    pub fn trial_base_url(&self, trial: u32) -> &str {
+        trial
+            .checked_sub(2)
+            .and_then(|i| self.trial_hosts.get(i as usize))
+            .map_or(self.base_url.as_str(), |h| h.base_url.as_str())
+    }
+
     /// Stop the embedded or spawned host, if any.
     pub async fn shutdown(self) {
+        for host in self.trial_hosts {
+            host.shutdown().await;
+        }
         if let Some(host) = self.embedded {
             host.shutdown().await;
         }

@@ -39,6 +39,15 @@ pub struct RowVerdict {
     /// How many checks were actually observed (pass or fail); blocked and errored checks do
     /// not count. A pass always has at least one.
     pub assertions: u32,
+    /// Under `--repeat K` (K > 1): trials the row was judged in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<u32>,
+    /// Under `--repeat K`: trials in which the row passed (`passes`/`trials` is its pass rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes: Option<u32>,
+    /// Under `--repeat K`: pass^k, whether the row passed in every trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_k: Option<bool>,
 }
 
 /// How to fold.
@@ -212,6 +221,9 @@ fn fold_row(
         scenarios: scenarios.clone(),
         detail,
         assertions,
+        trials: None,
+        passes: None,
+        pass_k: None,
     };
     let live: Vec<&Leg> = all
         .iter()

@@ -23,6 +23,9 @@ pub enum Disposition {
     /// The host advertises the capability but the row could not be witnessed (seam missing,
     /// positive control never reached toolcert's double, role not configured).
     Blocked,
+    /// Under `--repeat K`: the row passed in some trials and not in others (see
+    /// [`crate::repeat`]). It never certifies, whatever its level's other trials were.
+    Flaky,
     /// An observed answer contradicts a MUST-level rule.
     Fail,
     /// toolcert or the transport broke: no verdict on the host.
@@ -31,11 +34,12 @@ pub enum Disposition {
 
 impl Disposition {
     /// All dispositions, in report order.
-    pub const ALL: [Disposition; 6] = [
+    pub const ALL: [Disposition; 7] = [
         Disposition::Pass,
         Disposition::Warn,
         Disposition::Inapplicable,
         Disposition::Blocked,
+        Disposition::Flaky,
         Disposition::Fail,
         Disposition::Error,
     ];
@@ -47,29 +51,35 @@ impl Disposition {
             Disposition::Warn => "warn",
             Disposition::Inapplicable => "inapplicable",
             Disposition::Blocked => "blocked",
+            Disposition::Flaky => "flaky",
             Disposition::Fail => "fail",
             Disposition::Error => "error",
         }
     }
 
     /// Severity used by the fold: a worse outcome always wins.
-    /// `inapplicable` ranks lowest so that any real observation outranks it.
+    /// `inapplicable` ranks lowest so that any real observation outranks it. `flaky` (a
+    /// violation observed in some trials, a pass in others) outranks `blocked` (nothing
+    /// observed) and is milder than a `fail` seen in every trial.
     pub fn severity(self) -> u8 {
         match self {
             Disposition::Inapplicable => 0,
             Disposition::Pass => 1,
             Disposition::Warn => 2,
             Disposition::Blocked => 3,
-            Disposition::Fail => 4,
-            Disposition::Error => 5,
+            Disposition::Flaky => 4,
+            Disposition::Fail => 5,
+            Disposition::Error => 6,
         }
     }
 
     /// Whether this disposition makes a MUST row deny certification (exit status non-zero).
-    /// Under `strict`, `warn` and `inapplicable` deny too.
+    /// Under `strict`, `warn` and `inapplicable` deny too; `flaky` always denies.
     pub fn denies(self, strict: bool) -> bool {
         match self {
-            Disposition::Fail | Disposition::Blocked | Disposition::Error => true,
+            Disposition::Fail | Disposition::Blocked | Disposition::Error | Disposition::Flaky => {
+                true
+            }
             Disposition::Warn | Disposition::Inapplicable => strict,
             Disposition::Pass => false,
         }
