@@ -1,7 +1,7 @@
 //! End-to-end tests of the release-gate features, one binary to keep link time down:
-//! expectation baselines, offline recheck, and partitions with merge.
+//! expectation baselines, offline recheck, partitions with merge, and certification bundles.
 
-/// Helpers the three modules share.
+/// Helpers the modules share.
 mod common {
     use std::path::{Path, PathBuf};
     use std::process::{Command, Output};
@@ -41,6 +41,7 @@ mod common {
 
 mod gate {
     pub mod baseline;
+    pub mod bundle;
     pub mod partition;
     pub mod recheck;
 }
