@@ -747,6 +747,28 @@ mod tests {
         assert_eq!(digest_of(&signed), digest_of(&bundle));
     }
 
+    /// The last line of defence: a token the redactor did not know about still stops the
+    /// write, naming the member.
+    #[test]
+    fn a_token_that_slipped_past_the_redactor_stops_the_write() {
+        let suite = Suite::embedded().unwrap();
+        let report = json!({"generatedAt": "2026-01-01T00:00:00Z"});
+        let err = build(BundleInput {
+            suite: &suite,
+            report: &report,
+            discovery: json!({"document": {"note": "echoes tok-123456"}}),
+            profile: &HostProfile::default(),
+            redactor: &Redactor::default(),
+            secrets: vec!["tok-123456".into()],
+            key: None,
+        })
+        .unwrap_err();
+        assert!(
+            matches!(&err, BundleError::Secret { pointer } if pointer == "/discovery"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn a_cut_file_is_truncated_and_an_empty_one_says_so() {
         let dir = std::env::temp_dir().join(format!("toolcert-bundle-{}", std::process::id()));
