@@ -24,12 +24,12 @@ pub const PUBLIC_LABEL: &str = "ed25519-public:";
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// The file cannot be read.
-    #[error("{path}: cannot read the key file: {source}")]
+    #[error("{path}: cannot read the key file: {cause}")]
     Read {
         /// The file.
         path: String,
-        /// Cause.
-        source: std::io::Error,
+        /// Cause (in the message, not a `source`: `{:#}` would print it twice).
+        cause: std::io::Error,
     },
     /// The file exists: a key is never overwritten (bundles signed with it would no longer
     /// verify against a fresh public key).
@@ -41,12 +41,12 @@ pub enum KeyError {
         path: String,
     },
     /// The file cannot be written.
-    #[error("{path}: cannot write the key file: {source}")]
+    #[error("{path}: cannot write the key file: {cause}")]
     Write {
         /// The file.
         path: String,
-        /// Cause.
-        source: std::io::Error,
+        /// Cause (in the message, not a `source`: `{:#}` would print it twice).
+        cause: std::io::Error,
     },
     /// The file is not a key file of the expected kind.
     #[error("{path}: {message}")]
@@ -92,7 +92,13 @@ pub fn public_hex(key: &VerifyingKey) -> String {
 }
 
 /// The single key line of a key file, with its label checked.
-fn key_hex(path: &Path, text: &str, want: &str, other: &str, hint: &str) -> Result<String, KeyError> {
+fn key_hex(
+    path: &Path,
+    text: &str,
+    want: &str,
+    other: &str,
+    hint: &str,
+) -> Result<String, KeyError> {
     let shown = path.display().to_string();
     let lines: Vec<&str> = text
         .lines()
@@ -147,9 +153,9 @@ fn key_bytes(path: &Path, hex_text: &str, want: &str) -> Result<[u8; 32], KeyErr
 }
 
 fn read(path: &Path) -> Result<String, KeyError> {
-    std::fs::read_to_string(path).map_err(|source| KeyError::Read {
+    std::fs::read_to_string(path).map_err(|cause| KeyError::Read {
         path: path.display().to_string(),
-        source,
+        cause,
     })
 }
 
@@ -213,24 +219,21 @@ fn write_new(path: &Path, text: &str, mode: u32) -> Result<(), KeyError> {
     #[cfg(not(unix))]
     let _ = mode;
     let shown = path.display().to_string();
-    let mut file = options.open(path).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::AlreadyExists {
+    let mut file = options.open(path).map_err(|cause| {
+        if cause.kind() == std::io::ErrorKind::AlreadyExists {
             KeyError::Exists {
                 path: shown.clone(),
             }
         } else {
             KeyError::Write {
                 path: shown.clone(),
-                source,
+                cause,
             }
         }
     })?;
     file.write_all(text.as_bytes())
         .and_then(|()| file.sync_all())
-        .map_err(|source| KeyError::Write {
-            path: shown,
-            source,
-        })
+        .map_err(|cause| KeyError::Write { path: shown, cause })
 }
 
 #[cfg(test)]

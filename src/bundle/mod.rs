@@ -56,20 +56,20 @@ const NAMED_EDITS: usize = 8;
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
     /// The file cannot be read.
-    #[error("{path}: cannot read it: {source}")]
+    #[error("{path}: cannot read it: {cause}")]
     Io {
         /// The file.
         path: String,
-        /// Cause.
-        source: std::io::Error,
+        /// Cause (in the message, not a `source`: `{:#}` would print it twice).
+        cause: std::io::Error,
     },
     /// The file cannot be written.
-    #[error("{path}: cannot write the bundle: {source}")]
+    #[error("{path}: cannot write the bundle: {cause}")]
     Write {
         /// The file.
         path: String,
-        /// Cause.
-        source: std::io::Error,
+        /// Cause (in the message, not a `source`: `{:#}` would print it twice).
+        cause: std::io::Error,
     },
     /// The JSON ends early: the file was cut (an interrupted copy or upload).
     #[error(
@@ -437,18 +437,18 @@ pub fn build(input: BundleInput<'_>) -> Result<Value, BundleError> {
 /// Write a bundle (pretty JSON; the digest is over the canonical form, so layout is free).
 pub fn write(path: &Path, bundle: &Value) -> Result<(), BundleError> {
     let text = serde_json::to_string_pretty(bundle).unwrap_or_default();
-    std::fs::write(path, text + "\n").map_err(|source| BundleError::Write {
+    std::fs::write(path, text + "\n").map_err(|cause| BundleError::Write {
         path: path.display().to_string(),
-        source,
+        cause,
     })
 }
 
 /// Read and parse a bundle; a cut file is [`BundleError::Truncated`].
 pub fn load(path: &Path) -> Result<Value, BundleError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| BundleError::Io {
+    let bytes = std::fs::read(path).map_err(|cause| BundleError::Io {
         path: shown.clone(),
-        source,
+        cause,
     })?;
     let text = std::str::from_utf8(&bytes).map_err(|e| BundleError::Json {
         path: shown.clone(),
@@ -727,7 +727,10 @@ mod tests {
                 "scenarios": [{"scenarioId": "disc.etag", "observations": {"a": 1}}],
             },
         }));
-        assert_eq!(edited_sections(&bundle), "every section matches its digest in /sections, so /sections itself was edited");
+        assert_eq!(
+            edited_sections(&bundle),
+            "every section matches its digest in /sections, so /sections itself was edited"
+        );
         let mut edited = bundle.clone();
         edited["report"]["rows"][0]["disposition"] = json!("fail");
         assert_ne!(digest_of(&edited), digest_of(&bundle));

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
-use serde_json::Value;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use serde_json::Value;
 
 use crate::host::{Budgets, CaCerts, HostProfile};
 use crate::runner::{RunOptions, ScenarioResult, Session, Target, conclude};

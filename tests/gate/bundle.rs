@@ -105,15 +105,28 @@ fn a_signed_bundle_verifies_with_its_key_and_says_unchecked_without() {
     assert!(violations.is_empty(), "{violations:?}");
     assert_eq!(bundle["suite"]["digest"], json!(suite.digest()));
     assert!(bundle["discovery"]["document"].is_object());
-    assert!(bundle["discovery"]["exchanges"].as_array().is_some_and(|e| !e.is_empty()));
+    assert!(
+        bundle["discovery"]["exchanges"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty())
+    );
     assert!(bundle["report"]["scenarios"][0]["transcript"].is_object());
 
     let out = verify(&f.signed, Some(&f.public));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let shown = text(&out);
-    assert!(shown.contains("signature: verified (Ed25519, key "), "{shown}");
-    assert!(shown.contains("suite: the same as this toolcert's"), "{shown}");
-    assert!(shown.contains("toolcert bundle verify: verified: "), "{shown}");
+    assert!(
+        shown.contains("signature: verified (Ed25519, key "),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("suite: the same as this toolcert's"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("toolcert bundle verify: verified: "),
+        "{shown}"
+    );
     assert!(shown.contains(" 0 differ;"), "{shown}");
 
     let out = verify(&f.signed, None);
@@ -138,7 +151,8 @@ fn an_unsigned_bundle_verifies_and_refuses_a_key() {
     let out = verify(&f.unsigned, Some(&f.public));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out).contains("the bundle is not signed (no \"signature\"), so --key cannot be checked"),
+        text(&out)
+            .contains("the bundle is not signed (no \"signature\"), so --key cannot be checked"),
         "{}",
         text(&out)
     );
@@ -151,7 +165,10 @@ fn no_token_or_secret_reaches_the_bundle() {
     let secrets = toolcert::host::HostProfile::reference().secrets();
     assert!(secrets.len() >= 6, "{secrets:?}");
     for token in &secrets {
-        assert!(!raw.contains(token.as_str()), "token {token} is in the bundle");
+        assert!(
+            !raw.contains(token.as_str()),
+            "token {token} is in the bundle"
+        );
     }
     // Scenario canaries and the signing key stay out too.
     assert!(!raw.contains("tc-canary-"), "a canary is in the bundle");
@@ -163,7 +180,10 @@ fn no_token_or_secret_reaches_the_bundle() {
     assert!(!raw.contains(seed), "the secret key is in the bundle");
     // The profile is there, with its principals and without tokens.
     let bundle: Value = serde_json::from_str(&raw).unwrap();
-    assert_eq!(bundle["profile"]["roles"]["actor"], json!({"principal": "alice"}));
+    assert_eq!(
+        bundle["profile"]["roles"]["actor"],
+        json!({"principal": "alice"})
+    );
 }
 
 #[test]
@@ -249,7 +269,8 @@ fn a_wrong_key_is_refused() {
     let out = verify(&f.signed, Some(&other.join("toolcert-bundle.pub")));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out).contains("/signature/publicKey: wrong key: the bundle is signed by the Ed25519 key"),
+        text(&out)
+            .contains("/signature/publicKey: wrong key: the bundle is signed by the Ed25519 key"),
         "{}",
         text(&out)
     );
