@@ -199,11 +199,12 @@ pub struct BundleInput<'a> {
     pub suite: &'a Suite,
     /// The sealed JSON report ([`crate::report::to_value`]).
     pub report: &'a Value,
-    /// The discovery summary and the exchanges that fetched it.
+    /// The discovery summary and the exchanges that fetched it, redacted by the caller: the
+    /// summary exactly as the report carries it, since `bundle verify` compares the two.
     pub discovery: Value,
     /// The host profile (its tokens are removed here).
     pub profile: &'a HostProfile,
-    /// The run's redactor: tokens and canaries.
+    /// The run's redactor (tokens and canaries), applied to the profile.
     pub redactor: &'a Redactor,
     /// Every bearer token of the run, to prove none reaches the bundle.
     pub secrets: Vec<String>,
@@ -398,7 +399,7 @@ pub fn build(input: BundleInput<'_>) -> Result<Value, BundleError> {
             "files": input.suite.file_digests,
         },
         "generatedAt": input.report["generatedAt"],
-        "discovery": input.redactor.value(&input.discovery),
+        "discovery": input.discovery,
         "profile": input.redactor.value(&profile),
         "report": input.report,
     });

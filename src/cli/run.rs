@@ -509,6 +509,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.bundle {
         let sealed = crate::report::to_value(&suite, &report)?;
+        // The summary exactly as the report has it (`bundle verify` compares the two), and
+        // the exchanges that fetched it, scrubbed like every transcript.
         let mut discovery = session.discovery_summary();
         if let (Ok(d), Value::Object(map)) = (session.discovery(), &mut discovery) {
             map.insert(
