@@ -751,6 +751,43 @@ mod tests {
         assert_eq!(digest_of(&signed), digest_of(&bundle));
     }
 
+    /// The suite digest ignores layout and sees an edited rule, naming its file.
+    #[test]
+    fn the_suite_digest_ignores_layout_and_names_an_edited_file() {
+        let embedded = Suite::embedded().unwrap();
+        let dir = std::env::temp_dir().join(format!("toolcert-suite-{}", std::process::id()));
+        for (path, text) in crate::suite::embedded::FILES {
+            let file = dir.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            // Compact, reordered-by-serde_json text: the same suite.
+            let value: Value = serde_json::from_str(text).unwrap();
+            std::fs::write(&file, value.to_string()).unwrap();
+        }
+        let reformatted = Suite::from_dir(&dir).unwrap();
+        assert_eq!(reformatted.digest(), embedded.digest());
+        let etag = dir.join("scenarios/disc/etag.json");
+        let edited = std::fs::read_to_string(&etag)
+            .unwrap()
+            .replace(r#""equals":304"#, r#""equals":200"#);
+        std::fs::write(&etag, edited).unwrap();
+        let changed = Suite::from_dir(&dir).unwrap();
+        assert_ne!(changed.digest(), embedded.digest());
+        let bundle = json!({"suite": {"version": "x", "digest": embedded.digest(), "files": embedded.file_digests}});
+        match compare_suites(&changed, &bundle) {
+            SuiteCheck::Differs {
+                changed,
+                added,
+                removed,
+                ..
+            } => {
+                assert_eq!(changed, vec!["scenarios/disc/etag.json".to_string()]);
+                assert!(added.is_empty() && removed.is_empty());
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_dir_all(dir).ok();
+    }
+
     /// The last line of defence: a token the redactor did not know about still stops the
     /// write, naming the member.
     #[test]
