@@ -23,7 +23,11 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let dir = crate::common::scratch("bundle", "fixture");
+        // Under cargo's per-target scratch directory, replaced on each run, so the bundles
+        // (a few MB) do not pile up in the system's temp directory.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gate-bundle");
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
         let keys = dir.join("keys");
         let out = toolcert(&["keygen", "--out", keys.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out));
@@ -201,6 +205,7 @@ fn a_tampered_verdict_is_refused_naming_the_row() {
         shown.contains(&format!("/report/rows/{i} (row {row}) changed")),
         "{shown}"
     );
+    std::fs::remove_file(path).ok();
 }
 
 #[test]
@@ -227,6 +232,7 @@ fn a_tampered_observation_is_refused_naming_the_scenario() {
         )),
         "{shown}"
     );
+    std::fs::remove_file(path).ok();
 }
 
 /// An edit with every digest recomputed: the signature refuses it; unsigned, the recheck of
@@ -235,6 +241,8 @@ fn a_tampered_observation_is_refused_naming_the_scenario() {
 fn a_resealed_edit_fails_the_signature_or_the_recheck() {
     let f = fixture();
     let (i, row) = first_pass_row(&read(&f.signed));
+    let _first = Remove(f.dir.join("resealed.json"));
+    let _second = Remove(f.dir.join("resealed-unsigned.json"));
     let path = edited(&f.signed, "resealed.json", |b| {
         b["report"]["rows"][i]["disposition"] = json!("fail");
         reseal(b);
@@ -294,6 +302,7 @@ fn a_truncated_file_is_refused() {
     let bytes = std::fs::read(&f.signed).unwrap();
     let path = f.dir.join("truncated.json");
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let _cleanup = Remove(path.clone());
     let out = verify(&path, Some(&f.public));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let shown = text(&out);
@@ -316,6 +325,7 @@ fn a_changed_suite_is_named_and_verdicts_are_rechecked_under_it() {
         .unwrap()
         .replace(r#""equals": 304"#, r#""equals": 200"#);
     std::fs::write(&etag, changed).unwrap();
+    let _cleanup = Remove(copy.clone());
     let out = toolcert(&[
         "bundle",
         "verify",
@@ -337,6 +347,19 @@ fn a_changed_suite_is_named_and_verdicts_are_rechecked_under_it() {
         shown.contains("DISC-6 fail (DIFFERS: the report says pass)"),
         "{shown}"
     );
+}
+
+/// Removes a file or directory a test made, however the test ends.
+struct Remove(PathBuf);
+
+impl Drop for Remove {
+    fn drop(&mut self) {
+        if self.0.is_dir() {
+            std::fs::remove_dir_all(&self.0).ok();
+        } else {
+            std::fs::remove_file(&self.0).ok();
+        }
+    }
 }
 
 fn copy_dir(from: &Path, to: &Path) {
