@@ -19,6 +19,7 @@
 //! - [`matrix`] runs the mutation matrix against the reference host's mutants;
 //! - [`baseline`] judges a run against the rows a user expects not to pass;
 //! - [`recheck`] seals reports with a digest and re-judges them offline;
+//! - [`bundle`] writes and verifies signed certification bundles;
 //! - [`partition`] splits the scenarios into stable shards;
 //! - [`repeat`] runs every scenario K times and folds the trials (pass^k, `flaky`);
 //! - [`redact`] scrubs every token and canary from whatever leaves toolcert.
@@ -33,6 +34,7 @@
 //! ```
 
 pub mod baseline;
+pub mod bundle;
 pub mod canonical;
 pub mod cli;
 pub mod crash;

@@ -1,19 +1,11 @@
 //! `docs/ci.md` stays true: its workflows are well-formed YAML (a structural check of the
 //! subset they use; no YAML crate is in the lock) and every `toolcert` command they run names a
-//! real subcommand and real flags, as `toolcert SUB --help` lists them. Flags that issue 14
-//! adds in other branches are allowed while this toolcert does not have them yet.
+//! real subcommand and real flags, as `toolcert SUB --help` lists them.
 
 use std::collections::BTreeSet;
 use std::process::Command;
 
 const DOC: &str = include_str!("../docs/ci.md");
-
-/// What issue 14 adds outside this branch (`--bundle`, `--sign`, `bundle verify`, `keygen`,
-/// `--repeat`): accepted when `--help` does not list them yet, checked like the rest once it
-/// does.
-const PENDING: &[&str] = &[
-    "--bundle", "--sign", "--repeat", "--key", "bundle", "keygen",
-];
 
 /// The fenced ```yaml blocks.
 fn yaml_blocks(doc: &str) -> Vec<String> {
@@ -226,7 +218,6 @@ fn every_toolcert_command_in_docs_ci_md_is_real() {
             "docs/ci.md runs no `toolcert {must}`"
         );
     }
-    let mut pending_used = BTreeSet::new();
     for words in &all {
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
         // The subcommand path: `bundle verify` if toolcert knows it, else the first word. A
@@ -239,13 +230,10 @@ fn every_toolcert_command_in_docs_ci_md_is_real() {
             None => (words[1..2].to_vec(), help(&words[1..2])),
         };
         let Some(help_text) = help_text else {
-            assert!(
-                PENDING.contains(&path[0]),
+            panic!(
                 "`toolcert {}` is not a subcommand (in {words:?})",
                 path.join(" ")
             );
-            pending_used.insert(path[0]);
-            continue;
         };
         for flag in words.iter().filter(|w| w.starts_with('-')) {
             let flag = flag.split('=').next().unwrap_or(flag);
@@ -254,20 +242,12 @@ fn every_toolcert_command_in_docs_ci_md_is_real() {
             } else {
                 help_text.contains(&format!("{flag}, "))
             };
-            if !listed {
-                assert!(
-                    PENDING.contains(&flag),
-                    "`toolcert {}` has no flag {flag} (in {words:?})",
-                    path.join(" ")
-                );
-                pending_used.insert(flag);
-            }
+            assert!(
+                listed,
+                "`toolcert {}` has no flag {flag} (in {words:?})",
+                path.join(" ")
+            );
         }
-    }
-    // The doc marks what is pending as issue 14.
-    for p in pending_used {
-        let marked = DOC.lines().any(|l| l.contains(p) && l.contains("issue 14"));
-        assert!(marked, "docs/ci.md uses {p} without marking it as issue 14");
     }
 }
 

@@ -1,8 +1,8 @@
 //! End-to-end tests of the release-gate features, one binary to keep link time down:
-//! expectation baselines, offline recheck, partitions with merge, `--repeat` (pass^k) and
-//! the progress bar's absence from piped output.
+//! expectation baselines, offline recheck, partitions with merge, `--repeat` (pass^k), the
+//! progress bar's absence from piped output, and certification bundles.
 
-/// Helpers the three modules share.
+/// Helpers the modules share.
 mod common {
     use std::path::{Path, PathBuf};
     use std::process::{Command, Output};
@@ -42,6 +42,7 @@ mod common {
 
 mod gate {
     pub mod baseline;
+    pub mod bundle;
     pub mod partition;
     pub mod progress;
     pub mod recheck;

@@ -1,7 +1,9 @@
 //! The command line: one file per subcommand. `anyhow` lives here, at the binary's edge.
 
 mod baseline;
+mod bundle;
 mod coverage;
+mod keygen;
 mod matrix;
 mod mcp;
 mod merge;
@@ -37,6 +39,11 @@ pub enum Command {
     /// Re-judge a JSON report's stored observations with the current suite, without the host;
     /// exit 1 when a row's disposition differs, 2 when the report was edited.
     Recheck(recheck::RecheckArgs),
+    /// Check a certification bundle (`run --bundle`): digest, signature with --key, suite,
+    /// and every verdict rechecked; exit 1 when a verdict differs, 2 when it is refused.
+    Bundle(bundle::BundleArgs),
+    /// Write an Ed25519 key pair for `run --sign` and `bundle verify --key`.
+    Keygen(keygen::KeygenArgs),
     /// Merge the reports of `run --partition K/N` shards into one report.
     Merge(merge::MergeArgs),
     /// List the reference host's mutants: name, then what it breaks.
@@ -71,6 +78,8 @@ pub fn main() -> ExitCode {
         Command::Baseline(args) => baseline::run(args),
         Command::Recheck(args) => recheck::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Bundle(args) => bundle::run(args),
+        Command::Keygen(args) => keygen::run(args),
         Command::Coverage(args) => coverage::run(args),
         Command::Matrix(args) => matrix::run(args),
         Command::MockProvider(args) => mock_provider::run(args),

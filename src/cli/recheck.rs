@@ -22,6 +22,30 @@ pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(args.suite.as_deref()).context("loading the suite")?;
     let shown = args.report.display().to_string();
     let outcome = crate::recheck::recheck(&suite, &report, &shown)?;
+    print_outcome(&outcome);
+    let differing: Vec<&str> = outcome.differing().map(|r| r.row.as_str()).collect();
+    println!(
+        "toolcert recheck: {} rows, {} differ{}; {} checks changed; {} not rechecked (stored outcome kept)",
+        outcome.rows.len(),
+        differing.len(),
+        if differing.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", differing.join(", "))
+        },
+        outcome.checks.len(),
+        outcome.not_rechecked.len()
+    );
+    Ok(if differing.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Print every row (marking those that differ), every changed check and what could not be
+/// rechecked; `bundle verify` prints the same lines.
+pub(super) fn print_outcome(outcome: &crate::recheck::Recheck) {
     // Under `--repeat` each trial of a scenario is rechecked on its own, and named.
     let at = |id: &str, trial: Option<u32>| match trial {
         Some(t) => format!("{id} (trial {t})"),
@@ -67,22 +91,4 @@ pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
             None => println!("not rechecked: {}: {}", at(&n.scenario_id, n.trial), n.why),
         }
     }
-    let differing: Vec<&str> = outcome.differing().map(|r| r.row.as_str()).collect();
-    println!(
-        "toolcert recheck: {} rows, {} differ{}; {} checks changed; {} not rechecked (stored outcome kept)",
-        outcome.rows.len(),
-        differing.len(),
-        if differing.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", differing.join(", "))
-        },
-        outcome.checks.len(),
-        outcome.not_rechecked.len()
-    );
-    Ok(if differing.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use serde_json::Value;
 
 use crate::host::{Budgets, CaCerts, HostProfile};
 use crate::runner::{RunOptions, ScenarioResult, Session, Target, conclude};
@@ -97,6 +98,14 @@ pub struct RunArgs {
     /// checks, and the transcripts with `curl` reproducers.
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
+    /// Write a certification bundle here: versions, the suite's digest, discovery, the profile
+    /// without tokens, the sealed report with observations and transcripts, and a digest
+    /// (schemas/bundle.schema.json; `toolcert bundle verify` checks it).
+    #[arg(long, value_name = "PATH")]
+    pub bundle: Option<PathBuf>,
+    /// Sign the bundle with this Ed25519 secret key file (`toolcert keygen` writes one).
+    #[arg(long, value_name = "KEYFILE", requires = "bundle")]
+    pub sign: Option<PathBuf>,
     /// Load the suite from this checkout instead of the embedded one.
     #[arg(long, value_name = "DIR")]
     pub suite: Option<PathBuf>,
@@ -154,13 +163,15 @@ fn validate(args: &RunArgs) -> anyhow::Result<()> {
         ("--junit", &args.junit),
         ("--markdown", &args.markdown),
         ("--html", &args.html),
+        ("--bundle", &args.bundle),
     ];
     let inputs = args
         .profile
         .iter()
         .map(|p| ("--profile", p))
         .chain(args.ca_certs.iter().map(|p| ("--ca-cert", p)))
-        .chain(args.expect.iter().map(|p| ("--expect", p)));
+        .chain(args.expect.iter().map(|p| ("--expect", p)))
+        .chain(args.sign.iter().map(|p| ("--sign", p)));
     let mut seen: Vec<(&str, PathBuf)> = inputs
         .map(|(flag, p)| (flag, std::path::absolute(p).unwrap_or_else(|_| p.clone())))
         .collect();
@@ -309,6 +320,13 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .map(crate::baseline::Expectations::load)
         .transpose()
         .context("--expect")?;
+    // So is an unusable signing key: a run is not wasted on a bundle that cannot be signed.
+    let signing_key = args
+        .sign
+        .as_deref()
+        .map(crate::bundle::keys::load_secret)
+        .transpose()
+        .context("--sign")?;
     let suite = Arc::new(super::load_suite(args.suite.as_deref()).context("loading the suite")?);
     let filtered: Vec<&str> = suite
         .scenarios
@@ -559,6 +577,28 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let value = crate::report::to_value(&suite, &report)?;
         std::fs::write(path, crate::report::render_html(&value, &redactor))
             .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.bundle {
+        let sealed = crate::report::to_value(&suite, &report)?;
+        // The summary exactly as the report has it (`bundle verify` compares the two), and
+        // the exchanges that fetched it, scrubbed like every transcript.
+        let mut discovery = session.discovery_summary();
+        if let (Ok(d), Value::Object(map)) = (session.discovery(), &mut discovery) {
+            map.insert(
+                "exchanges".into(),
+                redactor.value(&serde_json::to_value(&d.exchanges).unwrap_or_default()),
+            );
+        }
+        let bundle = crate::bundle::build(crate::bundle::BundleInput {
+            suite: &suite,
+            report: &sealed,
+            discovery,
+            profile: &target.profile,
+            redactor: &redactor,
+            secrets: target.profile.secrets(),
+            key: signing_key.as_ref(),
+        })?;
+        crate::bundle::write(path, &bundle)?;
     }
     drop(session);
     rt.block_on(target.shutdown());

@@ -77,11 +77,17 @@ fn reference(file: &str, pointer: String, message: String) -> SuiteError {
 pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteError> {
     let mut schemas = SchemaSet::default();
     let mut data = BTreeMap::new();
+    let mut file_digests = BTreeMap::new();
     for (path, text) in files {
         let value = parse(&path, &text)?;
         if path.starts_with("schemas/") {
             schemas.insert(&path, &value)?;
         } else {
+            // Canonical form: a reformatted file is the same suite, an edited rule is not.
+            file_digests.insert(
+                path.clone(),
+                format!("sha256:{}", crate::canonical::jcs_sha256_hex(&value)),
+            );
             data.insert(path, value);
         }
     }
@@ -142,6 +148,7 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
         scenarios,
         schemas,
         surfaces,
+        file_digests,
     })
 }
 

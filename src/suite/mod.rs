@@ -38,6 +38,10 @@ pub struct Suite {
     pub surfaces: Surfaces,
     /// The compiled schemas (scenario, registry, report, seams).
     pub schemas: SchemaSet,
+    /// Per data file (`scenarios/**.json`: the registry, the surfaces and every scenario):
+    /// `sha256:` and the hex SHA-256 of its RFC 8785 form. Schemas are left out: they shape
+    /// files, not verdicts.
+    pub file_digests: std::collections::BTreeMap<String, String>,
 }
 
 impl Suite {
@@ -53,6 +57,21 @@ impl Suite {
     /// Load the suite from a checkout: `DIR/scenarios/**.json` and `DIR/schemas/**.json`.
     pub fn from_dir(dir: &std::path::Path) -> Result<Suite, SuiteError> {
         load::from_dir(dir)
+    }
+
+    /// The suite's digest: `sha256:` and the hex SHA-256 of the RFC 8785 form of
+    /// [`Suite::file_digests`], so two suites with the same rules and scenarios agree whatever
+    /// their formatting (certification bundles record it).
+    pub fn digest(&self) -> String {
+        let map: serde_json::Map<String, serde_json::Value> = self
+            .file_digests
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        format!(
+            "sha256:{}",
+            crate::canonical::jcs_sha256_hex(&serde_json::Value::Object(map))
+        )
     }
 
     /// The scenario with this id.
