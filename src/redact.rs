@@ -150,6 +150,17 @@ impl Redactor {
 
     /// Scrub one string.
     pub fn text<'s>(&self, s: &'s str) -> Cow<'s, str> {
+        self.scrub(s, true)
+    }
+
+    /// Scrub an object key: whole secrets and `Bearer` values only. Keys are never excerpts
+    /// (nothing cuts one off), and a short key such as `host` that happens to be the head of
+    /// a token like `hostile-…` must stay readable.
+    fn key<'s>(&self, s: &'s str) -> Cow<'s, str> {
+        self.scrub(s, false)
+    }
+
+    fn scrub<'s>(&self, s: &'s str, excerpt: bool) -> Cow<'s, str> {
         let c = &*self.inner;
         let mut out = Cow::Borrowed(s);
         if let Some(whole) = &c.whole
@@ -165,7 +176,7 @@ impl Redactor {
             replaced.push_str(&s[last..]);
             out = Cow::Owned(replaced);
         }
-        if let Some(cut) = self.cut_off(&out) {
+        if excerpt && let Some(cut) = self.cut_off(&out) {
             out = Cow::Owned(cut);
         }
         if BEARER.is_match(&out) {
@@ -230,7 +241,7 @@ impl Redactor {
             Value::Array(a) => Value::Array(a.iter().map(|x| self.value(x)).collect()),
             Value::Object(m) => Value::Object(
                 m.iter()
-                    .map(|(k, x)| (self.text(k).into_owned(), self.value(x)))
+                    .map(|(k, x)| (self.key(k).into_owned(), self.value(x)))
                     .collect(),
             ),
             other => other.clone(),
@@ -263,6 +274,12 @@ mod tests {
         assert_eq!(
             r.value(&v),
             json!({"a": "Bearer [redacted]", "[redacted]": ["x [canary] y", 3], "b": "bearer [redacted]"})
+        );
+        // A key is no excerpt: one that is a token's head stays; a whole token in it goes.
+        let r2 = Redactor::new(vec!["hostile-token-1".into()], vec![]);
+        assert_eq!(
+            r2.value(&json!({"host": "host", "a hostile-token-1": 1})),
+            json!({"host": "[redacted]", "a [redacted]": 1})
         );
         // Already-redacted text is left as it is.
         assert_eq!(r.text("Bearer [redacted]"), "Bearer [redacted]");
