@@ -109,6 +109,23 @@ pub async fn run_matrix(
     opts: &RunOptions,
     columns: usize,
 ) -> Result<Matrix, TargetError> {
+    run_matrix_observed(suite, opts, columns, &|_| {}).await
+}
+
+/// How many columns [`run_matrix`] runs: the clean host and every mutant, each in full and in
+/// upstream-only mode.
+pub fn column_count() -> usize {
+    2 * (ALL.len() + 1)
+}
+
+/// [`run_matrix`], calling `on_column` with each column's name as it finishes (a progress
+/// bar counts them; [`column_count`] is the total).
+pub async fn run_matrix_observed(
+    suite: &Suite,
+    opts: &RunOptions,
+    columns: usize,
+    on_column: &(dyn Fn(&str) + Sync),
+) -> Result<Matrix, TargetError> {
     use futures_util::StreamExt as _;
     let run_one = |mutant: Option<Mutant>, upstream_only: bool| {
         run_reference(
@@ -122,8 +139,10 @@ pub async fn run_matrix(
         )
     };
     let clean_run = run_one(None, false).await?;
+    on_column("clean");
     let clean = Column::from_run(suite, "clean", "", &clean_run);
     let upstream_clean = Column::from_run(suite, "clean", "", &run_one(None, true).await?);
+    on_column("clean (upstream-only)");
     // Every (mode, mutant) pair is an independent column; the upstream-only ones are quick
     // (most of their scenarios stop at a 404), so they ride along in the same stream.
     let jobs: Vec<(bool, &reference_host::mutants::MutantInfo)> = [false, true]
@@ -131,7 +150,11 @@ pub async fn run_matrix(
         .flat_map(|upstream| ALL.iter().map(move |info| (upstream, info)))
         .collect();
     let runs: Vec<Result<RunOutcome, TargetError>> = futures_util::stream::iter(&jobs)
-        .map(|(upstream, info)| run_one(Some(info.mutant), *upstream))
+        .map(|(upstream, info)| async move {
+            let run = run_one(Some(info.mutant), *upstream).await;
+            on_column(info.name);
+            run
+        })
         .buffered(columns.max(1))
         .collect()
         .await;

@@ -18,13 +18,24 @@ pub struct MatrixArgs {
     /// How many mutant columns run at once (each with its own embedded host).
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub columns: usize,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(args.suite.as_deref())?;
     let rt = super::runtime()?;
     let opts = RunOptions::default();
-    let matrix = rt.block_on(crate::matrix::run_matrix(&suite, &opts, args.columns))?;
+    let total = crate::matrix::column_count();
+    let progress = super::progress::Progress::new(total as u64, "columns", args.quiet);
+    let matrix = rt.block_on(crate::matrix::run_matrix_observed(
+        &suite,
+        &opts,
+        args.columns,
+        &|_| progress.inc(),
+    ))?;
+    progress.finish();
     std::fs::create_dir_all(&args.out)?;
     std::fs::write(
         args.out.join("mutation-matrix.md"),
