@@ -387,22 +387,224 @@ async fn streamable_http_capture_gate_and_call() {
     assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
     assert_eq!(r.body, Some(json!({"echo": "hi"})));
     assert_eq!(http.witness.call_count(), 1);
+    assert!(!r.gate.server_stream, "GET is 405 here: no server stream");
     // A list_changed after `initialized` reaches the client on the next request's SSE stream
-    // (the double has no GET stream): capture restarts its listing, the gate refuses.
+    // (this double offers no GET stream): that is the start-up barrier's ping, before the
+    // first tools/list, so capture records it without restarting; the strict gate refuses.
     script.list_changed.after_initialized = 1;
     let noisy = serve_http(script).await.unwrap();
     let endpoint = Endpoint::Http(noisy.url.clone());
     let doc2 = snapshot::capture(&endpoint, &snapshot::CaptureOptions::new("s"))
         .await
         .unwrap();
+    let evidence = &doc2["servers"]["s"]["captureEvidence"];
     assert_eq!(
-        doc2["servers"]["s"]["captureEvidence"]["listingRestarts"],
-        1
+        (
+            &evidence["listChangedWhileSettling"],
+            &evidence["listingRestarts"]
+        ),
+        (&json!(1), &json!(0))
     );
     let refused = toolcert::mcp::gate::gate(&path, &endpoint, &GateOptions::new(&sha, "s", "echo"))
         .await
         .unwrap_err();
     assert_eq!(refused.refusal.rule, Rule::ListChanged);
+}
+
+/// Capture `script` over HTTP, review `echo`, write; the running double, path and digest.
+async fn pin_http(
+    script: Script,
+    name: &str,
+) -> (toolcert::mcp::double::HttpDouble, PathBuf, String) {
+    let mut clean = script.clone();
+    clean.list_changed = Default::default();
+    clean.expire_session = None;
+    let pinning = serve_http(clean).await.unwrap();
+    let mut doc = snapshot::capture(
+        &Endpoint::Http(pinning.url.clone()),
+        &snapshot::CaptureOptions::new("s"),
+    )
+    .await
+    .unwrap();
+    toolcert::mcp::review::apply(
+        &mut doc,
+        "s",
+        "echo",
+        cases::acceptable_review(&echo_tool()),
+    )
+    .unwrap();
+    let path = scratch("http-pin").join(format!("{name}.json"));
+    let sha = snapshot::write(&path, &doc).unwrap();
+    (serve_http(script).await.unwrap(), path, sha)
+}
+
+#[tokio::test]
+async fn a_list_changed_on_the_http_get_stream_is_seen_by_the_gate() {
+    let mut script = reviewed_script();
+    script.get_stream = true;
+    script.call_result = json!({"content": [], "structuredContent": {"echo": "hi"}});
+    // A quiet server with a GET stream: the gate opens it (and says so) and passes.
+    let (quiet, path, sha) = pin_http(script.clone(), "get-quiet").await;
+    let r = call::call(
+        &path,
+        &Endpoint::Http(quiet.url.clone()),
+        &GateOptions::new(&sha, "s", "echo"),
+        &args(json!({"message": "hi"})),
+    )
+    .await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert!(
+        r.gate.server_stream,
+        "the GET stream was offered and opened"
+    );
+    // The double puts what it sends unasked only on the GET stream: a client that does not
+    // open it never sees this start-up list_changed, and would pass.
+    script.list_changed.after_initialized = 1;
+    let (noisy, path, sha) = pin_http(script, "get-noisy").await;
+    let refused = toolcert::mcp::gate::gate(
+        &path,
+        &Endpoint::Http(noisy.url.clone()),
+        &GateOptions::new(&sha, "s", "echo"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        refused.refusal.rule,
+        Rule::ListChanged,
+        "{}",
+        refused.refusal
+    );
+    assert!(refused.evidence.server_stream);
+    assert_eq!(noisy.witness.connections.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_expired_http_session_is_refused_with_its_rule_and_never_reopened() {
+    use toolcert::mcp::double::ExpireSession;
+    let expire = |on: &str, nth: u64| {
+        let mut s = reviewed_script();
+        s.call_result = json!({"content": [], "structuredContent": {"echo": "hi"}});
+        s.expire_session = Some(ExpireSession { on: on.into(), nth });
+        s
+    };
+    // During the gate's listing (the second page): refused, in the one session it opened.
+    let (live, path, sha) = pin_http(expire("tools/list", 1), "expire-list").await;
+    let refused = toolcert::mcp::gate::gate(
+        &path,
+        &Endpoint::Http(live.url.clone()),
+        &GateOptions::new(&sha, "s", "echo"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        refused.refusal.rule,
+        Rule::SessionExpired,
+        "{}",
+        refused.refusal
+    );
+    assert!(
+        refused.refusal.message.contains("HTTP 404"),
+        "{}",
+        refused.refusal
+    );
+    assert_eq!(
+        live.witness.connections.load(Ordering::SeqCst),
+        1,
+        "no new session was opened to retry"
+    );
+    // Between the gate and dispatch (the call's barrier is the second ping): not dispatched.
+    let (live, path, sha) = pin_http(expire("ping", 1), "expire-ping").await;
+    let r = call::call(
+        &path,
+        &Endpoint::Http(live.url.clone()),
+        &GateOptions::new(&sha, "s", "echo"),
+        &args(json!({"message": "hi"})),
+    )
+    .await;
+    assert_eq!(
+        (r.outcome, r.rule.as_deref()),
+        (Outcome::NotDispatched, Some("4.4.3-session-expired")),
+        "{r:?}"
+    );
+    assert_eq!(live.witness.call_count(), 0);
+    assert_eq!(live.witness.connections.load(Ordering::SeqCst), 1);
+    // At the call itself: the server did not process it; failed, not retried.
+    let (live, path, sha) = pin_http(expire("tools/call", 0), "expire-call").await;
+    let r = call::call(
+        &path,
+        &Endpoint::Http(live.url.clone()),
+        &GateOptions::new(&sha, "s", "echo"),
+        &args(json!({"message": "hi"})),
+    )
+    .await;
+    assert_eq!(
+        (r.outcome, r.rule.as_deref()),
+        (Outcome::Failed, Some("4.4.3-session-expired")),
+        "{r:?}"
+    );
+    assert_eq!(r.body, None);
+    assert_eq!(
+        live.witness.call_count(),
+        0,
+        "the double never processed it"
+    );
+    assert_eq!(live.witness.connections.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn settle_is_one_ping_after_initialized_not_a_quiet_window() {
+    // The start-up list_changed is read before the first tools/list is sent: ignored,
+    // counted. The connection shows the causal barrier: one ping between `initialized` and
+    // the listing, then the ping after the last page.
+    let dir = scratch("settle");
+    let path = dir.join("snap.json");
+    let sha = cases::pin(&reviewed_script(), "echo", &path).await.unwrap();
+    let mut script = reviewed_script();
+    script.list_changed.after_initialized = 1;
+    let live = InProcess::new(script);
+    let mut opts = GateOptions::new(&sha, "s", "echo");
+    opts.policy = toolcert::mcp::gate::ListChangedPolicy::Settle;
+    let passed = toolcert::mcp::gate::gate(&path, &Endpoint::Double(live.clone()), &opts)
+        .await
+        .unwrap();
+    assert_eq!(passed.evidence.ignored_in_settle_window, 1);
+    let methods = live.witness.methods.lock().unwrap().clone();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "ping",
+            "tools/list",
+            "tools/list",
+            "ping"
+        ]
+    );
+    // No fixed window is waited: the in-process double answers at once, so the listing stage
+    // (barrier, pages, barrier, comparison) takes far less than the 150 ms the quiet window
+    // took at least.
+    let took = passed.evidence.timings_us.listing_compare;
+    assert!(took < 100_000, "the listing stage took {took} µs");
+    passed.client.close().await;
+}
+
+#[tokio::test]
+async fn a_review_dated_outside_the_snapshot_window_is_refused_naming_the_rule() {
+    let dir = scratch("window");
+    for name in [
+        "a re-pinned snapshot reviewed before its capturedAt",
+        "a re-pinned snapshot reviewed at its expiresAt",
+    ] {
+        let case = gate_cases().into_iter().find(|c| c.name == name).unwrap();
+        let got = run_case(&case, None, &dir).await.unwrap();
+        assert_eq!(got.refused, Some(Rule::Review), "{name}: {}", got.message);
+        assert!(
+            got.message.contains("4.3.6 reviewedAt"),
+            "{name}: {}",
+            got.message
+        );
+        assert_eq!(got.connections, 0, "{name}: refused before connecting");
+    }
 }
 
 #[tokio::test]
@@ -642,4 +844,130 @@ fn the_cli_captures_reviews_gates_and_calls_a_stdio_double() {
         out.contains("tool `echo`: annotation changed at /annotations/readOnlyHint: true → false"),
         "{out}"
     );
+}
+
+#[test]
+fn the_cli_call_timeout_is_its_own_bounded_flag_and_review_dates_are_checked() {
+    let dir = scratch("cli-timeout");
+    let run = |args: &[&str]| {
+        let out = toolcert().args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let write_script = |name: &str, s: &Script| {
+        let p = dir.join(name);
+        std::fs::write(&p, serde_json::to_string(s).unwrap()).unwrap();
+        format!(
+            "{} mcp double --script {}",
+            env!("CARGO_BIN_EXE_toolcert"),
+            p.display()
+        )
+    };
+    let clean = write_script("clean.json", &Script::default());
+    let snap = dir.join("snap.json");
+    let snap_s = snap.to_str().unwrap();
+    let (code, _, err) = run(&[
+        "mcp", "capture", "--stdio", &clean, "--server", "s", "--out", snap_s,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&snap).unwrap()).unwrap();
+    let captured = toolcert::mcp::time::parse(doc["capturedAt"].as_str().unwrap()).unwrap();
+    let review = |at: &str| {
+        run(&[
+            "mcp",
+            "review",
+            snap_s,
+            "--server",
+            "s",
+            "--tool",
+            "echo",
+            "--reviewer",
+            "r@example.test",
+            "--reviewed-at",
+            at,
+            "--headless",
+            "true",
+            "--independent-calls",
+            "true",
+            "--model-backed",
+            "false",
+            "--side-effects",
+            "none",
+            "--concurrency",
+            "safe",
+            "--reference-based-io",
+            "true",
+            "--channel",
+            "/message=data",
+        ])
+    };
+    // A review dated before the capture, or at its expiry, is refused and names the rule.
+    let fmt = toolcert::mcp::time::format;
+    for at in [
+        fmt(captured - time::Duration::seconds(1)),
+        doc["expiresAt"].as_str().unwrap().to_string(),
+    ] {
+        let (code, _, err) = review(&at);
+        assert_eq!(code, Some(1), "{at}: {err}");
+        assert!(
+            err.contains("review refused (4.3.6 reviewedAt)"),
+            "{at}: {err}"
+        );
+    }
+    let (code, sha, err) = review(&fmt(captured));
+    assert_eq!(code, Some(0), "{err}");
+    // The call against a double that never answers tools/call: its own budget ends it.
+    let hanging = write_script(
+        "hang.json",
+        &Script {
+            hang_on: Some("tools/call".into()),
+            ..Script::default()
+        },
+    );
+    let call = |extra: &[&str]| {
+        let mut a = vec![
+            "mcp",
+            "call",
+            "--manifest",
+            snap_s,
+            "--sha256",
+            &sha,
+            "--server",
+            "s",
+            "--tool",
+            "echo",
+            "--stdio",
+            &hanging,
+            "--arguments",
+            r#"{"message": "hi"}"#,
+        ];
+        a.extend_from_slice(extra);
+        let started = std::time::Instant::now();
+        let r = run(&a);
+        (r, started.elapsed())
+    };
+    let ((code, out, err), took) = call(&["--call-timeout", "1", "--timeout", "20"]);
+    assert_eq!(code, Some(3), "indeterminate exits 3: {err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["outcome"], "indeterminate");
+    assert_eq!(report["rule"], "4.5.4-indeterminate");
+    assert!(
+        report["message"].as_str().unwrap().contains("within 1s"),
+        "{report}"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "the call budget (1 s), not the request budget (20 s) or the default (30 s), ended it: {took:?}"
+    );
+    for (bad, says) in [
+        ("0", "--call-timeout 0"),
+        ("3601", "exceeds the maximum of 3600"),
+    ] {
+        let ((code, _, err), _) = call(&["--call-timeout", bad]);
+        assert_eq!(code, Some(2), "{bad}: {err}");
+        assert!(err.contains(says), "{bad}: {err}");
+    }
 }

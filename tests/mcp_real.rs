@@ -275,3 +275,143 @@ async fn mcp_server_time_capture_review_gate_call() {
 
     edited_snapshot_is_refused(&path, &sha, &ep, "time", name).await;
 }
+
+/// server-everything's Streamable HTTP mode binds every interface and has no host option, so
+/// it runs here only under `scripts/mcp-force-loopback.cjs` (a `node --require` preload that
+/// rewrites every listen() to 127.0.0.1 and exits if the bound address is anything else), on
+/// an ephemeral port, and only after /proc/net shows it listening on 127.0.0.1 alone.
+struct LoopbackEverything {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for LoopbackEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every listening TCP socket on `port`, as the kernel's hex local address.
+fn listeners_on(port: u16) -> Vec<String> {
+    let mut out = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() < 4 || cols[3] != "0A" {
+                continue;
+            }
+            if let Some((addr, p)) = cols[1].rsplit_once(':')
+                && u16::from_str_radix(p, 16) == Ok(port)
+            {
+                out.push(addr.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn everything_http() -> LoopbackEverything {
+    use std::io::BufRead;
+    let entry = installed(
+        peers().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+    );
+    let preload = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp-force-loopback.cjs");
+    let mut child = std::process::Command::new("node")
+        .arg("--require")
+        .arg(&preload)
+        .arg(&entry)
+        .arg("streamableHttp")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PORT", "0")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start node");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Keep draining its stderr (it logs every session there) so it never blocks on it.
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut server = LoopbackEverything {
+        child,
+        url: String::new(),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let port = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .expect("server-everything (streamableHttp) did not report its loopback port");
+        assert!(!line.contains("not 127.0.0.1"), "{line}");
+        if let Some(p) = line.strip_prefix("force-loopback: listening on 127.0.0.1:") {
+            break p.trim().parse::<u16>().unwrap();
+        }
+    };
+    let listeners = listeners_on(port);
+    assert!(
+        !listeners.is_empty() && listeners.iter().all(|a| a == "0100007F"),
+        "port {port} must be bound to 127.0.0.1 only, the kernel lists {listeners:?}"
+    );
+    server.url = format!("http://127.0.0.1:{port}/mcp");
+    server
+}
+
+#[tokio::test]
+async fn server_everything_over_streamable_http_on_loopback_only() {
+    let server = everything_http();
+    let ep = Endpoint::Http(server.url.clone());
+    let doc = capture_twice(&ep, "everything").await;
+    let entry = &doc["servers"]["everything"];
+    assert_eq!(doc["protocolVersion"], "2025-11-25");
+    assert_eq!(entry["serverInfo"]["name"], "mcp-servers/everything");
+    // The same catalog as over stdio, page for page.
+    let stdio = snapshot::capture(&everything(), &CaptureOptions::new("everything"))
+        .await
+        .unwrap();
+    assert_eq!(
+        entry["toolPages"], stdio["servers"]["everything"]["toolPages"],
+        "the catalog differs between HTTP and stdio"
+    );
+    eprintln!("over HTTP, captureEvidence: {}", entry["captureEvidence"]);
+
+    let dir = scratch("everything-http");
+    let name = "get-structured-content";
+    let (path, sha) = reviewed(doc, "everything", name, &dir);
+    // Strict: the start-up list_changed comes on the GET stream the client opened; refused.
+    let strict = gate::gate(&path, &ep, &GateOptions::new(&sha, "everything", name))
+        .await
+        .unwrap_err();
+    assert_eq!(strict.refusal.rule, Rule::ListChanged, "{}", strict.refusal);
+    assert!(
+        strict.evidence.server_stream,
+        "server-everything offers the GET stream"
+    );
+    // Settle: on loopback the GET stream's start-up notification arrives well before the
+    // answer to the ping that follows `initialized` (it is written while `initialized` is
+    // handled); the call passes, with it counted.
+    let mut opts = GateOptions::new(&sha, "everything", name);
+    opts.policy = ListChangedPolicy::Settle;
+    let copts = CallOptions {
+        arguments: Some(json!({"location": "Chicago"})),
+        expect_output: true,
+    };
+    let report = call::call(&path, &ep, &opts, &copts).await;
+    assert_eq!(report.outcome, Outcome::Ok, "{report:?}");
+    assert!(
+        report.gate.ignored_in_settle_window >= 1,
+        "{:?}",
+        report.gate
+    );
+    assert!(report.body.unwrap()["temperature"].is_number());
+    drop(server);
+}

@@ -55,7 +55,8 @@ pub struct Connection {
     /// NAME=VALUE for the spawned server's environment (repeatable).
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
-    /// Seconds to wait for each request.
+    /// Seconds to wait for each request (initialize, every tools/list page, ping); for
+    /// tools/call see `toolcert mcp call --call-timeout`.
     #[arg(long, default_value_t = 10)]
     pub timeout: u64,
 }
@@ -172,8 +173,9 @@ pub struct GateArgs {
     /// How to reach the server.
     #[command(flatten)]
     pub conn: Connection,
-    /// `strict`: any list_changed on the connection refuses. `settle`: ignore (and record)
-    /// those in the quiescence window right after initialized.
+    /// `strict` (default): any list_changed on the connection refuses. `settle`: ignore (and
+    /// record) those read before the first tools/list is sent, up to a ping right after
+    /// initialized; later ones still refuse.
     #[arg(long, value_enum, default_value_t = ListChangedPolicy::Strict)]
     pub list_changed: ListChangedPolicy,
     /// Print a machine-readable verdict.
@@ -196,6 +198,32 @@ pub struct CallArgs {
     /// The operation declares outputs: require an outputSchema and conforming structuredContent.
     #[arg(long)]
     pub expect_output: bool,
+    /// Seconds to wait for the tools/call answer (1 to 3600; default 30). Distinct from
+    /// --timeout, which bounds each other request (initialize, every tools/list page, ping).
+    /// A call that outlives it is indeterminate (exit 3) and never retried.
+    #[arg(long, value_name = "SECS")]
+    pub call_timeout: Option<u64>,
+}
+
+/// `--call-timeout` as a budget, or why not.
+fn call_budget(secs: Option<u64>) -> anyhow::Result<std::time::Duration> {
+    use crate::mcp::client::{DEFAULT_CALL_TIMEOUT, MAX_CALL_TIMEOUT};
+    let Some(secs) = secs else {
+        return Ok(DEFAULT_CALL_TIMEOUT);
+    };
+    if secs == 0 {
+        bail!(
+            "--call-timeout 0: the call needs a budget of at least 1 second (at most {})",
+            MAX_CALL_TIMEOUT.as_secs()
+        );
+    }
+    if secs > MAX_CALL_TIMEOUT.as_secs() {
+        bail!(
+            "--call-timeout {secs} exceeds the maximum of {} seconds: a call that outlives its budget is indeterminate and never retried, so pick the longest wait you accept",
+            MAX_CALL_TIMEOUT.as_secs()
+        );
+    }
+    Ok(std::time::Duration::from_secs(secs))
 }
 
 /// `toolcert mcp diff`.
@@ -363,7 +391,8 @@ async fn gate_cmd(a: GateArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn call_cmd(a: CallArgs) -> anyhow::Result<ExitCode> {
-    let opts = gate_options(&a.gate);
+    let mut opts = gate_options(&a.gate);
+    opts.timeouts.call = call_budget(a.call_timeout)?;
     let endpoint = a.gate.conn.endpoint()?;
     let arguments: Option<Value> = match &a.arguments {
         None => None,

@@ -268,12 +268,12 @@ async fn dispatch(
     };
     // The barrier makes any list_changed the server sent after the comparison visible now.
     if let Err(e) = client.barrier().await {
-        return report(
-            Outcome::NotDispatched,
-            "4.4.3-connect",
-            e.to_string(),
-            evidence,
-        );
+        let rule = if gate::is_session_expired(&e) {
+            "4.4.3-session-expired"
+        } else {
+            "4.4.3-connect"
+        };
+        return report(Outcome::NotDispatched, rule, e.to_string(), evidence);
     }
     if client.list_changed_seq() > mark {
         return report(
@@ -301,6 +301,19 @@ async fn dispatch(
                 "4.5.4-indeterminate",
                 format!(
                     "no answer to tools/call within {after:?}: the side effect may have happened; not retried"
+                ),
+                evidence,
+            );
+        }
+        // HTTP 404 for the session: MCP has the server answer 404, without processing it,
+        // to every request in a session it ended. Failed, with its own rule; not retried in
+        // a new session (that would start without this session's list_changed record).
+        Err(e) if gate::is_session_expired(&e) => {
+            return report(
+                Outcome::Failed,
+                "4.4.3-session-expired",
+                format!(
+                    "the server answered tools/call with HTTP 404 for its session ({e}); per MCP the request was not processed; not retried"
                 ),
                 evidence,
             );

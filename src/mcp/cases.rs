@@ -18,8 +18,9 @@ use super::snapshot::{self, CaptureOptions};
 use super::transport::Endpoint;
 use super::{review, time as mcp_time};
 
-/// The reviewer record every case uses: all assertions acceptable, every top-level argument
-/// of `tool` classified `data`.
+/// The reviewer record every case uses: reviewed now, all assertions acceptable, every
+/// top-level argument of `tool` classified `data`. (Now: a review may not predate the
+/// snapshot's `capturedAt`, so review after capturing.)
 pub fn acceptable_review(tool: &Value) -> Value {
     let channels = tool
         .pointer("/inputSchema/properties")
@@ -37,7 +38,7 @@ pub fn acceptable_review(tool: &Value) -> Value {
         .unwrap_or_default();
     ReviewInput {
         reviewer: "release-review@example.test".into(),
-        reviewed_at: "2026-08-30T13:00:00Z".into(),
+        reviewed_at: mcp_time::format(mcp_time::now()),
         headless: Some(true),
         independent_calls: Some(true),
         model_backed: Some(false),
@@ -169,6 +170,33 @@ pub fn gate_cases() -> Vec<Case> {
         ..Case::new(
             "a re-pinned snapshot listing the tool twice",
             Some(Rule::Incomplete),
+            base(),
+        )
+    });
+    cases.push(Case {
+        edit: Some(|d| {
+            let captured = d["capturedAt"]
+                .as_str()
+                .and_then(|t| mcp_time::parse(t).ok());
+            if let Some(c) = captured {
+                let before = mcp_time::format(c - time::Duration::seconds(1));
+                d["servers"]["s"]["reviews"]["echo"]["reviewedAt"] = json!(before);
+            }
+        }),
+        ..Case::new(
+            "a re-pinned snapshot reviewed before its capturedAt",
+            Some(Rule::Review),
+            base(),
+        )
+    });
+    cases.push(Case {
+        edit: Some(|d| {
+            let expires = d["expiresAt"].clone();
+            d["servers"]["s"]["reviews"]["echo"]["reviewedAt"] = expires;
+        }),
+        ..Case::new(
+            "a re-pinned snapshot reviewed at its expiresAt",
+            Some(Rule::Review),
             base(),
         )
     });
@@ -369,7 +397,6 @@ pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result
     opts.policy = case.policy;
     opts.mutant = mutant;
     opts.timeouts.request = Duration::from_millis(500);
-    opts.timeouts.settle = Duration::from_millis(50);
     opts.limits.max_messages = 20_000;
     if let Some(d) = case.later {
         let captured = doc["capturedAt"]

@@ -27,24 +27,26 @@ pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
 pub struct Timeouts {
     /// One request (initialize, one tools/list page, ping).
     pub request: Duration,
-    /// One tools/call.
+    /// One tools/call (`toolcert mcp call --call-timeout`, at most [`MAX_CALL_TIMEOUT`]).
     pub call: Duration,
-    /// Quiescence after `notifications/initialized`: no message for this long ends the wait.
-    pub settle: Duration,
-    /// The longest the quiescence wait may last, however chatty the server is.
-    pub settle_max: Duration,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
             request: Duration::from_secs(10),
-            call: Duration::from_secs(30),
-            settle: Duration::from_millis(150),
-            settle_max: Duration::from_secs(2),
+            call: DEFAULT_CALL_TIMEOUT,
         }
     }
 }
+
+/// The `tools/call` budget when none is given: 30 s.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest `tools/call` budget toolcert accepts: 1 hour. A call that outlives its budget
+/// is `indeterminate` and never retried, so a budget is a promise to stop waiting, not a
+/// retry interval.
+pub const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The most `tools/list` pages a listing follows before it fails.
 pub const MAX_PAGES: usize = 1000;
@@ -165,6 +167,7 @@ pub struct Client {
     list_changed: u64,
     notifications: u64,
     server_requests: Vec<ServerRequest>,
+    server_stream: bool,
 }
 
 /// The `clientInfo` toolcert sends.
@@ -194,6 +197,7 @@ impl Client {
             list_changed: 0,
             notifications: 0,
             server_requests: Vec::new(),
+            server_stream: false,
         }
     }
 
@@ -210,6 +214,13 @@ impl Client {
     /// How many notifications of any kind arrived so far.
     pub fn notification_count(&self) -> u64 {
         self.notifications
+    }
+
+    /// Whether an HTTP server offered the GET stream for its own messages (stdio: false;
+    /// there everything is on one ordered stream). When it did, a message on it has no order
+    /// relative to the answers to POSTs, so [`Client::barrier`] orders only the POST stream.
+    pub fn has_server_stream(&self) -> bool {
+        self.server_stream
     }
 
     /// The server → client requests answered so far.
@@ -281,10 +292,13 @@ impl Client {
         }
         self.version = Some(got.clone());
         self.transport.set_protocol_version(&got);
-        self.notify("notifications/initialized", None).await?;
-        // Over HTTP the server's own messages come on an optional GET stream.
+        // Over HTTP the server's own messages come on an optional GET stream (405: none).
+        // It is opened before `initialized` is sent: a server that emits list_changed while
+        // handling `initialized` (and, like the TypeScript SDK without an event store, drops
+        // what it cannot deliver) then has a stream to put it on, so it is seen.
         let deadline = Instant::now() + self.timeouts.request;
-        let _ = self.transport.open_server_stream(deadline).await?;
+        self.server_stream = self.transport.open_server_stream(deadline).await?;
+        self.notify("notifications/initialized", None).await?;
         Ok(Initialized {
             protocol_version: got,
             server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
@@ -293,23 +307,26 @@ impl Client {
         })
     }
 
-    /// Wait until the server has been quiet for [`Timeouts::settle`] (at most
-    /// [`Timeouts::settle_max`]); returns how many `list_changed` arrived meanwhile. Some
-    /// servers announce `list_changed` as a side effect of starting up (mcp-facts §5.3.4).
-    pub async fn settle(&mut self) -> Result<u64, ClientError> {
-        let before = self.list_changed;
-        let end = Instant::now() + self.timeouts.settle_max;
-        loop {
-            let quiet = (Instant::now() + self.timeouts.settle).min(end);
-            match self.transport.recv(quiet).await? {
-                Some(msg) => self.unasked(msg).await?,
-                None => break,
-            }
-            if Instant::now() >= end {
-                break;
-            }
-        }
-        Ok(self.list_changed - before)
+    /// The causal start-up barrier, for right after [`Client::initialize`] and before the
+    /// first `tools/list`: one [`Client::barrier`] round trip. Returns how many
+    /// `list_changed` arrived on the connection so far.
+    ///
+    /// On stdio (one ordered stream each way) the `ping` is read after
+    /// `notifications/initialized`, so every message the server wrote before answering it
+    /// (all it emitted while handling `initialized`, which is where servers announce tools
+    /// registered at start-up, mcp-facts §5.3.4) has been read when the answer arrives. The
+    /// notifications counted here were all read before the first `tools/list` request is
+    /// sent: the server emitted each before it received that request, so the listing that
+    /// follows already reflects whatever change they announce. They cannot describe a list
+    /// the client has not read yet. A server that announces later (on a timer, after the
+    /// ping) is not waited for: its notification lands after the listing began and refuses.
+    ///
+    /// Over Streamable HTTP the ping's answer orders only the POST stream; a notification
+    /// on the optional GET stream has no order relative to it and may be counted later
+    /// (where it refuses: fail closed).
+    pub async fn startup_barrier(&mut self) -> Result<u64, ClientError> {
+        self.barrier().await?;
+        Ok(self.list_changed)
     }
 
     /// Read whatever the server sends until `deadline`, handling it as unasked traffic.
@@ -491,11 +508,14 @@ impl Client {
                     message,
                 });
             }
-            return match msg.get("result") {
-                Some(r @ Value::Object(_)) => Ok(r.clone()),
+            // The message is ours: take its result rather than copy it (a page of a large
+            // catalog is megabytes).
+            let mut msg = msg;
+            return match msg.as_object_mut().and_then(|m| m.remove("result")) {
+                Some(r @ Value::Object(_)) => Ok(r),
                 Some(other) => Err(ClientError::Protocol {
                     method: method.into(),
-                    what: format!("the result is not an object but {}", kind(other)),
+                    what: format!("the result is not an object but {}", kind(&other)),
                 }),
                 None => Err(ClientError::Protocol {
                     method: method.into(),
@@ -639,7 +659,7 @@ mod tests {
             };
             let mut c = connect(script).await;
             c.initialize(REVISION_2025_11_25, &json!({})).await.unwrap();
-            c.settle().await.unwrap();
+            c.startup_barrier().await.unwrap();
             assert_eq!(
                 c.server_requests(),
                 [ServerRequest {

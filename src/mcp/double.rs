@@ -2,7 +2,8 @@
 //! catalog, on demand. It paginates, drifts between connections or between pages, repeats a
 //! tool name, sends `notifications/tools/list_changed` at chosen points (right after
 //! `initialized`, after a given `tools/list` page, during a call), lies in annotations,
-//! answers `isError` or non-conforming `structuredContent`, hangs or floods.
+//! answers `isError` or non-conforming `structuredContent`, hangs or floods; over HTTP it can
+//! offer the GET stream for what it sends unasked, and end a session on demand (404).
 //!
 //! One [`Script`] (JSON) drives it. It serves newline-delimited JSON-RPC on any byte pipe
 //! ([`serve_lines`]: in process, or on stdio as the hidden `toolcert mcp double` subcommand)
@@ -53,6 +54,22 @@ pub struct Script {
     pub loop_cursors: bool,
     /// Answer every `tools/list` with this `result` instead (a lying server).
     pub list_result: Option<Value>,
+    /// HTTP only: offer the optional GET stream (SSE). Without it GET is 405 and what the
+    /// double sends unasked waits for the next request's response stream.
+    pub get_stream: bool,
+    /// HTTP only: end the session at this request (answer it 404, forget the session, end
+    /// its GET stream), as a server that expires sessions does.
+    pub expire_session: Option<ExpireSession>,
+}
+
+/// When the HTTP double ends a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExpireSession {
+    /// At a request of this method…
+    pub on: String,
+    /// …the `nth` one (0-based, counted per session).
+    pub nth: u64,
 }
 
 /// Pages served from a point on.
@@ -73,8 +90,9 @@ pub struct ListChangedAt {
     pub after_initialized: u32,
     /// After answering the `tools/list` requests with these 0-based numbers.
     pub after_lists: Vec<u64>,
-    /// After answering the `ping`s with these 0-based numbers (the gate's barrier is ping 0,
-    /// the call's pre-dispatch barrier ping 1: `[0]` lands between gate and dispatch).
+    /// After answering the `ping`s with these 0-based numbers (under the strict policy the
+    /// gate's barrier is ping 0 and the call's pre-dispatch barrier ping 1, so `[0]` lands
+    /// between gate and dispatch; `settle` adds its start-up ping before the listing).
     pub after_pings: Vec<u64>,
     /// Before answering a `tools/call`.
     pub during_call: bool,
@@ -109,6 +127,8 @@ impl Default for Script {
             request_after_initialized: None,
             loop_cursors: false,
             list_result: None,
+            get_stream: false,
+            expire_session: None,
         }
     }
 }
@@ -160,6 +180,9 @@ pub struct Witness {
     pub connections: AtomicU64,
     /// The `params` of every `tools/call` received.
     pub calls: Mutex<Vec<Value>>,
+    /// The method of every message received (requests and notifications, in order; at most
+    /// [`MAX_BACKLOG`] × 10), so a test can see what a client sent when.
+    pub methods: Mutex<Vec<String>>,
 }
 
 impl Witness {
@@ -178,6 +201,11 @@ enum Reply {
     Hang,
 }
 
+/// The most messages the HTTP double holds for a client that has not read them yet (the
+/// next response stream's backlog, or the GET stream's): beyond it, it drops them. Bounded
+/// like everything else, and far more than any test sends.
+pub const MAX_BACKLOG: usize = 1024;
+
 /// One connection's state.
 #[derive(Debug)]
 struct Session {
@@ -185,7 +213,13 @@ struct Session {
     witness: Arc<Witness>,
     lists: u64,
     pings: u64,
-    pending: Vec<Value>,
+    /// HTTP: unasked messages waiting for the next response stream (no GET stream offered)
+    /// or for the GET stream to open.
+    pending: std::collections::VecDeque<Value>,
+    /// HTTP: the open GET stream.
+    get_stream: Option<tokio::sync::mpsc::Sender<Value>>,
+    /// HTTP: requests seen per method (for [`Script::expire_session`]).
+    requests: std::collections::HashMap<String, u64>,
 }
 
 impl Session {
@@ -196,8 +230,49 @@ impl Session {
             witness,
             lists: 0,
             pings: 0,
-            pending: Vec::new(),
+            pending: std::collections::VecDeque::new(),
+            get_stream: None,
+            requests: std::collections::HashMap::new(),
         }
+    }
+
+    /// HTTP: send messages the client did not ask for here (after a notification was
+    /// handled, or after a request's response): on the GET stream when one is open, else
+    /// held (bounded) until it opens, or, without a GET stream, for the next response stream.
+    fn unasked(&mut self, msgs: Vec<Value>) {
+        for m in msgs {
+            if let Some(tx) = &self.get_stream {
+                match tx.try_send(m) {
+                    Ok(()) => continue,
+                    Err(e) => {
+                        // Full or closed: this stream is over; hold the rest for the next.
+                        self.get_stream = None;
+                        let m = match e {
+                            tokio::sync::mpsc::error::TrySendError::Full(m)
+                            | tokio::sync::mpsc::error::TrySendError::Closed(m) => m,
+                        };
+                        if self.pending.len() < MAX_BACKLOG {
+                            self.pending.push_back(m);
+                        }
+                        continue;
+                    }
+                }
+            }
+            if self.pending.len() < MAX_BACKLOG {
+                self.pending.push_back(m);
+            }
+        }
+    }
+
+    /// HTTP: whether this request is the one [`Script::expire_session`] names.
+    fn expires_at(&mut self, method: &str) -> bool {
+        let n = self.requests.entry(method.to_string()).or_insert(0);
+        let this = *n;
+        *n += 1;
+        self.script
+            .expire_session
+            .as_ref()
+            .is_some_and(|x| x.on == method && x.nth == this)
     }
 
     fn list_changed() -> Value {
@@ -207,6 +282,12 @@ impl Session {
     fn handle(&mut self, msg: &Value) -> Reply {
         let s = self.script.clone();
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        if !method.is_empty()
+            && let Ok(mut m) = self.witness.methods.lock()
+            && m.len() < MAX_BACKLOG * 10
+        {
+            m.push(method.to_string());
+        }
         let Some(id) = msg.get("id").cloned() else {
             // A notification (or a response to our request).
             if method == "notifications/initialized" {
@@ -446,7 +527,11 @@ struct HttpState {
 /// Serve Streamable HTTP on 127.0.0.1 (an ephemeral port): POST answers a request with
 /// `application/json` when it is the only message, or an SSE stream (priming event, then
 /// every notification and the response) otherwise; 202 for notifications; `Mcp-Session-Id`
-/// issued on `initialize` and required after; GET is 405 (no server stream).
+/// issued on `initialize` and required after (an unknown one is 404). What the double sends
+/// unasked (after a notification, or after a request's response) goes on the GET stream when
+/// [`Script::get_stream`] offers one (one per session, 409 for a second; held, bounded, until
+/// it opens), else on the next response stream; without it GET is 405. DELETE ends the
+/// session. [`Script::expire_session`] answers one request 404 and forgets the session.
 pub async fn serve_http(script: Script) -> std::io::Result<HttpDouble> {
     use axum::routing::post;
     let state = HttpState {
@@ -456,13 +541,17 @@ pub async fn serve_http(script: Script) -> std::io::Result<HttpDouble> {
     };
     let witness = state.witness.clone();
     let app = axum::Router::new()
-        .route(
-            "/mcp",
-            post(http_post).get(|| async { axum::http::StatusCode::METHOD_NOT_ALLOWED }),
-        )
+        .route("/mcp", post(http_post).get(http_get).delete(http_delete))
         .with_state(state);
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let addr = listener.local_addr()?;
+    // TCP_NODELAY: an event written on an open GET stream otherwise waits for the client's
+    // delayed ACK of the previous one (Nagle; some 40 ms on Linux), long after the answers
+    // to the POSTs that follow it. The double sends each message when it means to.
+    use axum::serve::ListenerExt as _;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -514,16 +603,32 @@ async fn http_post(
             return StatusCode::NOT_FOUND.into_response();
         };
         let is_request = msg.get("id").is_some() && msg.get("method").is_some();
-        // Without a GET stream, what the server sends after a notification (list_changed
-        // after `initialized`) waits for the next request's SSE stream.
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        if is_request && !is_init && session.expires_at(method) {
+            // The session ends here: this request is not processed, the GET stream ends.
+            sessions.remove(&sid);
+            return StatusCode::NOT_FOUND.into_response();
+        }
+        let id = msg.get("id").cloned();
         let reply = match session.handle(&msg) {
+            // After a notification (list_changed after `initialized`): unasked.
             Reply::Send(out) if !is_request => {
-                session.pending.extend(out);
+                session.unasked(out);
                 Reply::Send(vec![])
             }
-            Reply::Send(out) => {
-                let mut all = std::mem::take(&mut session.pending);
+            // A request's stream ends with its response; what follows it is unasked.
+            Reply::Send(mut out) => {
+                let end = out
+                    .iter()
+                    .position(|m| m.get("method").is_none() && m.get("id") == id.as_ref());
+                let later = end.map_or(Vec::new(), |i| out.split_off(i + 1));
+                let mut all: Vec<Value> = if state.script.get_stream {
+                    Vec::new()
+                } else {
+                    session.pending.drain(..).collect()
+                };
                 all.extend(out);
+                session.unasked(later);
                 Reply::Send(all)
             }
             Reply::Hang => Reply::Hang,
@@ -556,6 +661,71 @@ async fn http_post(
         resp.headers_mut().insert("mcp-session-id", v);
     }
     resp
+}
+
+/// The capacity of one GET stream's queue; a client that does not read it loses the stream.
+const GET_STREAM_CAPACITY: usize = 256;
+
+async fn http_get(
+    axum::extract::State(state): axum::extract::State<HttpState>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    if !state.script.get_stream {
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+    }
+    let Some(sid) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
+        return (StatusCode::BAD_REQUEST, "Mcp-Session-Id required").into_response();
+    };
+    let rx = {
+        let Ok(mut sessions) = state.sessions.lock() else {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        let Some(session) = sessions.get_mut(sid) else {
+            return StatusCode::NOT_FOUND.into_response();
+        };
+        if session.get_stream.as_ref().is_some_and(|t| !t.is_closed()) {
+            return (StatusCode::CONFLICT, "a GET stream is already open").into_response();
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel(GET_STREAM_CAPACITY);
+        session.get_stream = Some(tx);
+        let held: Vec<Value> = session.pending.drain(..).collect();
+        session.unasked(held);
+        rx
+    };
+    let priming = futures_util::stream::once(async {
+        Ok::<String, std::convert::Infallible>("id: 0\ndata:\n\n".into())
+    });
+    let events = futures_util::stream::unfold(rx, |mut rx| async move {
+        let m = rx.recv().await?;
+        Some((
+            Ok::<String, std::convert::Infallible>(format!("event: message\ndata: {m}\n\n")),
+            rx,
+        ))
+    });
+    use futures_util::StreamExt as _;
+    (
+        [("content-type", "text/event-stream")],
+        axum::body::Body::from_stream(priming.chain(events)),
+    )
+        .into_response()
+}
+
+async fn http_delete(
+    axum::extract::State(state): axum::extract::State<HttpState>,
+    headers: axum::http::HeaderMap,
+) -> axum::http::StatusCode {
+    let sid = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+    let removed = match (sid, state.sessions.lock()) {
+        (Some(sid), Ok(mut sessions)) => sessions.remove(sid).is_some(),
+        _ => false,
+    };
+    if removed {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::NOT_FOUND
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //!
 //! 1. hash the manifest and compare with the pinned digest, before any connection;
 //! 2. refuse an expired snapshot, or one whose capture or review data is incomplete or whose
-//!    review fails the assertions (§4.6, re-checked on every call);
+//!    review fails the assertions (§4.6, re-checked on every call) or is dated outside the
+//!    snapshot's window (before `capturedAt`, or at or after `expiresAt`: `4.3.6 reviewedAt`);
 //! 3. initialize at the recorded revision (with the recorded client capabilities, since a
 //!    catalog may depend on them) and compare the complete `serverInfo` canonically;
 //! 4. exhaust the live pagination and find the selected name exactly once;
@@ -15,10 +16,27 @@
 //! notification the server sent before answering it is always seen. Re-listing never revives
 //! a review (§4.5.2). server-everything sends one right after `initialized` as a side effect
 //! of registering its tools (mcp-facts §5.3.4), so under the default [`ListChangedPolicy::Strict`]
-//! every gate against it refuses: that is the correct strict outcome. The explicit, recorded
-//! relaxation [`ListChangedPolicy::Settle`] waits for quiescence after `initialized` and
-//! ignores (but counts, in the verdict's evidence) notifications inside that window, before
-//! the first `tools/list` is sent; any later one still refuses.
+//! every gate against it refuses: that is the correct strict outcome, and the default stays
+//! strict because §4.5.1 reads "invalidated immediately" and the facts ask for any relaxation
+//! to be explicit and recorded.
+//!
+//! The explicit relaxation [`ListChangedPolicy::Settle`] waits for no quiet window. Right
+//! after `initialized` it makes one causal barrier ([`Client::startup_barrier`]: a `ping`
+//! round trip; stdio keeps order, so everything the server emitted while handling
+//! `initialized` has been read when the answer arrives) and ignores, but counts in the
+//! verdict's evidence (`ignoredInSettleWindow`), the `list_changed` seen up to then. That is
+//! sound, not just lenient: each of those was read before the first `tools/list` request was
+//! sent, so the server emitted it before it received that request, and the listing then
+//! compared already reflects whatever it announced; it cannot describe a list the gate has not
+//! read. Any `list_changed` read after the first `tools/list` was sent still refuses, however
+//! soon it comes (a server that announces on a timer is refused in both modes). Measured on
+//! server-everything 2026.8.31 over stdio: its start-up notifications (one with empty client
+//! capabilities; five with the roots, sampling, elicitation and tasks capabilities tried)
+//! all arrived before the ping's answer in 300 of 300 runs, whether `initialized` and `ping`
+//! came in one write or two, and none came later; its source writes them from the
+//! `initialized` handler, before the ping is handled. Over Streamable HTTP a notification on
+//! the GET stream has no order relative to the POST that answers the ping: it may be counted
+//! after the listing began and refuse (fail closed).
 //!
 //! Every refusal is a [`Refusal`]: the [`Rule`], a message, and a minimal diff (JSON pointer,
 //! reviewed value, live value). [`Mutant`]s weaken one rule each; they exist only so tests
@@ -32,7 +50,7 @@ use time::OffsetDateTime;
 
 use super::client::{Client, ClientError, Timeouts};
 use super::diff::{Change, json_diff};
-use super::transport::{Endpoint, Limits};
+use super::transport::{Endpoint, Limits, TransportError};
 use super::{review, snapshot, time as mcp_time};
 use crate::canonical::jcs_bytes;
 
@@ -57,6 +75,11 @@ pub enum Rule {
     /// 4.4.3: the negotiated revision is not the recorded one.
     #[serde(rename = "4.4.3-version")]
     Version,
+    /// 4.4.3: over Streamable HTTP the server answered 404 for the session it issued: it
+    /// ended the session. Refused, never retried in a new session (see
+    /// [`TransportError::SessionExpired`]).
+    #[serde(rename = "4.4.3-session-expired")]
+    SessionExpired,
     /// 4.4.3: the live `serverInfo` differs from the recorded one.
     #[serde(rename = "4.4.3-server-info")]
     ServerInfo,
@@ -87,6 +110,7 @@ impl Rule {
             Rule::Review => "4.4.6-review",
             Rule::Connect => "4.4.3-connect",
             Rule::Version => "4.4.3-version",
+            Rule::SessionExpired => "4.4.3-session-expired",
             Rule::ServerInfo => "4.4.3-server-info",
             Rule::Listing => "4.4.4-listing",
             Rule::Missing => "4.4.4-missing",
@@ -115,6 +139,20 @@ fn refuse(rule: Rule, message: impl Into<String>) -> Refusal {
         message: message.into(),
         diff: Vec::new(),
     }
+}
+
+/// A client error at one stage: refused with that stage's rule, except an ended HTTP
+/// session, which always refuses as [`Rule::SessionExpired`].
+fn client_refusal(rule: Rule, e: ClientError) -> Refusal {
+    if is_session_expired(&e) {
+        return refuse(Rule::SessionExpired, e.to_string());
+    }
+    refuse(rule, e.to_string())
+}
+
+/// Whether `e` is the server ending its HTTP session (404 for the `Mcp-Session-Id`).
+pub fn is_session_expired(e: &ClientError) -> bool {
+    matches!(e, ClientError::Transport(TransportError::SessionExpired))
 }
 
 /// One weakened rule, for mutation tests of the gate. Never for real use.
@@ -178,8 +216,8 @@ pub enum ListChangedPolicy {
     /// Any `list_changed` on the gate's connection refuses.
     #[default]
     Strict,
-    /// Notifications in the quiescence window right after `initialized` (before any
-    /// `tools/list`) are counted as evidence and ignored; later ones refuse.
+    /// `list_changed` read before the first `tools/list` is sent (up to a `ping` barrier
+    /// right after `initialized`) are counted as evidence and ignored; later ones refuse.
     Settle,
 }
 
@@ -231,13 +269,20 @@ pub struct Evidence {
     pub connected: bool,
     /// The `list_changed` policy in force.
     pub list_changed_policy: Option<ListChangedPolicy>,
-    /// `list_changed` notifications ignored in the settle window (policy `settle`).
+    /// `list_changed` notifications ignored because they were read before the first
+    /// `tools/list` was sent (policy `settle`; the name is kept from the earlier quiet window).
     pub ignored_in_settle_window: u64,
     /// A `list_changed` arrived although the server did not declare `tools.listChanged`
     /// (a finding, §4.5.6).
     pub undeclared_list_changed: bool,
     /// Live pages read.
     pub live_pages: usize,
+    /// Over HTTP, the server offered the GET stream for its own messages. Nothing orders a
+    /// message on it against the answers to POSTs, so the barrier proves only that nothing
+    /// sent on the POST streams was missed: the residual race of §4.5.5 is wider by whatever
+    /// the GET stream still carries (a `list_changed` that arrives later, during the call,
+    /// makes it `indeterminate`).
+    pub server_stream: bool,
     /// Server → client requests answered on the connection.
     pub server_requests: Vec<String>,
     /// Wall time, in microseconds, of each stage: the offline rules (read, hash, schema,
@@ -439,6 +484,8 @@ fn offline_checks(manifest: &Path, opts: &GateOptions) -> Result<Offline, Refusa
             )
         })?;
     review::check(&review, &tool).map_err(|e| refuse(Rule::Review, e.to_string()))?;
+    review::check_window(&review, captured, expires)
+        .map_err(|e| refuse(Rule::Review, e.to_string()))?;
     Ok(Offline {
         version: doc["protocolVersion"]
             .as_str()
@@ -475,9 +522,10 @@ async fn online_checks(
                     _ => vec![],
                 },
             },
-            e => refuse(Rule::Connect, e.to_string()),
+            e => client_refusal(Rule::Connect, e),
         })?;
     evidence.timings_us.connect_initialize = micros(started);
+    evidence.server_stream = client.has_server_stream();
     let started = std::time::Instant::now();
     if opts.mutant != Some(Mutant::ServerInfoIgnored)
         && jcs_bytes(&init.server_info) != jcs_bytes(&offline.server_info)
@@ -497,14 +545,16 @@ async fn online_checks(
     }
     let mut mark = 0;
     if opts.policy == ListChangedPolicy::Settle {
+        // The causal start-up barrier (one ping), not a quiet window: what it lets through
+        // was read before the first tools/list is sent (see `Client::startup_barrier`).
         let ignored = client
-            .settle()
+            .startup_barrier()
             .await
-            .map_err(|e| refuse(Rule::Connect, e.to_string()))?;
+            .map_err(|e| client_refusal(Rule::Connect, e))?;
         evidence.ignored_in_settle_window = ignored;
         mark = client.list_changed_seq();
     }
-    let list_err = |e: ClientError| refuse(Rule::Listing, e.to_string());
+    let list_err = |e: ClientError| client_refusal(Rule::Listing, e);
     let first_only = opts.mutant == Some(Mutant::FirstPageOnly);
     let mut listing = client
         .list_tools(opts.max_pages, first_only)

@@ -8,6 +8,7 @@
 //! failing review is refused even when its digest was re-pinned.
 
 use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
 
 use super::snapshot;
 
@@ -163,6 +164,54 @@ pub fn check(review: &Value, tool: &Value) -> Result<(), ReviewError> {
     check_channels(review.get("inputChannels").unwrap_or(&Value::Null), tool)
 }
 
+/// The review's `reviewedAt` lies inside the snapshot's window (rule `4.3.6 reviewedAt`): not
+/// before `capturedAt` (it would be a review of a catalog not captured yet) and before
+/// `expiresAt` (a review at or after it reviews an expired snapshot). Checked by
+/// `toolcert mcp review` before it writes and by the gate on every call, so a hand-edited,
+/// re-pinned date is refused too.
+pub fn check_window(
+    review: &Value,
+    captured_at: OffsetDateTime,
+    expires_at: OffsetDateTime,
+) -> Result<(), ReviewError> {
+    let text = review
+        .get("reviewedAt")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let at = super::time::parse(text).map_err(|e| refuse("4.3.6 reviewedAt", e.to_string()))?;
+    let fmt = super::time::format;
+    if at < captured_at {
+        return Err(refuse(
+            "4.3.6 reviewedAt",
+            format!(
+                "reviewedAt {} is before the snapshot's capturedAt {}: a review cannot predate the catalog it reviews",
+                fmt(at),
+                fmt(captured_at)
+            ),
+        ));
+    }
+    if at >= expires_at {
+        return Err(refuse(
+            "4.3.6 reviewedAt",
+            format!(
+                "reviewedAt {} is not before the snapshot's expiresAt {}: an expired snapshot cannot be reviewed; capture again",
+                fmt(at),
+                fmt(expires_at)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A snapshot's `capturedAt` and `expiresAt`.
+fn window(doc: &Value) -> Result<(OffsetDateTime, OffsetDateTime), ReviewError> {
+    let instant = |key: &str| {
+        let text = doc.get(key).and_then(Value::as_str).unwrap_or("");
+        super::time::parse(text).map_err(|e| refuse(&format!("4.3.5 {key}"), e.to_string()))
+    };
+    Ok((instant("capturedAt")?, instant("expiresAt")?))
+}
+
 /// Every declared argument channel of the Tool's `inputSchema` must be classified, and every
 /// classified pointer must name a declared channel (§4.9.1: unclassified or dynamic paths
 /// fail closed). Declared channels are the `properties` of the root object schema, and of
@@ -221,13 +270,10 @@ fn schema_at<'a>(schema: &'a Value, pointer: &str) -> Option<&'a Value> {
 }
 
 /// Add (or replace) the review of `tool` on `server` in a snapshot, after checking that the
-/// tool occurs exactly once (§4.3.4) and the review passes [`check`]. Returns the new digest.
-pub fn apply(
-    doc: &mut Value,
-    server: &str,
-    tool: &str,
-    review: Value,
-) -> Result<String, ReviewError> {
+/// tool occurs exactly once (§4.3.4), the review passes [`check`] and its date lies in the
+/// snapshot's window ([`check_window`]). The new digest is what [`snapshot::write`] returns
+/// (not computed here too: canonicalizing a large snapshot is the dearest step of a review).
+pub fn apply(doc: &mut Value, server: &str, tool: &str, review: Value) -> Result<(), ReviewError> {
     let entry = snapshot::server(doc, server).map_err(|e| refuse("4.4 server", e.to_string()))?;
     let found = snapshot::tools_named(entry, tool);
     let reviewed = match found.as_slice() {
@@ -247,6 +293,8 @@ pub fn apply(
         }
     };
     check(&review, &reviewed)?;
+    let (captured_at, expires_at) = window(doc)?;
+    check_window(&review, captured_at, expires_at)?;
     let reviews = doc
         .pointer_mut(&format!(
             "/servers/{}/reviews",
@@ -255,7 +303,7 @@ pub fn apply(
         .and_then(Value::as_object_mut)
         .ok_or_else(|| refuse("4.3.6 reviews", "the server entry has no reviews object"))?;
     reviews.insert(tool.to_string(), review);
-    Ok(snapshot::digest(doc))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -322,6 +370,50 @@ mod tests {
             let err = check(&r.to_value(), &echo_tool()).unwrap_err();
             assert_eq!(err.rule, rule, "{err}");
         }
+    }
+
+    #[test]
+    fn a_review_dated_outside_the_snapshot_window_is_refused() {
+        let t = |s: &str| crate::mcp::time::parse(s).unwrap();
+        let (captured, expires) = (t("2026-08-30T12:00:00Z"), t("2026-09-06T12:00:00Z"));
+        for ok in [
+            "2026-08-30T12:00:00Z",
+            "2026-08-30T13:00:00Z",
+            "2026-09-06T11:59:59Z",
+        ] {
+            let mut r = good();
+            r.reviewed_at = ok.into();
+            check_window(&r.to_value(), captured, expires).unwrap();
+        }
+        for (bad, says) in [
+            ("2026-08-30T11:59:59Z", "before the snapshot's capturedAt"),
+            (
+                "2026-09-06T12:00:00Z",
+                "not before the snapshot's expiresAt",
+            ),
+            (
+                "2026-10-01T00:00:00Z",
+                "not before the snapshot's expiresAt",
+            ),
+        ] {
+            let mut r = good();
+            r.reviewed_at = bad.into();
+            let err = check_window(&r.to_value(), captured, expires).unwrap_err();
+            assert_eq!(err.rule, "4.3.6 reviewedAt", "{bad}");
+            assert!(err.what.contains(says), "{bad}: {err}");
+        }
+        // `apply` checks it against the document's own window.
+        let mut doc = json!({
+            "capturedAt": "2026-08-30T12:00:00Z",
+            "expiresAt": "2026-09-06T12:00:00Z",
+            "servers": {"s": {"toolPages": [{"tools": [echo_tool()]}], "reviews": {}}}
+        });
+        let mut early = good();
+        early.reviewed_at = "2026-08-29T00:00:00Z".into();
+        let err = apply(&mut doc, "s", "echo", early.to_value()).unwrap_err();
+        assert_eq!(err.rule, "4.3.6 reviewedAt");
+        assert_eq!(doc["servers"]["s"]["reviews"], json!({}), "nothing written");
+        apply(&mut doc, "s", "echo", good().to_value()).unwrap();
     }
 
     #[test]

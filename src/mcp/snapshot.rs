@@ -244,8 +244,11 @@ async fn capture_on(client: &mut Client, opts: &CaptureOptions) -> Result<Value,
         .initialize(&opts.revision, &opts.client_capabilities)
         .await?;
     let captured_at = opts.captured_at.unwrap_or_else(mcp_time::now);
-    // Quiescence first: some servers announce list_changed while starting (§4.10.2).
-    let settle_list_changed = client.settle().await?;
+    // Some servers announce list_changed while starting (§4.10.2). A causal barrier (one
+    // ping, `Client::startup_barrier`) instead of a quiet window: what arrived before it was
+    // read before the first tools/list is sent, so the listing already reflects it; anything
+    // later restarts the listing below.
+    let settle_list_changed = client.startup_barrier().await?;
     let mut restarts = 0;
     let listing = loop {
         let seq = client.list_changed_seq();

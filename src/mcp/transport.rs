@@ -147,9 +147,12 @@ pub enum TransportError {
         /// The start of the body.
         body: String,
     },
-    /// HTTP 404 on a request carrying `Mcp-Session-Id`.
+    /// HTTP 404 on a request carrying `Mcp-Session-Id`: the server ended the session (MCP:
+    /// it answers 404 to every later request with that id, and does not process them).
+    /// toolcert never re-initializes by itself: a new session starts with no record of what
+    /// this one saw (a `list_changed` included), so a silent retry could revive a review.
     #[error(
-        "the MCP server ended the session (HTTP 404 for the Mcp-Session-Id it issued); start over with a new connection"
+        "the MCP server ended the session (HTTP 404 for the Mcp-Session-Id it issued); toolcert does not open a new session by itself: start over with a new connection (a new gate)"
     )]
     SessionExpired,
     /// The URL is not loopback.
@@ -553,11 +556,12 @@ impl Transport {
     }
 
     /// Open the optional GET stream for the server's own messages (HTTP only). Returns
-    /// whether the server offers one.
+    /// whether the server offers one (stdio: `false`, there is only the one stream). 404 for
+    /// the session it issued is [`TransportError::SessionExpired`].
     pub async fn open_server_stream(&mut self, deadline: Instant) -> Result<bool, TransportError> {
         match &mut self.inner {
             Inner::Http(h) => h.listen(deadline).await,
-            Inner::Lines { .. } => Ok(true),
+            Inner::Lines { .. } => Ok(false),
         }
     }
 
@@ -841,6 +845,11 @@ impl HttpConn {
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
+        if resp.status().as_u16() == 404 && self.session.is_some() {
+            return Err(TransportError::SessionExpired);
+        }
+        // 405: the server offers no GET stream; anything else that is not an event stream
+        // is taken the same way (its messages then come on the POST streams only).
         if resp.status().as_u16() == 200 && is_sse {
             let (tx, limits, budget) = (self.tx.clone(), self.limits, self.budget.clone());
             self.spawn(read_sse(resp, tx, limits, budget, None));
