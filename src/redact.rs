@@ -63,6 +63,9 @@ struct Compiled {
     heads_of: Vec<Vec<usize>>,
     /// The longest secret's byte length: a cut-off head starts within this of its end.
     max_len: usize,
+    /// An automaton could not be built (only past aho-corasick's size limits, far beyond any
+    /// run's secrets): then every string is replaced whole, failing closed, never leaking.
+    failed: bool,
 }
 
 /// Scrubs a run's secrets from text and JSON.
@@ -98,15 +101,14 @@ impl Redactor {
                 marker,
             })
             .collect();
-        let build = |patterns: &[&str], kind: MatchKind| {
-            (!patterns.is_empty())
-                .then(|| {
-                    AhoCorasick::builder()
-                        .match_kind(kind)
-                        .build(patterns)
-                        .ok()
-                })
-                .flatten()
+        let mut failed = false;
+        let mut build = |patterns: &[&str], kind: MatchKind| {
+            if patterns.is_empty() {
+                return None;
+            }
+            let built = AhoCorasick::builder().match_kind(kind).build(patterns);
+            failed |= built.is_err();
+            built.ok()
         };
         let whole_patterns: Vec<&str> = secrets.iter().map(|s| s.text.as_str()).collect();
         let mut head_patterns: Vec<&str> = Vec::new();
@@ -137,6 +139,7 @@ impl Redactor {
                 heads,
                 heads_of,
                 max_len,
+                failed,
             }),
         }
     }
@@ -162,6 +165,9 @@ impl Redactor {
 
     fn scrub<'s>(&self, s: &'s str, excerpt: bool) -> Cow<'s, str> {
         let c = &*self.inner;
+        if c.failed {
+            return Cow::Borrowed(REDACTED);
+        }
         let mut out = Cow::Borrowed(s);
         if let Some(whole) = &c.whole
             && whole.is_match(s)
