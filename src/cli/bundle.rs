@@ -97,27 +97,13 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
     super::recheck::print_outcome(&verified.recheck);
     let outcome = &verified.recheck;
-    let differing: Vec<&str> = outcome.differing().map(|r| r.row.as_str()).collect();
-    println!(
-        "toolcert bundle verify: {}: {} rows, {} differ{}; {} checks changed; {} not rechecked (stored outcome kept)",
-        if differing.is_empty() {
-            "verified"
-        } else {
-            "VERDICTS DIFFER"
-        },
-        outcome.rows.len(),
-        differing.len(),
-        if differing.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", differing.join(", "))
-        },
-        outcome.checks.len(),
-        outcome.not_rechecked.len()
-    );
-    Ok(if differing.is_empty() {
-        ExitCode::SUCCESS
+    let verdict = if outcome.differing().next().is_none() {
+        "verified"
     } else {
-        ExitCode::from(1)
-    })
+        "VERDICTS DIFFER"
+    };
+    Ok(super::recheck::conclude(
+        outcome,
+        &format!("toolcert bundle verify: {verdict}"),
+    ))
 }

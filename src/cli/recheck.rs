@@ -23,9 +23,15 @@ pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
     let shown = args.report.display().to_string();
     let outcome = crate::recheck::recheck(&suite, &report, &shown)?;
     print_outcome(&outcome);
+    Ok(conclude(&outcome, "toolcert recheck"))
+}
+
+/// Print the one-line summary of a recheck after `label` and give its exit code: 0 when no
+/// row differs, 1 when one does (`bundle verify` ends the same way).
+pub(super) fn conclude(outcome: &crate::recheck::Recheck, label: &str) -> ExitCode {
     let differing: Vec<&str> = outcome.differing().map(|r| r.row.as_str()).collect();
     println!(
-        "toolcert recheck: {} rows, {} differ{}; {} checks changed; {} not rechecked (stored outcome kept)",
+        "{label}: {} rows, {} differ{}; {} checks changed; {} not rechecked (stored outcome kept)",
         outcome.rows.len(),
         differing.len(),
         if differing.is_empty() {
@@ -36,11 +42,11 @@ pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
         outcome.checks.len(),
         outcome.not_rechecked.len()
     );
-    Ok(if differing.is_empty() {
+    if differing.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    }
 }
 
 /// Print every row (marking those that differ), every changed check and what could not be
