@@ -513,42 +513,32 @@ async fn an_expired_http_session_is_refused_with_its_rule_and_never_reopened() {
         "no new session was opened to retry"
     );
     // Between the gate and dispatch (the call's barrier is the second ping): not dispatched.
-    let (live, path, sha) = pin_http(expire("ping", 1), "expire-ping").await;
-    let r = call::call(
-        &path,
-        &Endpoint::Http(live.url.clone()),
-        &GateOptions::new(&sha, "s", "echo"),
-        &args(json!({"message": "hi"})),
-    )
-    .await;
-    assert_eq!(
-        (r.outcome, r.rule.as_deref()),
-        (Outcome::NotDispatched, Some("4.4.3-session-expired")),
-        "{r:?}"
-    );
-    assert_eq!(live.witness.call_count(), 0);
-    assert_eq!(live.witness.connections.load(Ordering::SeqCst), 1);
     // At the call itself: the server did not process it; failed, not retried.
-    let (live, path, sha) = pin_http(expire("tools/call", 0), "expire-call").await;
-    let r = call::call(
-        &path,
-        &Endpoint::Http(live.url.clone()),
-        &GateOptions::new(&sha, "s", "echo"),
-        &args(json!({"message": "hi"})),
-    )
-    .await;
-    assert_eq!(
-        (r.outcome, r.rule.as_deref()),
-        (Outcome::Failed, Some("4.4.3-session-expired")),
-        "{r:?}"
-    );
-    assert_eq!(r.body, None);
-    assert_eq!(
-        live.witness.call_count(),
-        0,
-        "the double never processed it"
-    );
-    assert_eq!(live.witness.connections.load(Ordering::SeqCst), 1);
+    for (on, nth, name, outcome) in [
+        ("ping", 1, "expire-ping", Outcome::NotDispatched),
+        ("tools/call", 0, "expire-call", Outcome::Failed),
+    ] {
+        let (live, path, sha) = pin_http(expire(on, nth), name).await;
+        let r = call::call(
+            &path,
+            &Endpoint::Http(live.url.clone()),
+            &GateOptions::new(&sha, "s", "echo"),
+            &args(json!({"message": "hi"})),
+        )
+        .await;
+        assert_eq!(
+            (r.outcome, r.rule.as_deref()),
+            (outcome, Some("4.4.3-session-expired")),
+            "{name}: {r:?}"
+        );
+        assert_eq!(r.body, None, "{name}");
+        assert_eq!(
+            live.witness.call_count(),
+            0,
+            "{name}: the double never processed it"
+        );
+        assert_eq!(live.witness.connections.load(Ordering::SeqCst), 1, "{name}");
+    }
 }
 
 #[tokio::test]
