@@ -149,23 +149,25 @@ pub async fn run_matrix_observed(
         .into_iter()
         .flat_map(|upstream| ALL.iter().map(move |info| (upstream, info)))
         .collect();
-    let runs: Vec<Result<RunOutcome, TargetError>> = futures_util::stream::iter(&jobs)
+    // Each run is cut down to its column as soon as it ends: a whole run keeps every
+    // transcript and observation, and holding all of them made the matrix's peak memory grow
+    // with the number of mutants.
+    let columns_run: Vec<Result<Column, TargetError>> = futures_util::stream::iter(&jobs)
         .map(|(upstream, info)| async move {
             let run = run_one(Some(info.mutant), *upstream).await;
             on_column(info.name);
-            run
+            run.map(|run| Column::from_run(suite, info.name, info.breaks, &run))
         })
         .buffered(columns.max(1))
         .collect()
         .await;
     let mut mutants = Vec::with_capacity(ALL.len());
     let mut upstream = Vec::with_capacity(ALL.len());
-    for ((up, info), run) in jobs.iter().zip(runs) {
-        let column = Column::from_run(suite, info.name, info.breaks, &run?);
+    for ((up, _), column) in jobs.iter().zip(columns_run) {
         if *up {
-            upstream.push(column);
+            upstream.push(column?);
         } else {
-            mutants.push(column);
+            mutants.push(column?);
         }
     }
     Ok(Matrix {
