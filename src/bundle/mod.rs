@@ -310,17 +310,22 @@ fn labelled(bundle: &Value, pointer: &str) -> String {
     format!("{pointer}{}", label.unwrap_or_default())
 }
 
-/// In words, which sections of `bundle` differ from its stored `sections`.
-fn edited_sections(bundle: &Value) -> String {
-    let now = sections_of(bundle);
-    let stored: BTreeMap<String, String> = bundle["sections"]
-        .as_object()
+/// The string members of a JSON object (a digest map); anything else is left out, so an
+/// edited entry shows up as changed or missing rather than as a parse failure.
+fn string_map(v: &Value) -> BTreeMap<String, String> {
+    v.as_object()
         .map(|m| {
             m.iter()
                 .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// In words, which sections of `bundle` differ from its stored `sections`.
+fn edited_sections(bundle: &Value) -> String {
+    let now = sections_of(bundle);
+    let stored = string_map(&bundle["sections"]);
     let mut edits: Vec<String> = Vec::new();
     for (pointer, digest) in &now {
         match stored.get(pointer) {
@@ -670,14 +675,7 @@ fn compare_suites(suite: &Suite, bundle: &Value) -> SuiteCheck {
     if theirs == current {
         return SuiteCheck::Same(current);
     }
-    let files: BTreeMap<String, String> = bundle["suite"]["files"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let files = string_map(&bundle["suite"]["files"]);
     let changed = files
         .iter()
         .filter(|(k, v)| suite.file_digests.get(*k).is_some_and(|c| c != *v))
