@@ -22,12 +22,19 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// receivers, `ctx.http.safeFetch`): no proxy (a proxy from the environment
 /// must not intercept loopback traffic, nor carry a guarded request
 /// elsewhere), no redirects (a redirect could lead off loopback, or past
-/// the SSRF guard), bounded connect time.
+/// the SSRF guard), bounded connect time, and no TLS roots.
+///
+/// No roots: everything this host calls is a plain-HTTP loopback double
+/// (the SSRF guard refuses `https`), so a TLS handshake could only be a
+/// mistake and fails verification. It also keeps each client cheap: with
+/// the platform's roots, every `build()` reads and parses the whole system
+/// certificate directory, which was some 10% of a suite run's CPU.
 pub fn outbound_client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(CONNECT_TIMEOUT)
+        .tls_certs_only(std::iter::empty())
 }
 
 /// How one invocation ended.

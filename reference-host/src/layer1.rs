@@ -21,6 +21,7 @@
 //! is taken with an atomic insert-if-absent on the scope's primary key, so
 //! two requests with one key can never both become its owner.
 
+use crate::storage::Cached;
 use std::future::Future;
 use std::time::Duration;
 
@@ -277,7 +278,7 @@ struct Row {
 
 fn read_row(storage: &Storage, scope: &Scope) -> Result<Option<Row>, StorageError> {
     storage.with_conn(|conn| {
-        conn.query_row(
+        conn.query_row_cached(
             "SELECT digest, state, lease_until_ms, status, body, retry_after FROM l1_records
              WHERE tenant = ?1 AND endpoint = ?2 AND key = ?3",
             params![scope.tenant, scope.endpoint, scope.key],
@@ -307,7 +308,7 @@ fn insert_marker(
     now_ms: i64,
 ) -> Result<bool, StorageError> {
     let inserted = storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT INTO l1_records (tenant, endpoint, key, digest, state, owner, lease_until_ms,
                  recorded_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
@@ -338,7 +339,7 @@ fn take_over_expired(
     now_ms: i64,
 ) -> Result<bool, StorageError> {
     let taken = storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "UPDATE l1_records SET digest = ?4, owner = ?5, lease_until_ms = ?6, recorded_at_ms = ?7
              WHERE tenant = ?1 AND endpoint = ?2 AND key = ?3
                AND state = 'in_flight' AND lease_until_ms <= ?7",
@@ -420,7 +421,7 @@ pub fn finish(
 ) -> Result<(), StorageError> {
     storage.with_conn(|conn| {
         if cache {
-            conn.execute(
+            conn.execute_cached(
                 "UPDATE l1_records SET state = ?5, status = ?6, body = ?7, retry_after = ?8,
                      recorded_at_ms = ?9
                  WHERE tenant = ?1 AND endpoint = ?2 AND key = ?3 AND owner = ?4",
@@ -439,7 +440,7 @@ pub fn finish(
                 ],
             )
         } else {
-            conn.execute(
+            conn.execute_cached(
                 "DELETE FROM l1_records
                  WHERE tenant = ?1 AND endpoint = ?2 AND key = ?3 AND owner = ?4",
                 params![scope.tenant, scope.endpoint, scope.key, owner],
@@ -490,7 +491,7 @@ pub fn hold(
 /// Releases a marker `owner` still holds (a no-op if it was taken over).
 pub fn release(storage: &Storage, scope: &Scope, owner: &str) -> Result<(), StorageError> {
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "DELETE FROM l1_records
              WHERE tenant = ?1 AND endpoint = ?2 AND key = ?3 AND owner = ?4 AND state = 'in_flight'",
             params![scope.tenant, scope.endpoint, scope.key, owner],
@@ -504,7 +505,7 @@ pub fn release(storage: &Storage, scope: &Scope, owner: &str) -> Result<(), Stor
 pub fn sweep(storage: &Storage, now_ms: i64) -> Result<usize, StorageError> {
     let cutoff = cutoff_ms(now_ms, LAYER1_RETENTION_SECS);
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "DELETE FROM l1_records
              WHERE (state = 'done' AND recorded_at_ms < ?1)
                 OR (state = 'in_flight' AND lease_until_ms < ?2)",

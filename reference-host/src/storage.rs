@@ -18,6 +18,40 @@ use crate::events::{NewEvent, RunEventDoc, SCHEMA_VERSION, new_event_id, now_rfc
 use crate::principals::DEFAULT_TENANT;
 use crate::webhooks::{Fanout, fan_out};
 
+/// Room in each connection's prepared-statement cache: more than the store's
+/// distinct statements (about 50).
+const STATEMENT_CACHE_CAPACITY: usize = 128;
+
+/// Statements run through the connection's prepared-statement cache.
+///
+/// `Connection::execute` and `query_row` parse their SQL anew on every call;
+/// SQLite's parser was some 10% of a suite run's CPU. The store's statements
+/// are all static text, so each is parsed once per connection.
+pub trait Cached {
+    /// [`Connection::execute`], with the statement cached.
+    fn execute_cached<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+
+    /// [`Connection::query_row`], with the statement cached.
+    fn query_row_cached<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
+}
+
+impl Cached for Connection {
+    fn execute_cached<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn query_row_cached<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.prepare_cached(sql)?.query_row(params, f)
+    }
+}
+
 /// A store failure (always answered as `internal_error`).
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -233,7 +267,8 @@ impl Storage {
         };
         let conn = Connection::open(&file).map_err(sqlite)?;
         // The first read of the header tells a foreign file apart.
-        let version: i64 = match conn.query_row("PRAGMA user_version", [], |row| row.get(0)) {
+        let version: i64 = match conn.query_row_cached("PRAGMA user_version", [], |row| row.get(0))
+        {
             Ok(version) => version,
             Err(err) if is_not_a_database(&err) => {
                 return Err(StoreOpenError::NotADatabase {
@@ -244,7 +279,7 @@ impl Storage {
             Err(err) => return Err(sqlite(err)),
         };
         let tables: i64 = conn
-            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |row| row.get(0))
+            .query_row_cached("SELECT COUNT(*) FROM sqlite_master", [], |row| row.get(0))
             .map_err(|err| {
                 if is_not_a_database(&err) {
                     StoreOpenError::NotADatabase {
@@ -258,7 +293,7 @@ impl Storage {
         if version == 0 && tables == 0 {
             // A fresh (or empty) file: ours to create.
             let _: String = conn
-                .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+                .query_row_cached("PRAGMA journal_mode=WAL", [], |row| row.get(0))
                 .map_err(sqlite)?;
             conn.execute_batch("PRAGMA synchronous=NORMAL;")
                 .map_err(sqlite)?;
@@ -282,7 +317,7 @@ impl Storage {
             });
         } else {
             let _: String = conn
-                .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+                .query_row_cached("PRAGMA journal_mode=WAL", [], |row| row.get(0))
                 .map_err(sqlite)?;
             conn.execute_batch("PRAGMA synchronous=NORMAL;")
                 .map_err(sqlite)?;
@@ -314,6 +349,9 @@ impl Storage {
     }
 
     fn wrap(conn: Connection) -> Self {
+        // Every statement of the store goes through the cache (see [`Cached`]);
+        // room for all of them, so none is evicted and parsed again.
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
         Self {
             conn: Mutex::new(conn),
             changes: watch::Sender::new(0),
@@ -444,7 +482,7 @@ impl Storage {
             error: None,
             current_node_id: None,
         };
-        self.conn().execute(
+        self.conn().execute_cached(
             "INSERT INTO runs (run_id, status, principal, tenant, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5)",
             params![
@@ -474,7 +512,7 @@ impl Storage {
         error: Option<&Value>,
     ) -> Result<(), StorageError> {
         let error_text = error.map(encode).transpose()?;
-        self.conn().execute(
+        self.conn().execute_cached(
             "UPDATE runs SET status = ?2, error = ?3, current_node_id = NULL WHERE run_id = ?1",
             params![run_id, status.as_str(), error_text],
         )?;
@@ -498,7 +536,7 @@ impl Storage {
             let mut conn = self.conn();
             let tx = conn.transaction()?;
             let doc = insert_event(&tx, run_id, event)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE runs SET status = ?2, error = ?3, current_node_id = NULL WHERE run_id = ?1",
                 params![run_id, status.as_str(), error_text],
             )?;
@@ -526,7 +564,7 @@ impl Storage {
             let mut conn = self.conn();
             let tx = conn.transaction()?;
             let doc = insert_event(&tx, run_id, event)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE runs SET status = ?2, current_node_id = ?3
                  WHERE run_id = ?1 AND status IN ('running', 'waiting-approval', 'waiting-input')",
                 params![run_id, status.as_str(), current_node_id],
@@ -542,7 +580,7 @@ impl Storage {
     pub fn run(&self, run_id: &str) -> Result<Option<RunRecord>, StorageError> {
         let row = self
             .conn()
-            .query_row(
+            .query_row_cached(
                 "SELECT run_id, status, principal, tenant, created_at, error, current_node_id
                  FROM runs WHERE run_id = ?1",
                 params![run_id],
@@ -763,7 +801,7 @@ pub(crate) fn insert_event(
 
 /// The run's next sequence number (0 for a run with no events).
 fn next_sequence(tx: &Transaction<'_>, run_id: &str) -> Result<i64, StorageError> {
-    Ok(tx.query_row(
+    Ok(tx.query_row_cached(
         "SELECT COALESCE(MAX(sequence), -1) + 1 FROM events WHERE run_id = ?1",
         params![run_id],
         |row| row.get(0),
@@ -795,7 +833,7 @@ fn insert_event_at(
 /// Writes the row of `doc` (whose sequence must be its run's next).
 fn write_event(tx: &Transaction<'_>, doc: &RunEventDoc) -> Result<(), StorageError> {
     let payload_text = encode(&doc.payload)?;
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO events (run_id, sequence, event_id, type, node_id, causation_id, payload, timestamp)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
@@ -821,7 +859,7 @@ pub(crate) fn event_id_at_or_before(
     sequence: i64,
 ) -> Result<Option<String>, StorageError> {
     Ok(tx
-        .query_row(
+        .query_row_cached(
             "SELECT event_id FROM events WHERE run_id = ?1 AND sequence <= ?2
              ORDER BY sequence DESC LIMIT 1",
             params![run_id, sequence],

@@ -12,6 +12,7 @@
 //! matching subscription on ONE bounded FIFO channel. One dispatcher task
 //! for the whole host ([`spawn_dispatcher`]) POSTs them in that order.
 
+use crate::storage::Cached;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -260,7 +261,7 @@ fn read_after(
 /// The events rowid appended last (-1 for none).
 fn last_rowid(storage: &Storage) -> Result<i64, crate::storage::StorageError> {
     storage.with_conn(|conn| {
-        conn.query_row("SELECT COALESCE(MAX(rowid), -1) FROM events", [], |row| {
+        conn.query_row_cached("SELECT COALESCE(MAX(rowid), -1) FROM events", [], |row| {
             row.get(0)
         })
     })

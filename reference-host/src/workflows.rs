@@ -12,6 +12,7 @@
 //! | `conformance-effect` | `{businessKey, receiverUrl, count?: 1..4}` | performs `count` `ledger.charge` effects through the effect path, keys `businessKey` (count 1) or `businessKey#1`…`#n`, node `effect`, then completes |
 //! | `conformance-flaky` | `{nonce, failTimes: 0..5}` | the first `failTimes` starts for the nonce answer 503 `service_unavailable` (`Retry-After: 1`), later ones complete at once |
 
+use crate::storage::Cached;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -329,7 +330,7 @@ pub fn effect_summary(reports: &[EffectReport]) -> Value {
 fn count_start(state: &AppState, tenant: &str, nonce: &str) -> Result<u64, StorageError> {
     // One upsert statement: concurrent starts each get their own number.
     let starts: i64 = state.storage().with_conn(|conn| {
-        conn.query_row(
+        conn.query_row_cached(
             "INSERT INTO flaky_starts (tenant, nonce, starts) VALUES (?1, ?2, 1)
              ON CONFLICT(tenant, nonce) DO UPDATE SET starts = starts + 1
              RETURNING starts",

@@ -19,6 +19,7 @@
 //! parent's claim never suppresses it (EFF-10: Layer-2 dedup never reaches
 //! across a fork; suppression in a fork is replay's job).
 
+use crate::storage::Cached;
 use std::time::Duration;
 
 use rusqlite::{OptionalExtension, params};
@@ -246,7 +247,7 @@ fn write_claim(
     );
     let now = now_unix_ms();
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             &sql,
             params![
                 request.effect_id,
@@ -304,7 +305,7 @@ pub fn holder_in(
     claim_scope: &str,
 ) -> Result<Option<Holder>, StorageError> {
     let row: Option<(String, String)> = storage.with_conn(|conn| {
-        conn.query_row(
+        conn.query_row_cached(
             "SELECT state, run_id FROM effect_claims WHERE effect_id = ?1 AND claim_scope = ?2",
             params![effect_id, claim_scope],
             |row| Ok((row.get(0)?, row.get(1)?)),
@@ -336,7 +337,7 @@ pub fn settle(
     state: ClaimState,
 ) -> Result<(), StorageError> {
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "UPDATE effect_claims SET state = ?3, updated_at_ms = ?4
              WHERE effect_id = ?1 AND executor = ?2",
             params![effect_id, executor, state.as_str(), now_unix_ms()],

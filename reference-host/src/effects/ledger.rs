@@ -19,6 +19,7 @@
 //! fork carries its source's rows over unchanged ([`inherit_rows`]): an
 //! inherited effect, not a new delivery.
 
+use crate::storage::Cached;
 use rusqlite::params;
 use serde::Serialize;
 use serde_json::Value;
@@ -158,7 +159,7 @@ pub fn open_attempt(
     };
     let now = now_unix_ms();
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT INTO effect_ledger (effect_id, run_id, tenant, node_id, attempt, keying, state,
                  at, at_ms, invocation_id, provider_key, args)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -209,7 +210,7 @@ pub fn record_reference(
 ) -> Result<bool, StorageError> {
     let now = now_unix_ms();
     let written = storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT INTO effect_ledger (effect_id, run_id, tenant, node_id, attempt, keying, state,
                  at, at_ms, invocation_id, provider_key, args)
              SELECT ?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, NULL, NULL, NULL
@@ -239,7 +240,7 @@ pub fn close_attempt(
 ) -> Result<(), StorageError> {
     let now = now_unix_ms();
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "UPDATE effect_ledger SET state = ?2, at = ?3, at_ms = ?4 WHERE row_id = ?1",
             params![row_id, state.as_str(), rfc3339_at_ms(now), now],
         )
@@ -274,7 +275,7 @@ pub fn record_seam_delivery(
     delivery: &SeamDelivery<'_>,
 ) -> Result<(), StorageError> {
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT INTO effect_ledger (effect_id, run_id, tenant, node_id, attempt, keying, state,
                  at, at_ms, invocation_id, provider_key, args)
              VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, NULL, NULL, NULL)",
@@ -307,7 +308,7 @@ pub fn inherit_rows(
 ) -> Result<usize, StorageError> {
     let restamp_at = restamp_at_ms.map(rfc3339_at_ms);
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT INTO effect_ledger (effect_id, run_id, tenant, node_id, attempt, keying, state,
                  at, at_ms, invocation_id, provider_key, args)
              SELECT effect_id, ?2, tenant, node_id, attempt, keying, state,

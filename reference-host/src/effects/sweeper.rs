@@ -6,6 +6,7 @@
 //! were later" (the sweep seam adds an offset); a background sweeper runs
 //! every 10 minutes with no offset.
 
+use crate::storage::Cached;
 use std::time::Duration;
 
 use rusqlite::params;
@@ -63,15 +64,15 @@ pub fn sweep_run(
     let cutoff = cutoff_ms(now_ms, effect_retention_secs(mutant));
     storage.with_conn(|conn| {
         let tx = conn.transaction()?;
-        let swept = tx.execute(
+        let swept = tx.execute_cached(
             "DELETE FROM effect_ledger WHERE run_id = ?1 AND at_ms < ?2",
             params![run_id, cutoff],
         )?;
-        tx.execute(
+        tx.execute_cached(
             "DELETE FROM effect_claims WHERE run_id = ?1 AND updated_at_ms < ?2",
             params![run_id, cutoff],
         )?;
-        let remaining: i64 = tx.query_row(
+        let remaining: i64 = tx.query_row_cached(
             "SELECT COUNT(*) FROM effect_ledger WHERE run_id = ?1",
             params![run_id],
             |row| row.get(0),
@@ -104,11 +105,11 @@ pub fn sweep_all(
     let cutoff = cutoff_ms(now_ms, effect_retention_secs(mutant));
     let (ledger_rows, claims) = storage.with_conn(|conn| {
         let tx = conn.transaction()?;
-        let ledger_rows = tx.execute(
+        let ledger_rows = tx.execute_cached(
             "DELETE FROM effect_ledger WHERE at_ms < ?1",
             params![cutoff],
         )?;
-        let claims = tx.execute(
+        let claims = tx.execute_cached(
             "DELETE FROM effect_claims WHERE updated_at_ms < ?1",
             params![cutoff],
         )?;

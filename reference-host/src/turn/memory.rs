@@ -25,6 +25,7 @@
 //! knowledge stored after reading untrusted content is recalled untrusted,
 //! in any later run.
 
+use crate::storage::Cached;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -246,7 +247,7 @@ pub fn put(
 ) -> Result<(), StorageError> {
     let stored_at = now_unix_ms();
     state.storage().with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT INTO knowledge (tenant, namespace, key, text, content_trust, run_id, stored_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT (tenant, namespace, key) DO UPDATE SET
@@ -274,7 +275,7 @@ pub fn get(
     key: &str,
 ) -> Result<Option<Segment>, StorageError> {
     let row = state.storage().with_conn(|conn| {
-        conn.query_row(
+        conn.query_row_cached(
             "SELECT text, content_trust FROM knowledge
              WHERE tenant = ?1 AND namespace = ?2 AND key = ?3",
             params![tenant, namespace, key],

@@ -20,6 +20,7 @@
 //!   `n` counts that node's `node.started` in the run: what a replay fork
 //!   serves a side-effecting node instead of dispatching it (RPL-2).
 
+use crate::storage::Cached;
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -242,7 +243,7 @@ pub fn save_fork_plan(
     from_seq: Option<i64>,
 ) -> Result<(), StorageError> {
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT INTO turn_runs (run_id, request, attempt, source_run_id, mode, from_seq)
              VALUES (?1, ?2, 1, ?3, ?4, ?5)",
             params![run_id, request, source_run_id, mode.as_str(), from_seq],
@@ -254,7 +255,7 @@ pub fn save_fork_plan(
 /// The stored plan of a turn run, if the run is one.
 pub fn plan(storage: &Storage, run_id: &str) -> Result<Option<StoredPlan>, StorageError> {
     let row = storage.with_conn(|conn| {
-        conn.query_row(
+        conn.query_row_cached(
             "SELECT request, attempt, source_run_id, mode, from_seq FROM turn_runs WHERE run_id = ?1",
             params![run_id],
             |row| {
@@ -290,7 +291,7 @@ pub fn plan(storage: &Storage, run_id: &str) -> Result<Option<StoredPlan>, Stora
 /// Sets the run's current attempt inside `tx` (with the `node.retrying`
 /// event that ends the previous one).
 pub fn set_attempt(tx: &Transaction<'_>, run_id: &str, attempt: u32) -> Result<(), StorageError> {
-    tx.execute(
+    tx.execute_cached(
         "UPDATE turn_runs SET attempt = ?2 WHERE run_id = ?1",
         params![run_id, attempt],
     )?;
@@ -310,7 +311,7 @@ pub fn put_model(
         problem: err.to_string(),
     })?;
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
              VALUES (?1, ?2, 'model', ?3, 'recorded', ?4)",
             params![run_id, attempt, round, body],
@@ -354,7 +355,7 @@ pub fn put_raw_model(
     answer: &str,
 ) -> Result<(), StorageError> {
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
              VALUES (?1, ?2, 'model', ?3, ?4, ?5)",
             params![run_id, attempt, round, RAW_STATE, answer],
@@ -388,7 +389,7 @@ pub fn put_intent(
         column: "turn_records.body",
         problem: err.to_string(),
     })?;
-    tx.execute(
+    tx.execute_cached(
         "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
          VALUES (?1, ?2, 'tool', ?3, 'intent', ?4)",
         params![run_id, attempt, ordinal, body],
@@ -405,7 +406,7 @@ pub fn put_tool(
     ordinal: u32,
     row: &RecordRow,
 ) -> Result<(), StorageError> {
-    tx.execute(
+    tx.execute_cached(
         "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
          VALUES (?1, ?2, 'tool', ?3, ?4, ?5)",
         params![run_id, attempt, ordinal, row.state, row.body],
@@ -443,7 +444,7 @@ pub fn copy_tool_records(
     dest_run_id: &str,
 ) -> Result<usize, StorageError> {
     storage.with_conn(|conn| {
-        conn.execute(
+        conn.execute_cached(
             "INSERT OR REPLACE INTO turn_records (run_id, attempt, kind, ordinal, state, body)
              SELECT ?3, 1, kind, ordinal, state, body FROM turn_records
              WHERE run_id = ?1 AND attempt = ?2 AND kind = 'tool'",
@@ -493,7 +494,7 @@ pub fn put_node_outcome(
         column: "node_records.body",
         problem: err.to_string(),
     })?;
-    tx.execute(
+    tx.execute_cached(
         "INSERT OR REPLACE INTO node_records (run_id, node_id, n, body) VALUES (?1, ?2, ?3, ?4)",
         params![run_id, node_id, n, body],
     )?;
@@ -509,7 +510,7 @@ pub fn node_outcome(
     n: u32,
 ) -> Result<Option<NodeOutcome>, StorageError> {
     let body: Option<String> = storage.with_conn(|conn| {
-        conn.query_row(
+        conn.query_row_cached(
             "SELECT body FROM node_records WHERE run_id = ?1 AND node_id = ?2 AND n = ?3",
             params![run_id, node_id, n],
             |row| row.get(0),
@@ -533,7 +534,7 @@ fn row(
     ordinal: u32,
 ) -> Result<Option<(String, String)>, StorageError> {
     storage.with_conn(|conn| {
-        conn.query_row(
+        conn.query_row_cached(
             "SELECT state, body FROM turn_records
              WHERE run_id = ?1 AND attempt = ?2 AND kind = ?3 AND ordinal = ?4",
             params![run_id, attempt, kind, ordinal],

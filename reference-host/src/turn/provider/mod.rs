@@ -23,9 +23,6 @@ use crate::turn::feedback::ToolResult;
 use crate::turn::request::ProviderTool;
 use event_stream::{SseDecoder, SseEvent};
 
-/// How long connecting to a provider may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// How long one whole provider request (streamed body included) may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -240,12 +237,10 @@ pub struct ProviderClient {
 
 impl ProviderClient {
     /// Builds the client: no proxy and no redirects (providers are loopback
-    /// only here and must stay so), bounded connect and request time.
+    /// only here and must stay so), bounded connect and request time, and
+    /// no TLS roots (see [`crate::invoker::outbound_client_builder`]).
     pub fn new() -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(CONNECT_TIMEOUT)
+        let client = crate::invoker::outbound_client_builder()
             .timeout(REQUEST_TIMEOUT)
             .build()?;
         Ok(Self { client })
