@@ -153,17 +153,17 @@ impl Redactor {
 
     /// Scrub one string.
     pub fn text<'s>(&self, s: &'s str) -> Cow<'s, str> {
-        self.scrub(s, true)
+        self.scrub_text(s, true)
     }
 
     /// Scrub an object key: whole secrets and `Bearer` values only. Keys are never excerpts
     /// (nothing cuts one off), and a short key such as `host` that happens to be the head of
     /// a token like `hostile-…` must stay readable.
     fn key<'s>(&self, s: &'s str) -> Cow<'s, str> {
-        self.scrub(s, false)
+        self.scrub_text(s, false)
     }
 
-    fn scrub<'s>(&self, s: &'s str, excerpt: bool) -> Cow<'s, str> {
+    fn scrub_text<'s>(&self, s: &'s str, excerpt: bool) -> Cow<'s, str> {
         let c = &*self.inner;
         if c.failed {
             return Cow::Borrowed(REDACTED);
@@ -242,15 +242,37 @@ impl Redactor {
 
     /// Scrub every string of a JSON value, object keys included.
     pub fn value(&self, v: &Value) -> Value {
+        let mut out = v.clone();
+        self.scrub(&mut out);
+        out
+    }
+
+    /// Scrub every string of a JSON value in place, object keys included. Only what a secret
+    /// touches is rewritten: observations and transcripts are large and mostly clean, and
+    /// rebuilding every one of them whole was a good part of a run's allocations.
+    pub fn scrub(&self, v: &mut Value) {
         match v {
-            Value::String(s) => Value::String(self.text(s).into_owned()),
-            Value::Array(a) => Value::Array(a.iter().map(|x| self.value(x)).collect()),
-            Value::Object(m) => Value::Object(
-                m.iter()
-                    .map(|(k, x)| (self.key(k).into_owned(), self.value(x)))
-                    .collect(),
-            ),
-            other => other.clone(),
+            Value::String(s) => {
+                // Compared, not matched on `Cow::Owned`: a redactor that failed closed hands
+                // back a borrowed marker.
+                let clean = self.text(s);
+                if clean != s.as_str() {
+                    *s = clean.into_owned();
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| self.scrub(x)),
+            Value::Object(m) => {
+                if m.keys().any(|k| self.key(k) != k.as_str()) {
+                    let taken = std::mem::take(m);
+                    for (k, mut x) in taken {
+                        self.scrub(&mut x);
+                        m.insert(self.key(&k).into_owned(), x);
+                    }
+                } else {
+                    m.values_mut().for_each(|x| self.scrub(x));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -261,7 +283,10 @@ impl Redactor {
         T: serde::Serialize + serde::de::DeserializeOwned,
     {
         match serde_json::to_value(&v) {
-            Ok(json) => serde_json::from_value(self.value(&json)).unwrap_or(v),
+            Ok(mut json) => {
+                self.scrub(&mut json);
+                serde_json::from_value(json).unwrap_or(v)
+            }
             Err(_) => v,
         }
     }

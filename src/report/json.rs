@@ -170,11 +170,9 @@ pub fn to_value(suite: &Suite, report: &Report) -> Result<Value, ReportError> {
         pointer: String::new(),
         message: e.to_string(),
     })?;
+    let digest = crate::recheck::digest_of(&value);
     if let Value::Object(map) = &mut value {
-        map.insert(
-            "digest".into(),
-            json!(crate::recheck::digest_of(&Value::Object(map.clone()))),
-        );
+        map.insert("digest".into(), json!(digest));
     }
     if let Ok(Some(v)) = suite
         .schemas

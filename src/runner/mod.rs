@@ -580,10 +580,11 @@ impl Session {
         scenario: &Scenario,
         checks: Vec<CheckOutcome>,
         transcript: Transcript,
-        observations: Value,
+        mut observations: Value,
         started: Instant,
     ) -> ScenarioResult {
         let redactor = self.redactor(suite);
+        redactor.scrub(&mut observations);
         let checks = redactor.serde(checks);
         let transcript = redactor.serde(transcript);
         let disposition = checks
@@ -597,7 +598,7 @@ impl Session {
             disposition,
             checks,
             transcript,
-            observations: redactor.value(&observations),
+            observations,
             elapsed_ms: started.elapsed().as_millis() as u64,
             trial: None,
             seed: None,
