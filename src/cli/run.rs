@@ -446,53 +446,37 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Routed before the trials take their handles: without a pipe the bar is gone for all.
     let forwarder = progress.route_libtest(&mut libtest);
     let progress_handle = Arc::new(progress.clone());
-    // At most --jobs trials in flight, whichever scenarios they belong to; a `serial`
-    // scenario runs its trials one at a time with nothing else in flight.
-    let permits = Arc::new(tokio::sync::Semaphore::new(args.jobs));
-    let alone = Arc::new(tokio::sync::RwLock::new(()));
+    // The one scheduler runs every trial in the background (at most --jobs in flight,
+    // `serial` scenarios alone); each libtest trial only waits for its scenario's results
+    // and prints them, so the console is libtest's and the schedule is the library's.
+    let (waiting, scheduled) = ScenarioChannels::open(&selected, progress_handle.clone());
+    let background = {
+        let (suite, session, selected) = (suite.clone(), session.clone(), selected.clone());
+        let jobs = args.jobs;
+        handle.spawn(async move {
+            let chosen: Vec<&crate::suite::Scenario> = suite
+                .scenarios
+                .iter()
+                .filter(|s| selected.contains(&s.id))
+                .collect();
+            crate::runner::schedule::run_trials(&session, &suite, &chosen, jobs, &scheduled).await;
+        })
+    };
     let trials: Vec<Trial> = suite
         .scenarios
         .iter()
         .filter(|s| selected.contains(&s.id))
         .map(|s| {
             let expected_rows = expected_rows.clone();
-            let (suite, session, results, handle) = (
-                suite.clone(),
-                session.clone(),
-                results.clone(),
-                handle.clone(),
-            );
-            let (permits, alone, progress) =
-                (permits.clone(), alone.clone(), progress_handle.clone());
-            let serial = s.tags.iter().any(|t| t == "serial");
+            let (results, handle, progress) =
+                (results.clone(), handle.clone(), progress_handle.clone());
+            let receiver = waiting.take(&s.id);
             let id = s.id.clone();
             Trial::ignorable_test(s.id.clone(), move || {
-                let scenario = suite
-                    .scenario(&id)
-                    .ok_or_else(|| Failed::from("scenario vanished"))?;
-                let one = |t: u32| {
-                    let (session, suite, permits, progress) =
-                        (&session, &suite, &permits, &progress);
-                    async move {
-                        let _permit = permits.acquire().await;
-                        let r = session.run_trial(suite, scenario, t).await;
-                        progress.inc();
-                        r
-                    }
-                };
-                let outcomes: Vec<ScenarioResult> = handle.block_on(async {
-                    if serial {
-                        let _alone = alone.write().await;
-                        let mut out = Vec::new();
-                        for t in 1..=session.trials() {
-                            out.push(one(t).await);
-                        }
-                        out
-                    } else {
-                        let _shared = alone.read().await;
-                        futures_util::future::join_all((1..=session.trials()).map(one)).await
-                    }
-                });
+                let receiver = receiver.ok_or_else(|| Failed::from("scenario not scheduled"))?;
+                let outcomes: Vec<ScenarioResult> = handle
+                    .block_on(receiver)
+                    .map_err(|_| Failed::from("the scheduler ended before this scenario did"))?;
                 let dispositions: Vec<Disposition> =
                     outcomes.iter().map(|r| r.disposition).collect();
                 let disposition = crate::repeat::across_trials(&dispositions);
@@ -530,6 +514,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     libtest.filter = None;
     libtest.skip.clear();
     let conclusion = libtest_mimic::run(&libtest, trials);
+    // Every trial printed, so every scenario ended; this only joins the task.
+    let _ = rt.block_on(background);
     if let Some(f) = forwarder {
         f.finish();
     }
@@ -611,6 +597,73 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Where each scenario's libtest trial waits for the results the scheduler hands over.
+struct ScenarioChannels {
+    receivers: Mutex<std::collections::HashMap<String, ScenarioReceiver>>,
+}
+
+type ScenarioReceiver = tokio::sync::oneshot::Receiver<Vec<ScenarioResult>>;
+
+/// The scheduler's side of [`ScenarioChannels`]: it also moves the progress bar per trial.
+struct Scheduled {
+    senders:
+        Mutex<std::collections::HashMap<String, tokio::sync::oneshot::Sender<Vec<ScenarioResult>>>>,
+    progress: Arc<super::progress::Progress>,
+}
+
+impl ScenarioChannels {
+    /// One channel per selected scenario.
+    fn open(
+        selected: &std::collections::BTreeSet<String>,
+        progress: Arc<super::progress::Progress>,
+    ) -> (ScenarioChannels, Scheduled) {
+        let (mut senders, mut receivers) = (
+            std::collections::HashMap::new(),
+            std::collections::HashMap::new(),
+        );
+        for id in selected {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            senders.insert(id.clone(), tx);
+            receivers.insert(id.clone(), rx);
+        }
+        (
+            ScenarioChannels {
+                receivers: Mutex::new(receivers),
+            },
+            Scheduled {
+                senders: Mutex::new(senders),
+                progress,
+            },
+        )
+    }
+
+    /// The receiver of scenario `id` (once).
+    fn take(&self, id: &str) -> Option<ScenarioReceiver> {
+        self.receivers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id)
+    }
+}
+
+impl crate::runner::schedule::Progress for Scheduled {
+    fn trial_ended(&self) {
+        self.progress.inc();
+    }
+
+    fn scenario_ended(&self, scenario: &crate::suite::Scenario, results: Vec<ScenarioResult>) {
+        let sender = self
+            .senders
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&scenario.id);
+        if let Some(sender) = sender {
+            // A receiver gone means its libtest trial was dropped: nobody to print for.
+            let _ = sender.send(results);
+        }
+    }
 }
 
 /// What the console says about a scenario's trials: the failure message of its (first

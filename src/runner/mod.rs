@@ -4,15 +4,15 @@
 //! captured discovery document); each scenario gets its own nonce, canary, receiver ids and
 //! tool names, so scenarios run in parallel without sharing mock or double state.
 
+pub mod schedule;
 mod target;
 
 pub use target::{ReferenceVariant, Target, TargetError};
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -732,8 +732,8 @@ pub fn uncovered_rows(suite: &Suite) -> Vec<String> {
 }
 
 /// Run the selected scenarios (all when `select` is `None`) against `target`, each
-/// `opts.repeat` times: every (scenario, trial) pair in parallel up to `jobs`, then the
-/// trials of `serial`-tagged scenarios one at a time, alone.
+/// `opts.repeat` times, through the one scheduler ([`schedule::run_trials`]: at most `jobs`
+/// trials in flight, `serial` scenarios alone).
 pub async fn run_selected(
     suite: &Suite,
     target: &Target,
@@ -741,33 +741,15 @@ pub async fn run_selected(
     select: Option<&dyn Fn(&Scenario) -> bool>,
 ) -> Result<RunOutcome, TargetError> {
     let started = Instant::now();
-    let session = Arc::new(Session::open(target, opts).await?);
+    let session = Session::open(target, opts).await?;
     let chosen: Vec<&Scenario> = suite
         .scenarios
         .iter()
         .filter(|s| select.is_none_or(|f| f(s)))
         .collect();
-    let (serial, parallel): (Vec<&Scenario>, Vec<&Scenario>) = chosen
-        .into_iter()
-        .partition(|s| s.tags.iter().any(|t| t == "serial"));
-    let trials = session.trials();
-    let mut results: Vec<ScenarioResult> = futures_util::stream::iter(
-        parallel
-            .into_iter()
-            .flat_map(|s| (1..=trials).map(move |t| (s, t))),
-    )
-    .map(|(s, t)| {
-        let session = session.clone();
-        async move { session.run_trial(suite, s, t).await }
-    })
-    .buffer_unordered(opts.jobs.max(1))
-    .collect()
-    .await;
-    for s in serial {
-        for t in 1..=trials {
-            results.push(session.run_trial(suite, s, t).await);
-        }
-    }
+    let collect = schedule::Collect::default();
+    schedule::run_trials(&session, suite, &chosen, opts.jobs, &collect).await;
+    let results = collect.into_results();
     Ok(conclude(
         suite,
         &session,
