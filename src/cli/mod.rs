@@ -13,6 +13,7 @@ mod progress;
 mod recheck;
 mod reference_host;
 mod run;
+mod suite;
 
 use std::process::ExitCode;
 
@@ -50,6 +51,9 @@ pub enum Command {
     Mutants,
     /// Per family: rows covered by a scenario, uncovered, unwitnessable.
     Coverage(coverage::CoverageArgs),
+    /// List the scenarios (id and file), or with --expanded print them with fragments and
+    /// params written out, as the loader validates and runs them.
+    Suite(suite::SuiteArgs),
     /// Serve the mock model provider on 127.0.0.1 for hosts toolcert does not start.
     MockProvider(mock_provider::MockProviderArgs),
     /// Run the mutation matrix and write it, with the reference host's certification, to reports/.
@@ -81,6 +85,7 @@ pub fn main() -> ExitCode {
         Command::Bundle(args) => bundle::run(args),
         Command::Keygen(args) => keygen::run(args),
         Command::Coverage(args) => coverage::run(args),
+        Command::Suite(args) => suite::run(args),
         Command::Matrix(args) => matrix::run(args),
         Command::MockProvider(args) => mock_provider::run(args),
         Command::ReferenceHost(args) => reference_host::run(args),

@@ -5,6 +5,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::expand::{self, Expanded};
+use super::fragment::Fragments;
 use super::surfaces::{self, SurfaceKind, Surfaces};
 use super::{Registry, Scenario, SchemaSet, Step, Suite, SuiteError};
 use crate::canonical::parse_strict;
@@ -120,9 +122,16 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
         .iter()
         .map(|m| m.name)
         .collect();
+    let fragments = Fragments::take(&mut data, &schemas)?;
     let mut scenarios: Vec<Scenario> = Vec::new();
-    for (file, value) in data {
+    let mut expanded_docs = BTreeMap::new();
+    let documents = data
+        .into_iter()
+        .map(|(file, doc)| expand::scenario_file(&file, doc, &fragments))
+        .collect::<Result<Vec<_>, _>>()?;
+    for Expanded { label: file, value } in documents.into_iter().flatten() {
         schemas.validate(SCENARIO_SCHEMA, &file, &value)?;
+        let expanded_value = value.clone();
         let mut scenario: Scenario = serde_json::from_value(value)
             .map_err(|e| reference(&file, String::new(), format!("does not deserialize: {e}")))?;
         scenario.file = file.clone();
@@ -140,6 +149,7 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
                 ),
             ));
         }
+        expanded_docs.insert(scenario.id.clone(), expanded_value);
         scenarios.push(scenario);
     }
     scenarios.sort_by(|a, b| a.id.cmp(&b.id));
@@ -149,6 +159,7 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
         schemas,
         surfaces,
         file_digests,
+        expanded: expanded_docs,
     })
 }
 

@@ -4,9 +4,16 @@
 //! and cross-checked (a scenario naming an unknown row, mutant, check or role is an error,
 //! never a warning). The suite is embedded in the binary at build time; `--suite DIR` loads a
 //! working copy instead, which is how a spec editor tries a new row.
+//!
+//! A scenario file may use fragments (`scenarios/fragments/`) and declare
+//! `params`; both are expanded at load, before validation, so what runs is the
+//! written-out scenario.
 
 mod error;
+mod expand;
+mod fragment;
 mod load;
+mod params;
 mod registry;
 mod scenario;
 mod schema;
@@ -42,6 +49,9 @@ pub struct Suite {
     /// `sha256:` and the hex SHA-256 of its RFC 8785 form. Schemas are left out: they shape
     /// files, not verdicts.
     pub file_digests: std::collections::BTreeMap<String, String>,
+    /// Every scenario as the loader validated it, by id: `params` and fragment uses
+    /// expanded (`toolcert suite --expanded` prints these).
+    pub expanded: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 impl Suite {

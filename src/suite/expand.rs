@@ -1,0 +1,182 @@
+//! From a scenario file to the scenarios it stands for: `params` first (one scenario per
+//! entry, `${name}` substituted), then fragment uses. What comes out is what the loader
+//! validates and runs; `toolcert suite --expanded` prints it.
+
+use serde_json::Value;
+
+use super::SuiteError;
+use super::fragment::Fragments;
+use super::params::{self, Subst};
+
+/// One expanded scenario document.
+#[derive(Debug, Clone)]
+pub(crate) struct Expanded {
+    /// Where it came from: the file, and for a params entry `[params/N]` after it.
+    pub(crate) label: String,
+    /// The scenario, with no `params`, `${…}` or fragment use left.
+    pub(crate) value: Value,
+}
+
+fn reference(file: &str, pointer: String, message: String) -> SuiteError {
+    SuiteError::Reference {
+        file: file.to_string(),
+        pointer,
+        message,
+    }
+}
+
+/// Expand one scenario file.
+pub(crate) fn scenario_file(
+    file: &str,
+    doc: Value,
+    fragments: &Fragments,
+) -> Result<Vec<Expanded>, SuiteError> {
+    let Value::Object(mut body) = doc else {
+        // Not an object: let the scenario schema say so.
+        return Ok(vec![Expanded {
+            label: file.to_string(),
+            value: doc,
+        }]);
+    };
+    let entries = match body.remove("params") {
+        None => vec![None],
+        Some(p) => {
+            if body.contains_key("id") {
+                return Err(reference(
+                    file,
+                    "/id".into(),
+                    "with params, each entry names its scenario id (\"params\": [{\"id\": …}]); remove /id".into(),
+                ));
+            }
+            params::entries(&p)
+                .map_err(|(at, m)| reference(file, at, m))?
+                .into_iter()
+                .map(Some)
+                .collect()
+        }
+    };
+    let several = entries.len() > 1 || entries[0].is_some();
+    let body = Value::Object(body);
+    let mut out = Vec::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let label = if several {
+            format!("{file} [params/{i}]")
+        } else {
+            file.to_string()
+        };
+        let args = entry.clone().unwrap_or_default();
+        let mut subst = Subst::new(&args);
+        let mut value = subst.value(&body).map_err(|(at, e)| {
+            let hint = if several {
+                "; parameters are the members of each /params entry"
+            } else {
+                "; a scenario without /params has none ($${ writes a literal ${)"
+            };
+            reference(&label, at, format!("{e}{hint}"))
+        })?;
+        if let Some(entry) = &entry {
+            if let Some(unused) = entry
+                .keys()
+                .find(|k| *k != "id" && !subst.used.contains(*k))
+            {
+                return Err(reference(
+                    file,
+                    format!("/params/{i}/{}", params::escape_pointer(unused)),
+                    format!(
+                        "parameter \"{unused}\" is used nowhere in the scenario (write ${{{unused}}} where it belongs, or remove it)"
+                    ),
+                ));
+            }
+            if let Value::Object(map) = &mut value {
+                map.insert("id".into(), entry["id"].clone());
+            }
+        }
+        let value = fragments.expand(&label, &value)?;
+        out.push(Expanded { label, value });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::suite::{Suite, SuiteError};
+
+    fn with_file(file: &str, text: &str) -> Result<Suite, SuiteError> {
+        let mut files: Vec<(String, String)> = crate::suite::embedded::FILES
+            .iter()
+            .map(|(p, c)| (p.to_string(), c.to_string()))
+            .collect();
+        files.push((file.to_string(), text.to_string()));
+        super::super::load::from_files(files)
+    }
+
+    /// Two scenarios from one file: ids from the entries, `${…}` substituted (typed when whole).
+    const TWINS: &str = r#"{"params": [{"id": "x.p-a", "code": 304, "what": "a"}, {"id": "x.p-b", "code": 200, "what": "b"}],
+        "title": "t ${what}", "rows": ["DISC-7"], "gate": null, "kills": [], "steps": [],
+        "checks": [{"id": "c", "row": "DISC-7", "says": "s", "at": "/discovery", "expect": {"equals": "${code}"}}]}"#;
+
+    #[test]
+    fn params_make_one_scenario_per_entry() {
+        let suite = with_file("scenarios/test/p.json", TWINS).unwrap();
+        let b = suite.scenario("x.p-b").unwrap();
+        assert_eq!(b.title, "t b");
+        assert!(b.file.starts_with("scenarios/test/p.json [params/1]"));
+        assert_eq!(
+            suite.expanded["x.p-a"]["checks"][0]["expect"]["equals"],
+            304
+        );
+    }
+
+    fn err(text: &str) -> String {
+        with_file("scenarios/test/p.json", text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn params_errors_name_file_pointer_and_fix() {
+        let e = err(&TWINS.replacen("t ${what}", "t ${wat}", 1));
+        assert!(
+            e.starts_with("scenarios/test/p.json [params/0]: at JSON pointer \"/title\"")
+                && e.contains("${wat}")
+                && e.contains("code, id, what"),
+            "{e}"
+        );
+        let e = err(&TWINS.replacen("t ${what}", "t", 1));
+        assert!(
+            e.contains("/params/0/what") && e.contains("used nowhere"),
+            "{e}"
+        );
+        let e = err(&TWINS.replacen(r#""title""#, r#""id": "x.y", "title""#, 1));
+        assert!(e.contains("\"/id\"") && e.contains("remove /id"), "{e}");
+        let e = err(&TWINS.replacen("x.p-b", "x.p-a", 1));
+        assert!(e.contains("x.p-a") && e.contains("already used"), "{e}");
+        let e = err(&TWINS.replacen(r#", "what": "b""#, "", 1));
+        assert!(e.contains("/params/1") && e.contains("\"what\""), "{e}");
+    }
+
+    #[test]
+    fn a_scenario_without_params_has_no_placeholders_and_uses_fragments() {
+        let text = TWINS
+            .replacen(r#""params": [{"id": "x.p-a", "code": 304, "what": "a"}, {"id": "x.p-b", "code": 200, "what": "b"}],"#, r#""id": "x.q","#, 1)
+            .replacen(r#""${code}""#, "304", 1);
+        let e = err(&text);
+        assert!(
+            e.contains("${what}") && e.contains("(in scope: none)"),
+            "{e}"
+        );
+        let text = text.replacen("t ${what}", "t $${what}", 1).replacen(
+            r#""steps": []"#,
+            r#""steps": [{"$fragment": "turn/nope"}]"#,
+            1,
+        );
+        let e = err(&text);
+        assert!(
+            e.contains("\"/steps/0/$fragment\"") && e.contains("turn/provider"),
+            "{e}"
+        );
+        let ok = text.replacen(r#"[{"$fragment": "turn/nope"}]"#, "[]", 1);
+        let suite = with_file("scenarios/test/p.json", &ok).unwrap();
+        assert_eq!(suite.scenario("x.q").unwrap().title, "t ${what}");
+    }
+}
