@@ -109,7 +109,7 @@ fn inherit_row(file: &str, value: &mut Value) -> Result<(), SuiteError> {
     let Some(row) = map.remove("row") else {
         return Ok(());
     };
-    if !row.as_str().is_some_and(|r| !r.is_empty()) {
+    if row.as_str().is_none_or(str::is_empty) {
         return Err(reference(
             file,
             "/row".into(),
