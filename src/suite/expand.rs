@@ -1,6 +1,7 @@
 //! From a scenario file to the scenarios it stands for: `params` first (one scenario per
-//! entry, `${name}` substituted), then fragment uses. What comes out is what the loader
-//! validates and runs; `toolcert suite --expanded` prints it.
+//! entry, `${name}` substituted), then fragment uses, then the scenario-level `row` that
+//! checks naming no row inherit. What comes out is what the loader validates and runs;
+//! `toolcert suite --expanded` prints it.
 
 use serde_json::Value;
 
@@ -91,10 +92,38 @@ pub(crate) fn scenario_file(
                 map.insert("id".into(), entry["id"].clone());
             }
         }
-        let value = fragments.expand(&label, &value)?;
+        let mut value = fragments.expand(&label, &value)?;
+        inherit_row(&label, &mut value)?;
         out.push(Expanded { label, value });
     }
     Ok(out)
+}
+
+/// Give every check without a `row` the scenario's `row` (then drop it, so the expanded
+/// scenario is the one written out in full). A check that names its row keeps it; with no
+/// scenario `row`, a check without one is left for the schema to reject.
+fn inherit_row(file: &str, value: &mut Value) -> Result<(), SuiteError> {
+    let Value::Object(map) = value else {
+        return Ok(());
+    };
+    let Some(row) = map.remove("row") else {
+        return Ok(());
+    };
+    if row.as_str().is_none_or(str::is_empty) {
+        return Err(reference(
+            file,
+            "/row".into(),
+            "the scenario's row (the one its checks inherit when they name none) is a row id string, e.g. \"row\": \"HOOKS-RL-1\"".into(),
+        ));
+    }
+    if let Some(Value::Array(checks)) = map.get_mut("checks") {
+        for check in checks.iter_mut() {
+            if let Value::Object(c) = check {
+                c.entry("row").or_insert_with(|| row.clone());
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -124,6 +153,32 @@ mod tests {
         assert_eq!(
             suite.expanded["x.p-a"]["checks"][0]["expect"]["equals"],
             304
+        );
+    }
+
+    #[test]
+    fn checks_without_a_row_inherit_the_scenario_row() {
+        let text = TWINS.replacen(r#""row": "DISC-7", "#, "", 1).replacen(
+            r#""steps": []"#,
+            r#""row": "DISC-7", "steps": []"#,
+            1,
+        );
+        let suite = with_file("scenarios/test/p.json", &text).unwrap();
+        let a = &suite.expanded["x.p-a"];
+        assert_eq!(a["checks"][0]["row"], "DISC-7");
+        assert!(a.get("row").is_none(), "{a}");
+        // A check naming its row keeps it: the loader then says DISC-1 is not in /rows.
+        let e = err(&text.replacen(r#""id": "c","#, r#""id": "c", "row": "DISC-1","#, 1));
+        assert!(e.contains("DISC-1"), "{e}");
+        let e = err(&text.replacen(r#""row": "DISC-7", "steps""#, r#""row": 7, "steps""#, 1));
+        assert!(e.contains("\"/row\"") && e.contains("row id string"), "{e}");
+        // Without a scenario row, a check without one is a schema error as before.
+        assert!(
+            with_file(
+                "scenarios/test/p.json",
+                &TWINS.replacen(r#""row": "DISC-7", "#, "", 1)
+            )
+            .is_err()
         );
     }
 
