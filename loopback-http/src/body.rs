@@ -48,7 +48,11 @@ impl std::fmt::Debug for Body {
 
 impl From<Bytes> for Body {
     fn from(bytes: Bytes) -> Body {
-        Body(Full::new(bytes).map_err(|never| match never {}).boxed_unsync())
+        Body(
+            Full::new(bytes)
+                .map_err(|never| match never {})
+                .boxed_unsync(),
+        )
     }
 }
 
@@ -119,6 +123,24 @@ impl RequestBody {
         }
     }
 }
+
+impl RequestBody {
+    /// [`RequestBody::read`] with at most [`DEFAULT_BODY_LIMIT`] bytes; a failure is already
+    /// the answer: `413` (or `400` for a broken transfer) with a plain-text reason.
+    pub async fn read_or_reject(self) -> Result<Bytes, crate::Response> {
+        self.read(DEFAULT_BODY_LIMIT).await.map_err(|e| {
+            let status = match e {
+                BodyError::TooLarge => http::StatusCode::PAYLOAD_TOO_LARGE,
+                BodyError::Transport(_) => http::StatusCode::BAD_REQUEST,
+            };
+            crate::response::text(status, format!("Failed to buffer the request body: {e}"))
+        })
+    }
+}
+
+/// The bound [`RequestBody::read_or_reject`] reads with: 2 MiB, far above any call a host
+/// makes to a tool double.
+pub const DEFAULT_BODY_LIMIT: usize = 2 * 1024 * 1024;
 
 impl std::fmt::Debug for RequestBody {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

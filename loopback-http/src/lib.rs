@@ -32,7 +32,7 @@ pub mod response;
 mod router;
 mod server;
 
-pub use body::{Body, BodyError, RequestBody};
+pub use body::{Body, BodyError, DEFAULT_BODY_LIMIT, RequestBody};
 pub use router::{Request, Router};
 pub use server::Server;
 

@@ -12,11 +12,7 @@ pub fn json(status: StatusCode, body: &Value) -> Response {
 
 /// `status` with a plain-text body (`content-type: text/plain; charset=utf-8`).
 pub fn text(status: StatusCode, body: impl Into<String>) -> Response {
-    with_type(
-        status,
-        "text/plain; charset=utf-8",
-        Body::from(body.into()),
-    )
+    with_type(status, "text/plain; charset=utf-8", Body::from(body.into()))
 }
 
 /// `status` with an empty body.

@@ -203,11 +203,7 @@ impl<S: Clone + Send + Sync + 'static> Router<S> {
 }
 
 impl Request {
-    pub(crate) fn new(
-        parts: http::request::Parts,
-        body: RequestBody,
-        peer: SocketAddr,
-    ) -> Request {
+    pub(crate) fn new(parts: http::request::Parts, body: RequestBody, peer: SocketAddr) -> Request {
         Request {
             method: parts.method,
             uri: parts.uri,
@@ -246,10 +242,12 @@ fn method_not_allowed<S>(route: &Route<S>) -> Response {
 
 fn parse_pattern(path: &str) -> Vec<Segment> {
     path.split('/')
-        .map(|segment| match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-            Some(name) => Segment::Param(name.to_string()),
-            None => Segment::Literal(segment.to_string()),
-        })
+        .map(
+            |segment| match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                Some(name) => Segment::Param(name.to_string()),
+                None => Segment::Literal(segment.to_string()),
+            },
+        )
         .collect()
 }
 

@@ -35,7 +35,11 @@ async fn server() -> Server {
                 Ok::<_, std::io::Error>(Bytes::from_static(b"data: 1\n\n")),
                 Ok(Bytes::from_static(b"data: 2\n\n")),
             ]);
-            response::with_type(StatusCode::OK, "text/event-stream", Body::from_stream(chunks))
+            response::with_type(
+                StatusCode::OK,
+                "text/event-stream",
+                Body::from_stream(chunks),
+            )
         })
         .get("/cut", |_, _| async {
             // hyper writes what it has only while the body is pending: pause before the cut.
@@ -55,7 +59,9 @@ async fn server() -> Server {
             tokio::time::sleep(Duration::from_secs(30)).await;
             response::status(StatusCode::OK)
         });
-    Server::bind(([127, 0, 0, 1], 0).into(), router).await.unwrap()
+    Server::bind(([127, 0, 0, 1], 0).into(), router)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -63,7 +69,12 @@ async fn routes_by_method_and_path_with_decoded_params() {
     let server = server().await;
     let base = format!("http://{}", server.local_addr());
     let c = client();
-    let ok = c.post(format!("{base}/echo/a%2Fb")).body("1234").send().await.unwrap();
+    let ok = c
+        .post(format!("{base}/echo/a%2Fb"))
+        .body("1234")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status(), 200);
     assert_eq!(ok.headers()["content-type"], "application/json");
     assert_eq!(ok.headers()["content-length"], "34");
@@ -71,7 +82,12 @@ async fn routes_by_method_and_path_with_decoded_params() {
         ok.json::<serde_json::Value>().await.unwrap(),
         json!({"name": "a/b", "len": 4, "peer": true})
     );
-    let big = c.post(format!("{base}/echo/x")).body("123456789").send().await.unwrap();
+    let big = c
+        .post(format!("{base}/echo/x"))
+        .body("123456789")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(big.status(), 413);
     let wrong = c.get(format!("{base}/echo/x")).send().await.unwrap();
     assert_eq!(wrong.status(), 405);
@@ -93,7 +109,10 @@ async fn streams_chunks_and_a_failed_stream_cuts_the_connection() {
     assert_eq!(stream.text().await.unwrap(), "data: 1\n\ndata: 2\n\n");
     let cut = c.get(format!("{base}/cut")).send().await.unwrap();
     assert_eq!(cut.status(), 200);
-    assert!(cut.bytes().await.is_err(), "a cut body is an error, not a short success");
+    assert!(
+        cut.bytes().await.is_err(),
+        "a cut body is an error, not a short success"
+    );
 }
 
 #[tokio::test]
@@ -105,7 +124,13 @@ async fn shutdown_waits_at_most_its_grace_and_refuses_non_loopback() {
     let started = Instant::now();
     server.shutdown(Duration::from_millis(300)).await;
     assert!(started.elapsed() < Duration::from_secs(2));
-    assert!(pending.await.unwrap().is_err(), "the slow answer was dropped");
+    assert!(
+        pending.await.unwrap().is_err(),
+        "the slow answer was dropped"
+    );
     let outside = Server::bind(([0, 0, 0, 0], 0).into(), Router::new(())).await;
-    assert_eq!(outside.unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
+    assert_eq!(
+        outside.unwrap_err().kind(),
+        std::io::ErrorKind::InvalidInput
+    );
 }
