@@ -465,10 +465,7 @@ fn check_registry(registry: &Registry) -> Result<(), SuiteError> {
     Ok(())
 }
 
-fn check_scenario(
-    s: &Scenario,
-    registry: &Registry,
-) -> Result<(), SuiteError> {
+fn check_scenario(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
     let file = s.file.as_str();
     for (i, row) in s.rows.iter().enumerate() {
         let Some(r) = registry.row(row) else {
