@@ -6,7 +6,10 @@
 //! `TOOLCERT_CRASH_CYCLES` (default 50), `TOOLCERT_CRASH_SEED` (default 1),
 //! `TOOLCERT_CRASH_MUTANT` (run a reference-host mutant instead, to see the test catch it).
 
-use toolcert::crash::crash_cycles;
+#[path = "support/crash.rs"]
+mod crash;
+
+use crash::crash_cycles;
 use toolcert::host::SpawnCommand;
 
 fn env_u64(name: &str, default: u64) -> u64 {

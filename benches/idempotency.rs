@@ -9,6 +9,9 @@
 //!
 //! Iterations: `TOOLCERT_RACE_ITERS` (default 100), `TOOLCERT_LOAD_REQUESTS` (default 10000).
 
+#[path = "support/load.rs"]
+mod load;
+
 use std::time::{Duration, Instant};
 
 use reference_host::mutants::Mutant;
@@ -71,7 +74,7 @@ fn main() {
         let host = reference_host::start(reference_host::HostConfig::default())
             .await
             .expect("host starts");
-        let outcome = toolcert::load::layer1_load(
+        let outcome = load::layer1_load(
             &host.base_url,
             "refhost-alice-token",
             requests,

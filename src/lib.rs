@@ -16,13 +16,19 @@
 //! - [`runner`] runs scenarios against a target and collects results;
 //! - [`report`] writes the JSON, JUnit XML and Markdown reports;
 //! - [`mcp`] pins MCP tool catalogs: capture, review, gate and call;
-//! - [`matrix`] runs the mutation matrix against the reference host's mutants;
+//! - `matrix` runs the mutation matrix against the reference host's mutants (feature
+//!   `reference`, on by default, like the embedded reference host itself);
 //! - [`baseline`] judges a run against the rows a user expects not to pass;
 //! - [`recheck`] seals reports with a digest and re-judges them offline;
 //! - [`bundle`] writes and verifies signed certification bundles;
 //! - [`partition`] splits the scenarios into stable shards;
 //! - [`repeat`] runs every scenario K times and folds the trials (pass^k, `flaky`);
 //! - [`redact`] scrubs every token and canary from whatever leaves toolcert.
+//!
+//! The `reference` feature (default) builds the reference host in: the embedded target
+//! (`runner::Target::embedded`), its mutants and the matrix. Without it
+//! (`--no-default-features`) toolcert certifies hosts at a URL or started with `--spawn`, and
+//! neither axum nor SQLite is in its dependency tree.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -37,10 +43,9 @@ pub mod baseline;
 pub mod bundle;
 pub mod canonical;
 pub mod cli;
-pub mod crash;
 pub mod expect;
 pub mod host;
-pub mod load;
+#[cfg(feature = "reference")]
 pub mod matrix;
 pub mod mcp;
 pub mod partition;

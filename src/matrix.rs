@@ -14,8 +14,44 @@ use std::fmt::Write as _;
 use reference_host::mutants::{ALL, Mutant};
 
 use crate::runner::{ReferenceVariant, RunOptions, RunOutcome, TargetError, run_reference};
-use crate::suite::Suite;
+use crate::suite::{Suite, SuiteError};
 use crate::verdict::Disposition;
+
+/// Why the matrix could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    /// A scenario's `kills` names no mutant of the reference host ([`check_kills`]).
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+    /// A column's embedded host or doubles did not start.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+}
+
+/// Every scenario's `kills` names a mutant of the reference host (`toolcert mutants` lists
+/// them); the error names the scenario file and the JSON pointer of the first unknown name.
+/// The suite loader cannot check this (it does not know the reference host), so the matrix
+/// does before it runs, and so does the CLI when it loads a suite.
+pub fn check_kills(suite: &Suite) -> Result<(), SuiteError> {
+    let known: BTreeSet<&str> = ALL.iter().map(|m| m.name).collect();
+    for s in &suite.scenarios {
+        if let Some((i, mutant)) = s
+            .kills
+            .iter()
+            .enumerate()
+            .find(|(_, m)| !known.contains(m.as_str()))
+        {
+            return Err(SuiteError::Reference {
+                file: s.file.clone(),
+                pointer: format!("/kills/{i}"),
+                message: format!(
+                    "unknown mutant \"{mutant}\"; `toolcert mutants` lists the reference host's mutants"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
 
 /// Whether a disposition kills a mutant: only an observed wrong answer does.
 fn kills(d: Disposition) -> bool {
@@ -108,7 +144,7 @@ pub async fn run_matrix(
     suite: &Suite,
     opts: &RunOptions,
     columns: usize,
-) -> Result<Matrix, TargetError> {
+) -> Result<Matrix, MatrixError> {
     run_matrix_observed(suite, opts, columns, &|_| {}).await
 }
 
@@ -125,8 +161,9 @@ pub async fn run_matrix_observed(
     opts: &RunOptions,
     columns: usize,
     on_column: &(dyn Fn(&str) + Sync),
-) -> Result<Matrix, TargetError> {
+) -> Result<Matrix, MatrixError> {
     use futures_util::StreamExt as _;
+    check_kills(suite)?;
     let run_one = |mutant: Option<Mutant>, upstream_only: bool| {
         run_reference(
             suite,
@@ -464,5 +501,26 @@ impl Matrix {
             let _ = writeln!(out, "- {p}");
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_mutant_in_kills_names_its_file_and_pointer() {
+        let mut suite = Suite::embedded().unwrap();
+        check_kills(&suite).unwrap();
+        let scenario = &mut suite.scenarios[0];
+        scenario.kills.push("no-such-mutant".into());
+        let (file, at) = (scenario.file.clone(), scenario.kills.len() - 1);
+        let err = check_kills(&suite).unwrap_err().to_string();
+        assert!(
+            err.contains(&file)
+                && err.contains(&format!("/kills/{at}"))
+                && err.contains("no-such-mutant"),
+            "{err}"
+        );
     }
 }

@@ -2,7 +2,12 @@
 //! points of running tool loops lose no recorded event, never fire the non-deterministic tool
 //! twice, and end every run completed or failed with a TTC crash code.
 
-use toolcert::crash::crash_cycles;
+// Shared with the bench, which reports fields this test does not read.
+#[allow(dead_code)]
+#[path = "../benches/support/crash.rs"]
+mod crash;
+
+use crash::crash_cycles;
 use toolcert::host::SpawnCommand;
 
 #[test]

@@ -1,7 +1,6 @@
 //! Anthropic Messages (`POST /v1/messages`): request checks, answers, errors.
 
-use axum::http::HeaderMap;
-use axum::response::Response;
+use loopback_http::{HeaderMap, Response};
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
@@ -680,7 +679,7 @@ fn tool_input(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
+    use loopback_http::HeaderValue;
 
     fn versioned() -> HeaderMap {
         let mut headers = HeaderMap::new();

@@ -3,13 +3,10 @@
 //! Hosts that toolcert does not start itself are pointed at a standalone mock-provider; the
 //! harness then drives it through these routes instead of the in-process library API.
 
-use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use loopback_http::{Request, Response, StatusCode, response};
 use serde_json::{Value, json};
 
+use crate::exchange::MAX_REQUEST_BYTES;
 use crate::script::Script;
 use crate::state::ProviderState;
 
@@ -17,7 +14,16 @@ use crate::state::ProviderState;
 pub const CONTROL_PREFIX: &str = "/_toolcert";
 
 /// `POST /_toolcert/scripts`: load (or replace) the script in the body.
-pub(crate) async fn load_script(State(state): State<ProviderState>, body: Bytes) -> Response {
+pub(crate) async fn load_script(state: ProviderState, request: Request) -> Response {
+    let body = match request.body.read(MAX_REQUEST_BYTES).await {
+        Ok(body) => body,
+        Err(e) => {
+            return response::text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Failed to buffer the request body: {e}"),
+            );
+        }
+    };
     let document: Value = match serde_json::from_slice(&body) {
         Ok(value) => value,
         Err(e) => return bad_script(format!("the body is not valid JSON: {e}"), ""),
@@ -29,42 +35,37 @@ pub(crate) async fn load_script(State(state): State<ProviderState>, body: Bytes)
     let model = script.model.clone();
     let rounds = script.rounds.len();
     match state.load(script) {
-        Ok(()) => (
+        Ok(()) => response::json(
             StatusCode::CREATED,
-            Json(json!({"model": model, "rounds": rounds})),
-        )
-            .into_response(),
+            &json!({"model": model, "rounds": rounds}),
+        ),
         Err(e) => bad_script(e.message, &e.pointer),
     }
 }
 
 /// `GET /_toolcert/scripts/{model}/requests`: what was recorded for `model` (empty lists for
 /// a key nothing was recorded for).
-pub(crate) async fn recorded(
-    State(state): State<ProviderState>,
-    Path(model): Path<String>,
-) -> Response {
-    Json(json!({
-        "model": model,
-        "requests": state.requests(&model),
-        "problems": state.problems(&model),
-    }))
-    .into_response()
+pub(crate) async fn recorded(state: ProviderState, request: Request) -> Response {
+    let model = request.param("model").unwrap_or_default();
+    response::json(
+        StatusCode::OK,
+        &json!({
+            "model": model,
+            "requests": state.requests(model),
+            "problems": state.problems(model),
+        }),
+    )
 }
 
 /// `DELETE /_toolcert/scripts/{model}`: forget the script and its record (idempotent).
-pub(crate) async fn forget(
-    State(state): State<ProviderState>,
-    Path(model): Path<String>,
-) -> StatusCode {
-    state.forget(&model);
-    StatusCode::NO_CONTENT
+pub(crate) async fn forget(state: ProviderState, request: Request) -> Response {
+    state.forget(request.param("model").unwrap_or_default());
+    response::status(StatusCode::NO_CONTENT)
 }
 
 fn bad_script(message: String, pointer: &str) -> Response {
-    (
+    response::json(
         StatusCode::BAD_REQUEST,
-        Json(json!({"error": {"message": message, "pointer": pointer}})),
+        &json!({"error": {"message": message, "pointer": pointer}}),
     )
-        .into_response()
 }

@@ -3,9 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use loopback_http::{HeaderMap, HeaderValue, RequestBody, Response, StatusCode, header, response};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -35,9 +33,9 @@ pub(crate) async fn handle(
     state: ProviderState,
     endpoint: Endpoint,
     headers: HeaderMap,
-    body: Body,
+    body: RequestBody,
 ) -> Response {
-    let (body, parse_error) = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
+    let (body, parse_error) = match body.read(MAX_REQUEST_BYTES).await {
         Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
             Ok(value) => (value, None),
             Err(e) => (
@@ -113,21 +111,21 @@ fn reply_response(reply: Reply) -> Response {
             headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
             response
         }
-        Reply::Events { events, cut } => (
-            [
-                (header::CONTENT_TYPE, "text/event-stream"),
-                (header::CACHE_CONTROL, "no-cache"),
-            ],
-            event_body(events, cut),
-        )
-            .into_response(),
+        Reply::Events { events, cut } => {
+            let mut response =
+                response::with_type(StatusCode::OK, "text/event-stream", event_body(events, cut));
+            response
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            response
+        }
     }
 }
 
 /// A provider-shaped JSON error response with `status`, adding `retry-after` on 429.
 pub(crate) fn error_json(status: u16, body: Value) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, axum::Json(body)).into_response();
+    let mut response = response::json(status, &body);
     if status == StatusCode::TOO_MANY_REQUESTS {
         response
             .headers_mut()

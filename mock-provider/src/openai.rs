@@ -1,6 +1,6 @@
 //! OpenAI Chat Completions (`POST /v1/chat/completions`): request checks, answers, errors.
 
-use axum::response::Response;
+use loopback_http::Response;
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use axum::http::HeaderMap;
+use loopback_http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -100,7 +100,7 @@ pub(crate) fn recorded_headers(headers: &HeaderMap) -> BTreeMap<String, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
+    use loopback_http::HeaderValue;
 
     #[test]
     fn credentials_are_redacted_and_repeats_joined() {

@@ -1,25 +1,16 @@
 //! The HTTP server: routes, the in-process [`MockProvider`], and the standalone server.
 
-use std::future::IntoFuture;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Body;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use loopback_http::{Request, Response, Router, Server, StatusCode, response};
 use serde_json::json;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 use crate::control::{self, CONTROL_PREFIX};
 use crate::error::ScriptError;
-use crate::exchange::{self, MAX_REQUEST_BYTES};
+use crate::exchange;
 use crate::record::{Endpoint, RecordedRequest};
 use crate::script::Script;
 use crate::state::ProviderState;
@@ -28,83 +19,66 @@ use crate::state::ProviderState;
 /// server task is abandoned: shutting a test run down must itself be bounded.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// The provider routes plus the `/_toolcert` control API, over `state`.
-///
-/// Serve it with `into_make_service_with_connect_info::<SocketAddr>()` so the loopback guard
-/// can see peers; without connect info the guard relies on the listener being loopback-bound.
-pub fn router(state: ProviderState) -> Router {
-    Router::new()
-        .route(Endpoint::OpenAiChat.path(), post(openai_chat))
-        .route(Endpoint::AnthropicMessages.path(), post(anthropic_messages))
-        .route(
-            &format!("{CONTROL_PREFIX}/scripts"),
-            post(control::load_script),
-        )
-        .route(
+/// The provider routes plus the `/_toolcert` control API, over `state`; serve it with
+/// [`loopback_http::Server`].
+pub fn router(state: ProviderState) -> Router<ProviderState> {
+    Router::new(state)
+        .post(Endpoint::OpenAiChat.path(), openai_chat)
+        .post(Endpoint::AnthropicMessages.path(), anthropic_messages)
+        .post(&format!("{CONTROL_PREFIX}/scripts"), control::load_script)
+        .get(
             &format!("{CONTROL_PREFIX}/scripts/{{model}}/requests"),
-            get(control::recorded),
+            control::recorded,
         )
-        .route(
+        .delete(
             &format!("{CONTROL_PREFIX}/scripts/{{model}}"),
-            delete(control::forget),
+            control::forget,
         )
         .fallback(not_served)
-        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
-        .layer(middleware::from_fn(loopback_only))
-        .with_state(state)
+        .guard(loopback_only)
 }
 
-async fn openai_chat(
-    State(state): State<ProviderState>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    exchange::handle(state, Endpoint::OpenAiChat, headers, body).await
+async fn openai_chat(state: ProviderState, request: Request) -> Response {
+    exchange::handle(state, Endpoint::OpenAiChat, request.headers, request.body).await
 }
 
-async fn anthropic_messages(
-    State(state): State<ProviderState>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    exchange::handle(state, Endpoint::AnthropicMessages, headers, body).await
+async fn anthropic_messages(state: ProviderState, request: Request) -> Response {
+    exchange::handle(
+        state,
+        Endpoint::AnthropicMessages,
+        request.headers,
+        request.body,
+    )
+    .await
 }
 
-async fn not_served(method: Method, uri: Uri) -> Response {
-    (
+async fn not_served(_: ProviderState, request: Request) -> Response {
+    response::json(
         StatusCode::NOT_FOUND,
-        axum::Json(json!({
+        &json!({
             "error": {
                 "message": format!(
-                    "mock-provider does not serve {method} {}; it serves POST /v1/chat/completions, POST /v1/messages and the /_toolcert control API",
-                    uri.path()
+                    "mock-provider does not serve {} {}; it serves POST /v1/chat/completions, POST /v1/messages and the /_toolcert control API",
+                    request.method,
+                    request.uri.path()
                 ),
                 "type": "invalid_request_error",
                 "param": null,
                 "code": "unknown_url",
             }
-        })),
+        }),
     )
-        .into_response()
 }
 
 /// Refuse peers that are not on this machine. The listener only ever binds loopback, so this
 /// is defence in depth for the control API (which can replace any script).
-async fn loopback_only(request: Request, next: Next) -> Response {
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip());
-    if let Some(ip) = peer
-        && !ip.to_canonical().is_loopback()
-    {
-        return (
+fn loopback_only(request: &Request) -> Option<Response> {
+    (!request.peer.ip().to_canonical().is_loopback()).then(|| {
+        response::json(
             StatusCode::FORBIDDEN,
-            axum::Json(json!({"error": {"message": "mock-provider serves loopback clients only"}})),
+            &json!({"error": {"message": "mock-provider serves loopback clients only"}}),
         )
-            .into_response();
-    }
-    next.run(request).await
+    })
 }
 
 fn ensure_loopback(addr: SocketAddr) -> io::Result<()> {
@@ -127,8 +101,7 @@ pub struct MockProvider {
     state: ProviderState,
     base_url: String,
     local_addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
+    server: Server,
 }
 
 impl MockProvider {
@@ -143,22 +116,12 @@ impl MockProvider {
         let listener = TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
         let state = ProviderState::new();
-        let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            // `axum::serve` only returns once shut down; an accept error is retried inside.
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let server = Server::start(listener, router(state.clone()))?;
         Ok(MockProvider {
             state,
             base_url: format!("http://{local_addr}"),
             local_addr,
-            stop: Some(stop),
-            task: Some(task),
+            server,
         })
     }
 
@@ -204,26 +167,8 @@ impl MockProvider {
     }
 
     /// Stop the server, waiting at most two seconds for answers in flight.
-    pub async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(mut task) = self.task.take()
-            && tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
-                .await
-                .is_err()
-        {
-            task.abort();
-        }
-    }
-}
-
-impl Drop for MockProvider {
-    fn drop(&mut self) {
-        // Stop accepting; the server task winds down on its own without blocking the drop.
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+    pub async fn shutdown(self) {
+        self.server.shutdown(SHUTDOWN_GRACE).await;
     }
 }
 
@@ -236,23 +181,11 @@ pub async fn serve_standalone(addr: SocketAddr) -> io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     let local_addr = listener.local_addr()?;
     println!("mock-provider listening on http://{local_addr}");
-    let app = router(ProviderState::new()).into_make_service_with_connect_info::<SocketAddr>();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            let _ = stopped.await;
-        })
-        .into_future();
-    let mut server = std::pin::pin!(server);
-    tokio::select! {
-        result = &mut server => return result,
-        () = ctrl_c() => {}
-    }
-    let _ = stop.send(());
+    let server = Server::start(listener, router(ProviderState::new()))?;
+    ctrl_c().await;
     // Answers in flight get a bounded grace period, like `MockProvider::shutdown`.
-    tokio::time::timeout(SHUTDOWN_GRACE, server)
-        .await
-        .unwrap_or(Ok(()))
+    server.shutdown(SHUTDOWN_GRACE).await;
+    Ok(())
 }
 
 async fn ctrl_c() {

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use bytes::Bytes;
 use futures_util::StreamExt;
+use loopback_http::Body;
 use serde_json::Value;
 
 use crate::error::ScriptedCut;

@@ -13,7 +13,7 @@ use crate::error::{ApiError, ScriptError};
 use crate::record::{Endpoint, RecordedRequest};
 use crate::script::{Round, Script};
 
-/// Shared, cheaply cloneable provider state; the axum router and [`crate::MockProvider`] both
+/// Shared, cheaply cloneable provider state; the router and [`crate::MockProvider`] both
 /// hold one.
 #[derive(Debug, Clone, Default)]
 pub struct ProviderState {

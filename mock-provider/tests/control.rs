@@ -227,10 +227,7 @@ async fn router_serves_a_caller_owned_state() {
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = router(state.clone());
-    let server = tokio::spawn(async move {
-        let _ = axum_serve(listener, app).await;
-    });
+    let server = loopback_http::Server::start(listener, router(state.clone())).unwrap();
     let raw = send(
         client()
             .post(format!("http://{addr}/v1/chat/completions"))
@@ -239,12 +236,7 @@ async fn router_serves_a_caller_owned_state() {
     .await;
     assert_eq!(raw.status, 200);
     assert_eq!(state.requests("tc-router").len(), 1);
-    server.abort();
-}
-
-/// Serve without connect info, as a caller embedding the router might.
-async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
-    axum::serve(listener, app).await
+    server.shutdown(Duration::from_secs(2)).await;
 }
 
 #[tokio::test]

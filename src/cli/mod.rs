@@ -4,13 +4,16 @@ mod baseline;
 mod bundle;
 mod coverage;
 mod keygen;
+#[cfg(feature = "reference")]
 mod matrix;
 mod mcp;
 mod merge;
 mod mock_provider;
+#[cfg(feature = "reference")]
 mod mutants;
 mod progress;
 mod recheck;
+#[cfg(feature = "reference")]
 mod reference_host;
 mod run;
 mod suite;
@@ -32,7 +35,7 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Certify a host (default: the embedded reference host).
+    /// Certify a host (default: the embedded reference host, when built in).
     Run(Box<run::RunArgs>),
     /// Print the expectation baseline of a JSON report (every row that did not pass, with its
     /// detail as the reason) for `run --expect FILE`.
@@ -48,6 +51,7 @@ pub enum Command {
     /// Merge the reports of `run --partition K/N` shards into one report.
     Merge(merge::MergeArgs),
     /// List the reference host's mutants: name, then what it breaks.
+    #[cfg(feature = "reference")]
     Mutants,
     /// Per family: rows covered by a scenario, uncovered, unwitnessable.
     Coverage(coverage::CoverageArgs),
@@ -57,9 +61,11 @@ pub enum Command {
     /// Serve the mock model provider on 127.0.0.1 for hosts toolcert does not start.
     MockProvider(mock_provider::MockProviderArgs),
     /// Run the mutation matrix and write it, with the reference host's certification, to reports/.
+    #[cfg(feature = "reference")]
     Matrix(matrix::MatrixArgs),
     /// Serve the reference host (the flags of the `reference-host` binary); toolcert runs it
     /// this way as a child process for kill-and-restart scenarios.
+    #[cfg(feature = "reference")]
     #[command(disable_help_flag = true)]
     ReferenceHost(reference_host::ReferenceHostArgs),
     /// Pin MCP tools: capture a catalog, review a tool, gate and call it, diff snapshots.
@@ -78,6 +84,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => run::run(*args),
+        #[cfg(feature = "reference")]
         Command::Mutants => mutants::run(),
         Command::Baseline(args) => baseline::run(args),
         Command::Recheck(args) => recheck::run(args),
@@ -86,8 +93,10 @@ pub fn main() -> ExitCode {
         Command::Keygen(args) => keygen::run(args),
         Command::Coverage(args) => coverage::run(args),
         Command::Suite(args) => suite::run(args),
+        #[cfg(feature = "reference")]
         Command::Matrix(args) => matrix::run(args),
         Command::MockProvider(args) => mock_provider::run(args),
+        #[cfg(feature = "reference")]
         Command::ReferenceHost(args) => reference_host::run(args),
         Command::Mcp(args) => mcp::run(args),
     };
@@ -101,11 +110,17 @@ pub fn main() -> ExitCode {
 }
 
 /// Load the embedded suite or the one at `--suite DIR`.
+///
+/// With the reference host built in, every `kills` name must be one of its mutants, as the
+/// matrix requires; without it the names cannot be checked and are not.
 fn load_suite(dir: Option<&std::path::Path>) -> anyhow::Result<crate::suite::Suite> {
-    Ok(match dir {
+    let suite = match dir {
         Some(d) => crate::suite::Suite::from_dir(d)?,
         None => crate::suite::Suite::embedded()?,
-    })
+    };
+    #[cfg(feature = "reference")]
+    crate::matrix::check_kills(&suite)?;
+    Ok(suite)
 }
 
 /// A multi-threaded runtime for the CLI.

@@ -74,14 +74,23 @@ pub struct RunArgs {
     /// instance per kill-and-restart scenario. `{port}` and `{data_dir}` are filled in (keep
     /// both, so a restart finds its port and its data); the host must print its
     /// http://127.0.0.1:PORT URL on stdout.
-    #[arg(long, value_name = "CMD", conflicts_with_all = ["host", "reference_mutant"])]
+    #[cfg_attr(
+        feature = "reference",
+        arg(long, value_name = "CMD", conflicts_with_all = ["host", "reference_mutant"])
+    )]
+    #[cfg_attr(
+        not(feature = "reference"),
+        arg(long, value_name = "CMD", conflicts_with = "host")
+    )]
     pub spawn: Option<String>,
     /// Switch one mutant on in the embedded reference host (`toolcert mutants` lists them).
+    #[cfg(feature = "reference")]
     #[arg(long, value_name = "NAME", conflicts_with = "host")]
     pub reference_mutant: Option<String>,
     /// Run the embedded reference host as a plain upstream OpenWOP v1 host (v1 discovery, only
     /// upstream seams, seam fields and fixtures): what toolcert can judge on a host that
     /// implements none of toolcert's extensions.
+    #[cfg(feature = "reference")]
     #[arg(long, conflicts_with_all = ["host", "spawn"])]
     pub reference_upstream_only: bool,
     /// Write the JSON report here.
@@ -255,6 +264,7 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
     for flag in &args.tokens {
         profile.set_token_flag(flag)?;
     }
+    #[cfg(feature = "reference")]
     if let (Some(url), None, None, Some(file)) =
         (&profile.base_url, &args.host, &args.spawn, &args.profile)
     {
@@ -289,25 +299,37 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
             );
             Ok(Target::remote(&url, profile))
         }
-        None => {
-            let mutant = args
-                .reference_mutant
-                .as_deref()
-                .map(|name| name.parse::<reference_host::mutants::Mutant>())
-                .transpose()
-                .map_err(|e| anyhow::anyhow!("--reference-mutant: {e}"))?;
-            let variant = crate::runner::ReferenceVariant {
-                mutant,
-                upstream_only: args.reference_upstream_only,
-            };
-            let mut target = rt.block_on(Target::embedded_variant(variant))?;
-            // A profile may still override tokens of the embedded host's roles.
-            for flag in &args.tokens {
-                target.profile.set_token_flag(flag)?;
-            }
-            Ok(target)
-        }
+        None => embedded_target(args, rt),
     }
+}
+
+/// The embedded reference host (clean, or the `--reference-*` variant) as the target.
+#[cfg(feature = "reference")]
+fn embedded_target(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Target> {
+    let mutant = args
+        .reference_mutant
+        .as_deref()
+        .map(|name| name.parse::<reference_host::mutants::Mutant>())
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--reference-mutant: {e}"))?;
+    let variant = crate::runner::ReferenceVariant {
+        mutant,
+        upstream_only: args.reference_upstream_only,
+    };
+    let mut target = rt.block_on(Target::embedded_variant(variant))?;
+    // A profile may still override tokens of the embedded host's roles.
+    for flag in &args.tokens {
+        target.profile.set_token_flag(flag)?;
+    }
+    Ok(target)
+}
+
+/// Without the `reference` feature there is no embedded host to fall back on.
+#[cfg(not(feature = "reference"))]
+fn embedded_target(_: &RunArgs, _: &tokio::runtime::Runtime) -> anyhow::Result<Target> {
+    anyhow::bail!(
+        "no host to certify: this toolcert was built without the embedded reference host (cargo feature `reference`); give --host URL (or --spawn CMD, or a --profile with baseUrl), or rebuild with default features to certify the reference host"
+    )
 }
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {

@@ -508,13 +508,8 @@ pub struct HttpDouble {
     pub url: String,
     /// What it saw.
     pub witness: Arc<Witness>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for HttpDouble {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    /// Serves until the double is dropped.
+    _server: loopback_http::Server,
 }
 
 #[derive(Clone)]
@@ -533,44 +528,35 @@ struct HttpState {
 /// it opens), else on the next response stream; without it GET is 405. DELETE ends the
 /// session. [`Script::expire_session`] answers one request 404 and forgets the session.
 pub async fn serve_http(script: Script) -> std::io::Result<HttpDouble> {
-    use axum::routing::post;
     let state = HttpState {
         script: Arc::new(script),
         witness: Arc::new(Witness::default()),
         sessions: Arc::new(Mutex::new(std::collections::HashMap::new())),
     };
     let witness = state.witness.clone();
-    let app = axum::Router::new()
-        .route("/mcp", post(http_post).get(http_get).delete(http_delete))
-        .with_state(state);
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-    let addr = listener.local_addr()?;
-    // TCP_NODELAY: an event written on an open GET stream otherwise waits for the client's
-    // delayed ACK of the previous one (Nagle; some 40 ms on Linux), long after the answers
-    // to the POSTs that follow it. The double sends each message when it means to.
-    use axum::serve::ListenerExt as _;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let router = loopback_http::Router::new(state)
+        .post("/mcp", http_post)
+        .get("/mcp", http_get)
+        .delete("/mcp", http_delete);
+    // loopback-http sets TCP_NODELAY: an event written on an open GET stream must not wait for
+    // the client's delayed ACK of the one before, long after the answers to later POSTs.
+    let server = loopback_http::Server::bind(SocketAddr::from(([127, 0, 0, 1], 0)), router).await?;
     Ok(HttpDouble {
-        url: format!("http://{addr}/mcp"),
+        url: format!("http://{}/mcp", server.local_addr()),
         witness,
-        task,
+        _server: server,
     })
 }
 
-async fn http_post(
-    axum::extract::State(state): axum::extract::State<HttpState>,
-    headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
-) -> axum::response::Response {
-    use axum::http::StatusCode;
-    use axum::response::IntoResponse;
+async fn http_post(state: HttpState, request: loopback_http::Request) -> loopback_http::Response {
+    use loopback_http::{StatusCode, response};
+    let headers = request.headers;
+    let body = match request.body.read_or_reject().await {
+        Ok(body) => body,
+        Err(rejected) => return rejected,
+    };
     let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
-        return (StatusCode::BAD_REQUEST, "not JSON").into_response();
+        return response::text(StatusCode::BAD_REQUEST, "not JSON");
     };
     let is_init = msg.get("method").and_then(Value::as_str) == Some("initialize");
     let sid = headers
@@ -579,7 +565,7 @@ async fn http_post(
         .map(str::to_string);
     let (sid, reply) = {
         let Ok(mut sessions) = state.sessions.lock() else {
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            return response::status(StatusCode::INTERNAL_SERVER_ERROR);
         };
         let sid = if is_init {
             let sid = uuid::Uuid::new_v4().to_string();
@@ -591,23 +577,23 @@ async fn http_post(
         } else {
             match sid {
                 None => {
-                    return (StatusCode::BAD_REQUEST, "Mcp-Session-Id required").into_response();
+                    return response::text(StatusCode::BAD_REQUEST, "Mcp-Session-Id required");
                 }
                 Some(s) if !sessions.contains_key(&s) => {
-                    return StatusCode::NOT_FOUND.into_response();
+                    return response::status(StatusCode::NOT_FOUND);
                 }
                 Some(s) => s,
             }
         };
         let Some(session) = sessions.get_mut(&sid) else {
-            return StatusCode::NOT_FOUND.into_response();
+            return response::status(StatusCode::NOT_FOUND);
         };
         let is_request = msg.get("id").is_some() && msg.get("method").is_some();
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
         if is_request && !is_init && session.expires_at(method) {
             // The session ends here: this request is not processed, the GET stream ends.
             sessions.remove(&sid);
-            return StatusCode::NOT_FOUND.into_response();
+            return response::status(StatusCode::NOT_FOUND);
         }
         let id = msg.get("id").cloned();
         let reply = match session.handle(&msg) {
@@ -639,15 +625,19 @@ async fn http_post(
         Reply::Hang => {
             // Never answer: the client's deadline must end the wait.
             std::future::pending::<()>().await;
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            return response::status(StatusCode::INTERNAL_SERVER_ERROR);
         }
         Reply::Send(out) => out,
     };
     let is_request = msg.get("id").is_some() && msg.get("method").is_some();
     let mut resp = if !is_request {
-        StatusCode::ACCEPTED.into_response()
+        response::status(StatusCode::ACCEPTED)
     } else if out.len() == 1 {
-        ([("content-type", "application/json")], out[0].to_string()).into_response()
+        response::with_type(
+            StatusCode::OK,
+            "application/json",
+            out[0].to_string().into(),
+        )
     } else {
         let mut sse = String::from("id: 0\ndata:\n\n");
         for m in &out {
@@ -655,7 +645,7 @@ async fn http_post(
             sse.push_str(&m.to_string());
             sse.push_str("\n\n");
         }
-        ([("content-type", "text/event-stream")], sse).into_response()
+        response::with_type(StatusCode::OK, "text/event-stream", sse.into())
     };
     if is_init && let Ok(v) = sid.parse() {
         resp.headers_mut().insert("mcp-session-id", v);
@@ -666,27 +656,24 @@ async fn http_post(
 /// The capacity of one GET stream's queue; a client that does not read it loses the stream.
 const GET_STREAM_CAPACITY: usize = 256;
 
-async fn http_get(
-    axum::extract::State(state): axum::extract::State<HttpState>,
-    headers: axum::http::HeaderMap,
-) -> axum::response::Response {
-    use axum::http::StatusCode;
-    use axum::response::IntoResponse;
+async fn http_get(state: HttpState, request: loopback_http::Request) -> loopback_http::Response {
+    use loopback_http::{StatusCode, response};
+    let headers = request.headers;
     if !state.script.get_stream {
-        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+        return response::status(StatusCode::METHOD_NOT_ALLOWED);
     }
     let Some(sid) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
-        return (StatusCode::BAD_REQUEST, "Mcp-Session-Id required").into_response();
+        return response::text(StatusCode::BAD_REQUEST, "Mcp-Session-Id required");
     };
     let rx = {
         let Ok(mut sessions) = state.sessions.lock() else {
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            return response::status(StatusCode::INTERNAL_SERVER_ERROR);
         };
         let Some(session) = sessions.get_mut(sid) else {
-            return StatusCode::NOT_FOUND.into_response();
+            return response::status(StatusCode::NOT_FOUND);
         };
         if session.get_stream.as_ref().is_some_and(|t| !t.is_closed()) {
-            return (StatusCode::CONFLICT, "a GET stream is already open").into_response();
+            return response::text(StatusCode::CONFLICT, "a GET stream is already open");
         }
         let (tx, rx) = tokio::sync::mpsc::channel(GET_STREAM_CAPACITY);
         session.get_stream = Some(tx);
@@ -695,37 +682,40 @@ async fn http_get(
         rx
     };
     let priming = futures_util::stream::once(async {
-        Ok::<String, std::convert::Infallible>("id: 0\ndata:\n\n".into())
+        Ok::<bytes::Bytes, std::convert::Infallible>(bytes::Bytes::from_static(b"id: 0\ndata:\n\n"))
     });
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         let m = rx.recv().await?;
         Some((
-            Ok::<String, std::convert::Infallible>(format!("event: message\ndata: {m}\n\n")),
+            Ok::<bytes::Bytes, std::convert::Infallible>(
+                format!("event: message\ndata: {m}\n\n").into(),
+            ),
             rx,
         ))
     });
     use futures_util::StreamExt as _;
-    (
-        [("content-type", "text/event-stream")],
-        axum::body::Body::from_stream(priming.chain(events)),
+    response::with_type(
+        StatusCode::OK,
+        "text/event-stream",
+        loopback_http::Body::from_stream(priming.chain(events)),
     )
-        .into_response()
 }
 
-async fn http_delete(
-    axum::extract::State(state): axum::extract::State<HttpState>,
-    headers: axum::http::HeaderMap,
-) -> axum::http::StatusCode {
-    let sid = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+async fn http_delete(state: HttpState, request: loopback_http::Request) -> loopback_http::Response {
+    use loopback_http::{StatusCode, response};
+    let sid = request
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok());
     let removed = match (sid, state.sessions.lock()) {
         (Some(sid), Ok(mut sessions)) => sessions.remove(sid).is_some(),
         _ => false,
     };
-    if removed {
-        axum::http::StatusCode::OK
+    response::status(if removed {
+        StatusCode::OK
     } else {
-        axum::http::StatusCode::NOT_FOUND
-    }
+        StatusCode::NOT_FOUND
+    })
 }
 
 #[cfg(test)]

@@ -4,10 +4,36 @@
 //! captured discovery document); each scenario gets its own nonce, canary, receiver ids and
 //! tool names, so scenarios run in parallel without sharing mock or double state.
 
+#[cfg(feature = "reference")]
+mod embedded;
+/// Without the reference host built in there is nothing to embed: a target never owns one.
+#[cfg(not(feature = "reference"))]
+mod embedded {
+    use super::TargetError;
+
+    /// Uninhabited: no [`super::Target`] owns an embedded host in this build.
+    pub(crate) enum Embedded {}
+
+    impl Embedded {
+        pub(crate) async fn prepare_trials(&mut self, _: u32) -> Result<(), TargetError> {
+            match *self {}
+        }
+
+        pub(crate) fn trial_base_url(&self, _: u32) -> Option<&str> {
+            match *self {}
+        }
+
+        pub(crate) async fn shutdown(self) {
+            match self {}
+        }
+    }
+}
 pub mod schedule;
 mod target;
 
-pub use target::{ReferenceVariant, Target, TargetError};
+#[cfg(feature = "reference")]
+pub use embedded::{ReferenceVariant, run_embedded, run_reference};
+pub use target::{Target, TargetError};
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -758,44 +784,6 @@ pub async fn run_selected(
         results,
         started.elapsed().as_millis() as u64,
     ))
-}
-
-/// Start the embedded reference host (optionally with a mutant), run the selected scenarios
-/// against it, and stop it: the unit of the mutation matrix and the benchmarks.
-pub async fn run_embedded(
-    suite: &Suite,
-    mutant: Option<reference_host::mutants::Mutant>,
-    opts: &RunOptions,
-    select: Option<&dyn Fn(&Scenario) -> bool>,
-) -> Result<RunOutcome, TargetError> {
-    run_reference(suite, ReferenceVariant::with_mutant(mutant), opts, select).await
-}
-
-/// Start a variant of the embedded reference host, run the selected scenarios against it,
-/// and stop it.
-pub async fn run_reference(
-    suite: &Suite,
-    variant: ReferenceVariant,
-    opts: &RunOptions,
-    select: Option<&dyn Fn(&Scenario) -> bool>,
-) -> Result<RunOutcome, TargetError> {
-    let target = Target::embedded_variant(variant).await?;
-    let mut target = target;
-    target.prepare_trials(opts.repeat).await?;
-    let target = match &opts.reference_host_exe {
-        Some(exe) => {
-            let command = SpawnCommand::reference_host(
-                exe,
-                variant.mutant.map(|m| m.name()),
-                variant.upstream_only,
-            );
-            target.with_spawner(Some(command))
-        }
-        None => target,
-    };
-    let run = run_selected(suite, &target, opts, select).await;
-    target.shutdown().await;
-    run
 }
 
 /// Run every scenario of the suite.

@@ -568,10 +568,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 
-    use axum::Router;
-    use axum::extract::State;
-    use axum::http::HeaderMap;
-    use axum::routing::get;
+    use loopback_http::{Request, Router, Server, StatusCode, response};
     use serde_json::{Value, json};
 
     use std::time::Duration;
@@ -590,10 +587,12 @@ mod tests {
     /// A fake host: its SSE stream first ends after two events while the run still runs, and
     /// serves the rest only to a reconnect carrying `Last-Event-ID: 1`; `sse: false` serves no
     /// stream at all, only the poll read.
-    async fn fake_host(sse: bool) -> (String, Arc<Mutex<Vec<Option<String>>>>) {
-        let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
-        let stream = |State(seen): State<Arc<Mutex<Vec<Option<String>>>>>, headers: HeaderMap| async move {
-            let last = headers
+    async fn fake_host(sse: bool) -> (Server, String, Arc<Mutex<Vec<Option<String>>>>) {
+        type Seen = Arc<Mutex<Vec<Option<String>>>>;
+        let seen: Seen = Arc::default();
+        let stream = |seen: Seen, request: Request| async move {
+            let last = request
+                .headers
                 .get("last-event-id")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
@@ -615,28 +614,32 @@ mod tests {
                     )
                 })
                 .collect();
-            ([("content-type", "text/event-stream")], body)
+            response::with_type(StatusCode::OK, "text/event-stream", body.into())
         };
-        let run = |State(seen): State<Arc<Mutex<Vec<Option<String>>>>>| async move {
+        let run = |seen: Seen, _: Request| async move {
             let done = seen.lock().unwrap().len() >= 2;
-            axum::Json(json!({"runId": "r1", "status": if done { "completed" } else { "running" }}))
-        };
-        let poll = || async {
-            axum::Json(
-                json!({"runId": "r1", "events": [envelope(0, "run.started"), envelope(1, "run.completed")], "lastSequence": 1, "status": "completed", "isTerminal": true}),
+            response::json(
+                StatusCode::OK,
+                &json!({"runId": "r1", "status": if done { "completed" } else { "running" }}),
             )
         };
-        let mut app = Router::new()
-            .route("/runs/r1", get(run))
-            .route("/runs/r1/events/poll", get(poll));
+        let poll = |_: Seen, _: Request| async {
+            response::json(
+                StatusCode::OK,
+                &json!({"runId": "r1", "events": [envelope(0, "run.started"), envelope(1, "run.completed")], "lastSequence": 1, "status": "completed", "isTerminal": true}),
+            )
+        };
+        let mut router = Router::new(seen.clone())
+            .get("/runs/r1", run)
+            .get("/runs/r1/events/poll", poll);
         if sse {
-            app = app.route("/runs/r1/events", get(stream));
+            router = router.get("/runs/r1/events", stream);
         }
-        let app = app.with_state(seen.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        (url, seen)
+        let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
+            .await
+            .unwrap();
+        let url = format!("http://{}", server.local_addr());
+        (server, url, seen)
     }
 
     async fn read_events(url: &str) -> Value {
@@ -714,7 +717,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stream_that_ends_early_is_resumed_with_last_event_id() {
-        let (url, seen) = fake_host(true).await;
+        let (_host, url, seen) = fake_host(true).await;
         let obs = read_events(&url).await;
         assert_eq!(obs["via"], "sse");
         assert_eq!(obs["reconnects"], 1);
@@ -726,7 +729,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_host_without_a_stream_is_read_by_polling() {
-        let (url, _) = fake_host(false).await;
+        let (_host, url, _) = fake_host(false).await;
         let obs = read_events(&url).await;
         assert_eq!(obs["via"], "poll");
         assert_eq!(obs["types"], json!(["run.started", "run.completed"]));

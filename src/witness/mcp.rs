@@ -12,12 +12,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use loopback_http::{HeaderMap, Request, Response, Router, Server, StatusCode, response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -114,29 +109,23 @@ struct Shared {
 pub struct McpServer {
     base_url: String,
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
+    /// Serves until the double is dropped.
+    _server: Server,
 }
 
 impl McpServer {
     /// Start on 127.0.0.1 with an ephemeral port.
     pub async fn start() -> std::io::Result<McpServer> {
-        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             endpoints: Mutex::new(HashMap::new()),
             started: Instant::now(),
         });
-        let app = Router::new()
-            .route("/mcp/{id}", post(request))
-            .with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            // The double lives as long as the run; errors here only end the double.
-            let _ = axum::serve(listener, app).await;
-        });
+        let router = Router::new(shared.clone()).post("/mcp/{id}", request);
+        let server = Server::bind(SocketAddr::from(([127, 0, 0, 1], 0)), router).await?;
         Ok(McpServer {
-            base_url: format!("http://{addr}"),
+            base_url: format!("http://{}", server.local_addr()),
             shared,
-            task,
+            _server: server,
         })
     }
 
@@ -174,24 +163,19 @@ impl McpServer {
     }
 }
 
-impl Drop for McpServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 fn header(headers: &HeaderMap, name: &str) -> Value {
     headers.get(name).map_or(Value::Null, |v| {
         json!(String::from_utf8_lossy(v.as_bytes()))
     })
 }
 
-async fn request(
-    State(shared): State<Arc<Shared>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn request(shared: Arc<Shared>, request: Request) -> Response {
+    let id = request.param("id").unwrap_or_default().to_string();
+    let headers = request.headers;
+    let body = match request.body.read_or_reject().await {
+        Ok(body) => body,
+        Err(rejected) => return rejected,
+    };
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
     let message = parsed.clone().unwrap_or(Value::Null);
     let recorded = McpRequest {
@@ -207,7 +191,7 @@ async fn request(
     let (member, value) = {
         let mut endpoints = shared.endpoints.lock().unwrap_or_else(|p| p.into_inner());
         let Some(endpoint) = endpoints.get_mut(&id) else {
-            return (StatusCode::NOT_FOUND, "unknown MCP endpoint").into_response();
+            return response::text(StatusCode::NOT_FOUND, "unknown MCP endpoint");
         };
         let calls_before = endpoint
             .requests
@@ -255,7 +239,7 @@ async fn request(
     };
     let mut reply = json!({"jsonrpc": "2.0", "id": rpc_id});
     reply[member] = value;
-    (StatusCode::OK, axum::Json(reply)).into_response()
+    response::json(StatusCode::OK, &reply)
 }
 
 #[cfg(test)]

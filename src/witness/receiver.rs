@@ -9,12 +9,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::any;
+use loopback_http::{Request, Response, Router, Server, StatusCode, response};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -70,29 +65,23 @@ struct Shared {
 pub struct Receiver {
     base_url: String,
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
+    /// Serves until the receiver is dropped.
+    _server: Server,
 }
 
 impl Receiver {
     /// Start on 127.0.0.1 with an ephemeral port.
     pub async fn start() -> std::io::Result<Receiver> {
-        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner::default()),
             started: Instant::now(),
         });
-        let app = Router::new()
-            .route("/r/{id}", any(arrive))
-            .with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            // The receiver lives as long as the run; errors here only end the double.
-            let _ = axum::serve(listener, app).await;
-        });
+        let router = Router::new(shared.clone()).any("/r/{id}", arrive);
+        let server = Server::bind(SocketAddr::from(([127, 0, 0, 1], 0)), router).await?;
         Ok(Receiver {
-            base_url: format!("http://{addr}"),
+            base_url: format!("http://{}", server.local_addr()),
             shared,
-            task,
+            _server: server,
         })
     }
 
@@ -171,22 +160,16 @@ impl Receiver {
     }
 }
 
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn arrive(
-    State(shared): State<Arc<Shared>>,
-    Path(id): Path<String>,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn arrive(shared: Arc<Shared>, request: Request) -> Response {
+    let id = request.param("id").unwrap_or_default().to_string();
+    let body = match request.body.read_or_reject().await {
+        Ok(body) => body,
+        Err(rejected) => return rejected,
+    };
     let arrival = Arrival {
-        method: method.to_string(),
-        headers: headers
+        method: request.method.to_string(),
+        headers: request
+            .headers
             .iter()
             .map(|(k, v)| {
                 (
@@ -222,11 +205,7 @@ async fn arrive(
         }
     };
     let Some((status, body, delay, held)) = answer else {
-        return (
-            StatusCode::NOT_FOUND,
-            axum::Json(json!({"error": "unknown receiver"})),
-        )
-            .into_response();
+        return response::json(StatusCode::NOT_FOUND, &json!({"error": "unknown receiver"}));
     };
     if let Some(mut released) = held {
         // Bounded: an unreleased call is answered after MAX_DELAY anyway.
@@ -236,7 +215,7 @@ async fn arrive(
         tokio::time::sleep(delay).await;
     }
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, axum::Json(body)).into_response()
+    response::json(status, &body)
 }
 
 #[cfg(test)]

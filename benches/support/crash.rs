@@ -1,6 +1,7 @@
 //! A bounded crash test of a durable host: kill/restart cycles at seeded random points of
 //! running tool loops (TTC §D). Used by `cargo bench --bench crash` (50 cycles) and a smaller
-//! `cargo test`.
+//! `cargo test` (`tests/crash_restart.rs`), which include this file; it is no part of the
+//! library.
 //!
 //! Each cycle starts a turn run (four model rounds: an idempotent call, a non-deterministic
 //! call, an idempotent call, the answer), kills the host with SIGKILL after a random delay,
@@ -17,12 +18,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::routing::post;
+use loopback_http::{Request, Response, Router, Server, StatusCode, response};
 use serde_json::{Value, json};
 
-use crate::host::{SpawnCommand, SpawnedHost};
-use crate::witness::Receiver;
+use toolcert::host::{SpawnCommand, SpawnedHost};
+use toolcert::witness::Receiver;
 
 /// Failure codes a crash may legitimately end a run with (TTC §D).
 pub const CRASH_CODES: &[&str] = &["tool_outcome_unknown", "replay_source_missing"];
@@ -73,7 +73,7 @@ pub enum CrashError {
     Bind(#[from] std::io::Error),
     /// The host process could not be started or restarted.
     #[error("{0}")]
-    Spawn(#[from] crate::host::SpawnError),
+    Spawn(#[from] toolcert::host::SpawnError),
     /// The host answered something unusable.
     #[error("the host: {0}")]
     Host(String),
@@ -102,7 +102,7 @@ pub async fn crash_cycles(
         None,
     );
     let model = RoundModel::start().await?;
-    let mut host = SpawnedHost::start(command, "crash", crate::host::STARTUP_BUDGET).await?;
+    let mut host = SpawnedHost::start(command, "crash", toolcert::host::STARTUP_BUDGET).await?;
     let http = reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(10))
@@ -260,28 +260,30 @@ async fn settle(
 /// A model double answering OpenAI Chat requests by round number (assistant messages so far).
 struct RoundModel {
     url: String,
-    task: tokio::task::JoinHandle<()>,
+    /// Serves until the model is dropped.
+    _server: Server,
 }
 
 impl RoundModel {
     async fn start() -> std::io::Result<RoundModel> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-        let url = format!("http://{}", listener.local_addr()?);
-        let app = Router::new().route("/v1/chat/completions", post(answer));
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(RoundModel { url, task })
+        let router = Router::new(()).post("/v1/chat/completions", answer);
+        let server = Server::bind(([127, 0, 0, 1], 0).into(), router).await?;
+        let url = format!("http://{}", server.local_addr());
+        Ok(RoundModel {
+            url,
+            _server: server,
+        })
     }
 }
 
-impl Drop for RoundModel {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn answer(axum::Json(request): axum::Json<Value>) -> axum::Json<Value> {
+async fn answer((): (), request: Request) -> Response {
+    let body = match request.body.read_or_reject().await {
+        Ok(body) => body,
+        Err(rejected) => return rejected,
+    };
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return response::text(StatusCode::BAD_REQUEST, "the body is not JSON");
+    };
     let round = request["messages"]
         .as_array()
         .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
@@ -297,12 +299,15 @@ async fn answer(axum::Json(request): axum::Json<Value>) -> axum::Json<Value> {
         1 => (call("charge"), "tool_calls"),
         _ => (json!({"role": "assistant", "content": "done"}), "stop"),
     };
-    axum::Json(json!({
-        "id": format!("chatcmpl-crash-{round}"),
-        "object": "chat.completion",
-        "created": 0,
-        "model": request["model"],
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }))
+    response::json(
+        StatusCode::OK,
+        &json!({
+            "id": format!("chatcmpl-crash-{round}"),
+            "object": "chat.completion",
+            "created": 0,
+            "model": request["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }),
+    )
 }

@@ -1,6 +1,7 @@
 //! A bounded Layer-1 load run on loopback: many `POST /runs` with mixed Idempotency-Keys.
 //!
-//! Used by `cargo bench --bench idempotency` (10,000 requests) and a smaller `cargo test`.
+//! Used by `cargo bench --bench idempotency` (10,000 requests) and a smaller `cargo test`
+//! (`tests/layer1_load.rs`), which include this file; it is no part of the library.
 //! Witnessed at toolcert's receiver: every key's work must run exactly once (no duplicate run),
 //! and afterwards every key must still replay its first answer (no lost record).
 
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use crate::witness::Receiver;
+use toolcert::witness::Receiver;
 
 /// What a load run saw.
 #[derive(Debug, Clone, Default)]
@@ -58,7 +59,7 @@ pub async fn layer1_load(
         .pool_max_idle_per_host(concurrency)
         .build()
         .map_err(std::io::Error::other)?;
-    let salt = crate::canonical::sha256_hex(format!("{:?}", Instant::now()).as_bytes());
+    let salt = toolcert::canonical::sha256_hex(format!("{:?}", Instant::now()).as_bytes());
     let key_of = |k: usize| format!("load-{}-{k:06}-keykeykey", &salt[..8]);
     let per_key = requests.div_ceil(keys.max(1));
     // Deterministic interleaving: key order rotates so repeats of a key overlap in time.

@@ -1,0 +1,167 @@
+//! The embedded reference host as a target (feature `reference`): the clean host or a mutant,
+//! its `--repeat` trial hosts, and the runs of the mutation matrix and the benchmarks.
+
+use super::target::{Target, TargetError};
+use super::{RunOptions, RunOutcome, run_selected};
+use crate::host::{HostProfile, SpawnCommand, reference_host_exe};
+use crate::suite::{Scenario, Suite};
+
+/// Which variant of the reference host to embed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReferenceVariant {
+    /// The known bug switched on, if any.
+    pub mutant: Option<reference_host::mutants::Mutant>,
+    /// Serve a plain upstream OpenWOP v1 host: v1 discovery without `protocolVersions`, only
+    /// upstream seams, seam fields and fixtures (`reference-host --upstream-only`).
+    pub upstream_only: bool,
+}
+
+impl ReferenceVariant {
+    /// The clean or mutated default (v2) reference host.
+    pub fn with_mutant(mutant: Option<reference_host::mutants::Mutant>) -> Self {
+        ReferenceVariant {
+            mutant,
+            upstream_only: false,
+        }
+    }
+}
+
+/// Test-only knob: under `--repeat`, the `--reference-mutant` is switched on only in the
+/// embedded hosts of these trials (comma-separated trial numbers, e.g. `2`), the others run
+/// clean, so a test can make a row pass in some trials and fail in others, deterministically.
+/// It can only make a mutated host less broken, and does nothing without a mutant.
+pub const MUTANT_TRIALS_ENV: &str = "TOOLCERT_TEST_MUTANT_TRIALS";
+
+/// The mutant trial `trial`'s embedded host runs ([`MUTANT_TRIALS_ENV`]).
+fn mutant_in_trial(
+    mutant: Option<reference_host::mutants::Mutant>,
+    trial: u32,
+) -> Option<reference_host::mutants::Mutant> {
+    let Ok(list) = std::env::var(MUTANT_TRIALS_ENV) else {
+        return mutant;
+    };
+    let listed = list
+        .split(',')
+        .any(|t| t.trim().parse::<u32>().is_ok_and(|t| t == trial));
+    mutant.filter(|_| listed)
+}
+
+/// The in-process reference host a [`Target`] owns, and its `--repeat` trial hosts.
+pub(crate) struct Embedded {
+    host: reference_host::RunningHost,
+    /// Its configuration, to start one more per `--repeat` trial.
+    config: reference_host::HostConfig,
+    /// Under `--repeat K`: the hosts of trials 2 to K ([`Target::prepare_trials`]).
+    trial_hosts: Vec<reference_host::RunningHost>,
+}
+
+impl Embedded {
+    /// Start hosts of their own for trials 2 to `trials` (see [`Target::prepare_trials`]).
+    pub(crate) async fn prepare_trials(&mut self, trials: u32) -> Result<(), TargetError> {
+        while (self.trial_hosts.len() as u32) + 1 < trials {
+            let trial = self.trial_hosts.len() as u32 + 2;
+            let config = reference_host::HostConfig {
+                mutant: mutant_in_trial(self.config.mutant, trial),
+                ..self.config.clone()
+            };
+            let host = reference_host::start(config)
+                .await
+                .map_err(|e| TargetError::Embedded(e.to_string()))?;
+            self.trial_hosts.push(host);
+        }
+        Ok(())
+    }
+
+    /// The base URL of trial `trial`'s own host, when it has one.
+    pub(crate) fn trial_base_url(&self, trial: u32) -> Option<&str> {
+        trial
+            .checked_sub(2)
+            .and_then(|i| self.trial_hosts.get(i as usize))
+            .map(|h| h.base_url.as_str())
+    }
+
+    /// Stop every host.
+    pub(crate) async fn shutdown(self) {
+        for host in self.trial_hosts {
+            host.shutdown().await;
+        }
+        self.host.shutdown().await;
+    }
+}
+
+impl Target {
+    /// Start the reference host in-process on 127.0.0.1 (seams on), optionally with a mutant.
+    pub async fn embedded(
+        mutant: Option<reference_host::mutants::Mutant>,
+    ) -> Result<Target, TargetError> {
+        Target::embedded_variant(ReferenceVariant::with_mutant(mutant)).await
+    }
+
+    /// Start a variant of the reference host in-process on 127.0.0.1 (seams on).
+    pub async fn embedded_variant(variant: ReferenceVariant) -> Result<Target, TargetError> {
+        let ReferenceVariant {
+            mutant,
+            upstream_only,
+        } = variant;
+        let config = reference_host::HostConfig {
+            mutant: mutant_in_trial(mutant, 1),
+            seams_enabled: true,
+            upstream_only,
+            ..reference_host::HostConfig::default()
+        };
+        let host = reference_host::start(config.clone())
+            .await
+            .map_err(|e| TargetError::Embedded(e.to_string()))?;
+        // Kill-and-restart scenarios run the same host as a child process (`toolcert
+        // reference-host`), so they also run from the one command; see `with_spawner`.
+        let spawner = reference_host_exe()
+            .map(|exe| SpawnCommand::reference_host(&exe, mutant.map(|m| m.name()), upstream_only));
+        let mut target = Target::remote(&host.base_url, HostProfile::reference());
+        target.mutant = mutant.map(|m| m.name().to_string());
+        target.upstream_only = upstream_only;
+        target.spawner = spawner;
+        target.embedded = Some(Embedded {
+            host,
+            config: reference_host::HostConfig { mutant, ..config },
+            trial_hosts: Vec::new(),
+        });
+        Ok(target)
+    }
+}
+
+/// Start the embedded reference host (optionally with a mutant), run the selected scenarios
+/// against it, and stop it: the unit of the mutation matrix and the benchmarks.
+pub async fn run_embedded(
+    suite: &Suite,
+    mutant: Option<reference_host::mutants::Mutant>,
+    opts: &RunOptions,
+    select: Option<&dyn Fn(&Scenario) -> bool>,
+) -> Result<RunOutcome, TargetError> {
+    run_reference(suite, ReferenceVariant::with_mutant(mutant), opts, select).await
+}
+
+/// Start a variant of the embedded reference host, run the selected scenarios against it,
+/// and stop it.
+pub async fn run_reference(
+    suite: &Suite,
+    variant: ReferenceVariant,
+    opts: &RunOptions,
+    select: Option<&dyn Fn(&Scenario) -> bool>,
+) -> Result<RunOutcome, TargetError> {
+    let mut target = Target::embedded_variant(variant).await?;
+    target.prepare_trials(opts.repeat).await?;
+    let target = match &opts.reference_host_exe {
+        Some(exe) => {
+            let command = SpawnCommand::reference_host(
+                exe,
+                variant.mutant.map(|m| m.name()),
+                variant.upstream_only,
+            );
+            target.with_spawner(Some(command))
+        }
+        None => target,
+    };
+    let run = run_selected(suite, &target, opts, select).await;
+    target.shutdown().await;
+    run
+}
