@@ -675,7 +675,7 @@ mod tests {
 
     #[test]
     fn state_machine_owner_replay_mismatch_in_flight() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let now = 1_000_000;
         let digest = body_digest(br#"{"workflowId": "conformance-noop"}"#);
         let Begin::Owner(owner) = begin(&store, &scope("tenant-a"), &digest, now).expect("begin")
@@ -714,7 +714,7 @@ mod tests {
 
     #[test]
     fn uncacheable_outcomes_release_the_key_and_leases_expire() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let Begin::Owner(owner) = begin(&store, &scope("t"), "d", 0).expect("begin") else {
             panic!("owner");
         };
@@ -740,7 +740,7 @@ mod tests {
 
     #[test]
     fn holds_block_any_body_until_released() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let owner = hold(&store, &scope("t"), Duration::from_millis(500), 0)
             .expect("hold")
             .expect("held");
@@ -789,7 +789,7 @@ mod tests {
 
     #[test]
     fn sweep_keeps_records_for_24_hours() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let Begin::Owner(owner) = begin(&store, &scope("t"), "d", 0).expect("begin") else {
             panic!("owner");
         };

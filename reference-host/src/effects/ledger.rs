@@ -423,7 +423,7 @@ mod tests {
 
     #[test]
     fn rows_are_per_attempt_and_content_free() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let args = json!({"businessKey": "secret-order"});
         let one = open_attempt(&store, &attempt(1, &args), None).expect("open");
         close_attempt(&store, one, AttemptState::Released).expect("close");
@@ -467,7 +467,7 @@ mod tests {
 
     #[test]
     fn references_are_attempt_zero_and_written_once() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let reference = Reference {
             effect_id: "eff_1",
             run_id: "run_2",
@@ -492,7 +492,7 @@ mod tests {
 
     #[test]
     fn seam_rows_are_delivered_and_forks_inherit_them_unchanged() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let delivery = SeamDelivery {
             effect_id: "eff_s",
             run_id: "run_p",
@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn the_leak_mutant_stores_the_args() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let args = json!({"businessKey": "k"});
         open_attempt(&store, &attempt(1, &args), Some(Mutant::LedgerLeaksArgs)).expect("open");
         let rows = rows_for_run(&store, "run_1").expect("rows");

@@ -526,7 +526,7 @@ mod tests {
     use super::*;
 
     fn storage_with_run(run_id: &str) -> Storage {
-        let storage = Storage::open_in_memory().expect("open");
+        let storage = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         storage.create_run(run_id, "alice").expect("run");
         storage
     }

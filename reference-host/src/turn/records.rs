@@ -586,7 +586,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_per_attempt() {
-        let storage = Storage::open_in_memory().expect("store");
+        let storage = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("store");
         save_plan(&storage, "run_a", "{}", None, RunMode::Live).expect("plan");
         let row = RecordRow::of(&recorded("x"), 65_536).expect("row");
         storage
@@ -614,7 +614,7 @@ mod tests {
 
     #[test]
     fn node_outcomes_are_keyed_by_run_node_and_n() {
-        let storage = Storage::open_in_memory().expect("store");
+        let storage = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("store");
         let outcome = NodeOutcome {
             status: 201,
             body: json!({"ok": true}),
