@@ -21,7 +21,7 @@ use crate::http_client::SafeFetch;
 use crate::interrupts::{self, Interrupts};
 use crate::invoker::ToolInvoker;
 use crate::mcp_server::{self, McpServer};
-use crate::mutants::Mutant;
+use crate::mutant::Mutant;
 use crate::principals::{Principal, PrincipalDirectory};
 use crate::rate_limit::RateLimiter;
 use crate::runs;

@@ -35,7 +35,7 @@ use crate::args_hash::sha256_hex;
 use crate::clock::{now_unix_ms, secs_to_ms};
 use crate::effects::sweeper::cutoff_ms;
 use crate::error::{ApiError, ErrorCode};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 
 /// The Layer-1 records table; one row per scope, first in flight, then done.
@@ -610,6 +610,50 @@ pub fn outcome_of(result: Result<(StatusCode, Value), ApiError>) -> Outcome {
         Err(err) => Outcome::failure(&err),
     }
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::L1KeyIgnored,
+        name: "l1-key-ignored",
+        breaks: "Idempotency-Key on POST /runs is ignored entirely",
+    },
+    MutantInfo {
+        mutant: Mutant::L1ReplayHeaderMissing,
+        name: "l1-replay-header-missing",
+        breaks: "replayed POST /runs responses omit OpenWOP-Idempotent-Replay",
+    },
+    MutantInfo {
+        mutant: Mutant::L1MismatchWrongCode,
+        name: "l1-mismatch-wrong-code",
+        breaks: "a reused key with a different body answers 409 idempotency_key_conflict instead of idempotency_key_mismatch",
+    },
+    MutantInfo {
+        mutant: Mutant::L1InFlightProcessed,
+        name: "l1-in-flight-processed",
+        breaks: "a request whose key is in flight is processed as a new request instead of 409 idempotency_in_flight",
+    },
+    MutantInfo {
+        mutant: Mutant::L1Caches5xx,
+        name: "l1-caches-5xx",
+        breaks: "a 503 answer to POST /runs is cached and replayed",
+    },
+    MutantInfo {
+        mutant: Mutant::L1CachesValidationError,
+        name: "l1-caches-validation-error",
+        breaks: "a 400 validation_error answer to POST /runs is cached and replayed",
+    },
+    MutantInfo {
+        mutant: Mutant::L1InvalidKeyAccepted,
+        name: "l1-invalid-key-accepted",
+        breaks: "Idempotency-Key values failing ^[A-Za-z0-9._~-]{22,128}$ are accepted",
+    },
+    MutantInfo {
+        mutant: Mutant::L1KeyNotTenantScoped,
+        name: "l1-key-not-tenant-scoped",
+        breaks: "the Layer-1 key scope omits the tenant (one tenant's key replays to another)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

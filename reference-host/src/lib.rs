@@ -27,6 +27,7 @@ pub mod json_body;
 pub mod layer1;
 pub mod mac_key;
 pub mod mcp_server;
+pub mod mutant;
 pub mod mutants;
 pub mod principals;
 pub mod rate_limit;

@@ -32,7 +32,7 @@ use crate::auth::authenticate;
 use crate::error::{ApiError, json_response};
 use crate::invoker::outbound_client_builder;
 use crate::json_body::{Fields, body_rejection, parse_object};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::seams::request::require_loopback_http;
 use crate::storage::{CommitListener, Storage};
 
@@ -448,6 +448,13 @@ async fn deliver(client: &reqwest::Client, delivery: Delivery) {
         }
     }
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::WebhookRefiresPrefix,
+    name: "webhook-refires-prefix",
+    breaks: "webhook fan-out re-delivers a replay fork's prefix events (RPL-8)",
+}];
 
 #[cfg(test)]
 mod tests {

@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 
 use crate::clock::now_unix_ms;
 use crate::effects::identity::Keying;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 
 /// The claims table: one row per (effect id, claim scope), whoever
@@ -345,6 +345,13 @@ pub fn settle(
     })?;
     Ok(())
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::ClaimReadThenWrite,
+    name: "claim-read-then-write",
+    breaks: "the effect claim is a SELECT, an await point, then INSERT OR REPLACE (read-then-write: two executors can both win)",
+}];
 
 #[cfg(test)]
 mod tests {

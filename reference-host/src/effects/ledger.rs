@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::clock::{now_unix_ms, rfc3339_at_ms};
 use crate::effects::identity::Keying;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 
 /// The ledger table. `args` is filled only under the `ledger-leaks-args`
@@ -401,6 +401,13 @@ pub fn rows_for_run(storage: &Storage, run_id: &str) -> Result<Vec<LedgerRow>, S
         )
         .collect()
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::LedgerLeaksArgs,
+    name: "ledger-leaks-args",
+    breaks: "effect ledger rows carry the business arguments in an extra args field",
+}];
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use crate::app::AppState;
 use crate::clock::{now_unix_ms, secs_to_ms};
 use crate::layer1;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 
 /// Effect records (claims and ledger rows) are kept at least this long:
@@ -144,6 +144,13 @@ pub fn spawn_background(state: AppState) -> JoinHandle<()> {
         }
     })
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::SweeperDropsYoung,
+    name: "sweeper-drops-young",
+    breaks: "the retention sweeper deletes effect records older than 1 day instead of 14 days",
+}];
 
 #[cfg(test)]
 mod tests {

@@ -35,7 +35,7 @@ use crate::app::AppState;
 use crate::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::json_body::kind;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::principals::Principal;
 use crate::storage::RunStatus;
 use crate::turn::seam::start_run;
@@ -520,6 +520,25 @@ fn input_required(state: &AppState, caller: &Principal, name: &str, ticket: &Tic
         "_meta": run_meta(&ticket.run_id),
     })
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::McpAskAsToolError,
+        name: "mcp-ask-as-tool-error",
+        breaks: "the MCP server answers a clarification as a complete isError result \"input needed\" instead of input_required (TURN-E4)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpRequestStateUnbound,
+        name: "mcp-request-state-unbound",
+        breaks: "the MCP server accepts any well-formed requestState naming an open interrupt, unauthenticated, from any principal of the tenant (MCP-9)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpInputResponsesDropped,
+        name: "mcp-input-responses-dropped",
+        breaks: "the MCP server's MRTR retry resolves the clarification with {} instead of the inputResponses content (MCP-9)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

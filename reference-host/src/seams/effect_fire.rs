@@ -69,7 +69,7 @@ use crate::events::{
     TOOL_CALLED, TOOL_RETURNED,
 };
 use crate::json_body::{Fields, parse_object};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::seams::packs;
 use crate::seams::request::require_loopback_http;
 use crate::seams::{seam_body, seam_caller};
@@ -862,6 +862,20 @@ fn messages_body(receiver_url: &Url, name: &str) -> Value {
         delegate_mcp: false,
     })
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::FireSeamRefiresOnFork,
+        name: "fire-seam-refires-on-fork",
+        breaks: "a replay fork of a fired run delivers the tool-receiver effect again (RPL-11)",
+    },
+    MutantInfo {
+        mutant: Mutant::Layer2DedupSpansFork,
+        name: "layer2-dedup-spans-fork",
+        breaks: "a branch fork's Layer-2 claim is scoped without the run, so the parent's claim suppresses the branch's effect (EFF-10)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

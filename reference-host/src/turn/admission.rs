@@ -43,7 +43,7 @@ use crate::event_codes;
 use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
 use crate::invoker::{InvokeResult, MAX_RECEIVER_BODY};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::rate_limit::Acquire;
 use crate::storage::StorageError;
 use crate::tool_events::{
@@ -1283,6 +1283,90 @@ fn append<P: Serialize>(
     let event = NewEvent::new(event_type, serde_json::to_value(payload)?).caused_by(causation);
     Ok(scope.state.storage().append_event(scope.run_id, event)?)
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::TruncatedArgsExecuted,
+        name: "truncated-args-executed",
+        breaks: "a tool call in a truncated completion is dispatched with {} as its arguments",
+    },
+    MutantInfo {
+        mutant: Mutant::AuthzBeforeArgs,
+        name: "authz-before-args",
+        breaks: "authorization runs before argument validation",
+    },
+    MutantInfo {
+        mutant: Mutant::LimitsBeforeAuthz,
+        name: "limits-before-authz",
+        breaks: "the rate limit (token consumed) is checked before authorization",
+    },
+    MutantInfo {
+        mutant: Mutant::UnknownToolBareSuccess,
+        name: "unknown-tool-bare-success",
+        breaks: "an unknown tool name returns status ok with no error",
+    },
+    MutantInfo {
+        mutant: Mutant::DoubleReturn,
+        name: "double-return",
+        breaks: "an executed call gets two agent.tool-returned events",
+    },
+    MutantInfo {
+        mutant: Mutant::RepeatNotSuppressed,
+        name: "repeat-not-suppressed",
+        breaks: "an identical repeated call is dispatched again",
+    },
+    MutantInfo {
+        mutant: Mutant::ApprovedCallRunsTwice,
+        name: "approved-call-runs-twice",
+        breaks: "an accepted call is dispatched twice",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayMissEmptySuccess,
+        name: "replay-miss-empty-success",
+        breaks: "a replay miss is served as status ok with a null result and the fork completes (TURN-D6, RPL-3)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayDurationRecomputed,
+        name: "replay-duration-recomputed",
+        breaks: "a replayed return carries a freshly measured durationMs instead of the recorded one (HOOKS-AUDIT-4, RPL-6)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayErrorReworded,
+        name: "replay-error-reworded",
+        breaks: "a replayed return's recorded error message is re-rendered with a `replayed: ` prefix (HOOKS-FAIL-6, RPL-6)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecoveryRerunsInDoubt,
+        name: "recovery-reruns-in-doubt",
+        breaks: "after a restart the call in doubt is re-run even when its replayPolicy is non-deterministic (TURN-D8)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecordAfterNextRound,
+        name: "record-after-next-round",
+        breaks: "a round's tool records are written only after the next model response has arrived (TURN-D3)",
+    },
+    MutantInfo {
+        mutant: Mutant::OversizedServedOnReplay,
+        name: "oversized-served-on-replay",
+        breaks: "a digest (oversized) record is served on replay or recovery, its digest object fed back as the result (TURN-D10)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecordFailureIgnored,
+        name: "record-failure-ignored",
+        breaks: "a record failure is ignored for every tool, so a write tool's node goes on unrecorded (TURN-D4)",
+    },
+    MutantInfo {
+        mutant: Mutant::ResultOnReturn,
+        name: "result-on-return",
+        breaks: "agent.tool-returned carries the tool's result (TURN-D12)",
+    },
+    MutantInfo {
+        mutant: Mutant::ForkEventsAnnotated,
+        name: "fork-events-annotated",
+        breaks: "a replay fork's served tool returns carry an extra replayed: true field (RPL-6)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -55,7 +55,7 @@ use crate::events::{
     NODE_FAILED, NODE_RETRYING, NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED,
     RUN_COMPLETED, RUN_FAILED, RUN_STARTED, VOICE_TRANSCRIPT,
 };
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{RunStatus, StorageError, insert_event};
 use crate::tool_events::{HOST_AGENT_ID, Transport};
 use crate::turn::Outcome;
@@ -1135,6 +1135,45 @@ async fn ask_model(
     }
     Ok(response)
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::RefusalRetried,
+        name: "refusal-retried",
+        breaks: "a refused completion is retried once with the same request",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayExecutesTool,
+        name: "replay-executes-tool",
+        breaks: "a replay fork dispatches each tool to its receiver and feeds back the live result (TURN-D5, RPL-2)",
+    },
+    MutantInfo {
+        mutant: Mutant::RetryServedRecords,
+        name: "retry-served-records",
+        breaks: "a new node attempt is served the earlier attempt's tool records, so a retry is handed the recorded transient failure (TURN-D9)",
+    },
+    MutantInfo {
+        mutant: Mutant::AskDoesNotEndTurn,
+        name: "ask-does-not-end-turn",
+        breaks: "calls after a clarification ask in the same round are executed instead of ended-turn (TURN-E2)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayReissuesMrtr,
+        name: "replay-reissues-mrtr",
+        breaks: "a replay fork re-sends the recorded MRTR retry to the MCP server (RPL-10)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpDelegatedToProvider,
+        name: "mcp-delegated-to-provider",
+        breaks: "MCP tools are passed to the provider as an Anthropic mcp_servers connector (TURN-F4)",
+    },
+    MutantInfo {
+        mutant: Mutant::ClarifyNameReserved,
+        name: "clarify-name-reserved",
+        breaks: "with no clarificationTool named, a run tool called openwop_clarify raises a clarification interrupt (TURN-E5)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@
 //! `internal_error` saying the host restarted.
 
 use crate::app::AppState;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{RunStatus, StorageError};
 use crate::turn::driver::{self, INTERNAL_ERROR, ReplaySource, RunFailure, TurnPlan};
 use crate::turn::records::{self, RunMode};
@@ -88,3 +88,10 @@ fn resumable(
     }
     Ok(Some(plan))
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::RecoveryFromScratch,
+    name: "recovery-from-scratch",
+    breaks: "recovery ignores the records and restarts the loop from round 1, re-asking the provider and re-executing tools (TURN-D7)",
+}];

@@ -31,7 +31,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::turn::feedback::{CallToolResult, ToolResult};
 use crate::turn::provider::ModelResponse;
 use crate::turn::request::{A2aRole, Inbound};
@@ -223,6 +223,40 @@ fn claims_trusted(text: &str) -> bool {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     compact.contains(r#""contentTrust":"trusted""#)
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::TrustFromModelOutput,
+        name: "trust-from-model-output",
+        breaks: "a model text or tool-call argument containing \"contentTrust\": \"trusted\" resets the turn to trusted",
+    },
+    MutantInfo {
+        mutant: Mutant::TrustNeverTainted,
+        name: "trust-never-tainted",
+        breaks: "tool results do not taint the turn: contentTrust stays trusted",
+    },
+    MutantInfo {
+        mutant: Mutant::ProviderToolOutputTrusted,
+        name: "provider-tool-output-trusted",
+        breaks: "a provider-executed tool's output leaves contentTrust unchanged, so a later conditional write is not held (TURN-F3)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecalledKnowledgeTrusted,
+        name: "recalled-knowledge-trusted",
+        breaks: "recalled knowledge is trusted whatever trust it was stored with (TRUST-2)",
+    },
+    MutantInfo {
+        mutant: Mutant::A2aUserRoleTrusted,
+        name: "a2a-user-role-trusted",
+        breaks: "an inbound A2A message with role USER is taken as the user's trusted input (TRUST-6)",
+    },
+    MutantInfo {
+        mutant: Mutant::VoiceTranscriptTrusted,
+        name: "voice-transcript-trusted",
+        breaks: "voice.transcript says contentTrust trusted and the turn starts trusted (TRUST-6)",
+    },
+];
 
 #[cfg(test)]
 mod tests {
