@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod content_trust;
 pub mod discovery;
 pub mod effect_seams;
 pub mod effects;

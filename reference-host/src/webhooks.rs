@@ -31,9 +31,9 @@ use crate::app::AppState;
 use crate::auth::authenticate;
 use crate::error::{ApiError, json_response};
 use crate::invoker::outbound_client_builder;
+use crate::json_body::require_loopback_http;
 use crate::json_body::{Fields, body_rejection, parse_object};
 use crate::mutant::{Mutant, MutantInfo};
-use crate::seams::request::require_loopback_http;
 use crate::storage::{CommitListener, Storage};
 
 /// The members of a `POST /webhooks` body (closed).

@@ -34,9 +34,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use crate::content_trust::ContentTrust;
 use crate::events::{INTERRUPT_REQUESTED, INTERRUPT_RESOLVED, NewEvent, RunEventDoc};
 use crate::storage::{RunStatus, Storage, StorageError};
-use crate::turn::trust::ContentTrust;
 use token::{Binding, LinkKey};
 
 /// `interrupt.requested.kind` of a held tool call.

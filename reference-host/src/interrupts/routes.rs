@@ -25,11 +25,11 @@ use serde_json::{Map, Value, json};
 
 use crate::app::AppState;
 use crate::auth::authenticate;
+use crate::content_trust::ContentTrust;
 use crate::error::{ApiError, json_response};
 use crate::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::json_body::{Fields, body_rejection, parse_object};
 use crate::mutant::{Mutant, MutantInfo};
-use crate::turn::trust::ContentTrust;
 
 /// `details.reason` of a link token refused on an untrusted turn.
 pub const UNTRUSTED_LINK_REASON: &str = "untrusted-turn-requires-bound-principal";

@@ -3,7 +3,7 @@
 //! - **First call** (no `requestState`): the caller's template of that name
 //!   (else `-32602` "Unknown tool") starts a turn run with `input` =
 //!   `arguments.input`, attributed to the caller, exactly as the turn seam
-//!   would ([`crate::turn::seam::start_run`]). The call then waits, at most
+//!   would ([`crate::seams::turn_run::start_run`]). The call then waits, at most
 //!   [`CALL_WAIT`], until the run is terminal or waits on an interrupt, and
 //!   answers with where it stands ([`outcome`]).
 //! - **A clarification** the run's model asked (TURN-E1) is answered as an
@@ -37,8 +37,8 @@ use crate::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket,
 use crate::json_body::kind;
 use crate::mutant::{Mutant, MutantInfo};
 use crate::principals::Principal;
+use crate::seams::turn_run::start_run;
 use crate::storage::RunStatus;
-use crate::turn::seam::start_run;
 
 /// How long one `tools/call` waits for its run to finish or ask.
 pub const CALL_WAIT: Duration = Duration::from_secs(20);

@@ -59,6 +59,7 @@ use crate::args_hash::sha256_hex;
 use crate::args_schema::ArgsSchema;
 use crate::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
 use crate::clock::now_unix_ms;
+use crate::content_trust::ContentTrust;
 use crate::effect_seams;
 use crate::effects::claim::{self, AwaitPoint, ClaimOutcome, ClaimRequest, ClaimState};
 use crate::effects::identity::Keying;
@@ -68,10 +69,10 @@ use crate::events::{
     NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED, RUN_STARTED,
     TOOL_CALLED, TOOL_RETURNED,
 };
+use crate::json_body::require_loopback_http;
 use crate::json_body::{Fields, parse_object};
 use crate::mutant::{Mutant, MutantInfo};
 use crate::seams::packs;
-use crate::seams::request::require_loopback_http;
 use crate::seams::{seam_body, seam_caller};
 use crate::storage::{RunStatus, StorageError, insert_event};
 use crate::tool_events::HOST_AGENT_ID;
@@ -84,7 +85,6 @@ use crate::turn::provider::{
 use crate::turn::provider_tools;
 use crate::turn::records::{self, RunMode, ToolRecord};
 use crate::turn::request::{ProviderTool, RepeatedCall, SUPPORTED_PROVIDER_TOOLS};
-use crate::turn::trust::ContentTrust;
 use crate::workflows::new_run_id;
 
 /// Every member the request may carry (the shape is closed).

@@ -74,9 +74,9 @@ use crate::events::{
     RUN_STARTED,
 };
 use crate::invoker::JsonExchange;
+use crate::json_body::require_loopback_http;
 use crate::json_body::{Fields, kind, parse_object};
 use crate::mutant::{Mutant, MutantInfo};
-use crate::seams::request::require_loopback_http;
 use crate::seams::{seam_body, seam_caller};
 use crate::storage::{RunStatus, StorageError};
 use crate::turn::driver::{HOST_SHUTDOWN, ReplaySource};

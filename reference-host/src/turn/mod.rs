@@ -11,7 +11,7 @@
 //! until the run's principal resolves its interrupt ([`approval`]). A
 //! `toolAllowlist` narrows the tools offered, and its entries that resolve
 //! to no tool are refused at loop start ([`allowlist`]). The seam itself
-//! ([`seam`], [`request`]) only sets a run up; it never calls admission
+//! ([`crate::seams::turn_run`], [`request`]) only sets a run up; it never calls admission
 //! directly. A tool played by an MCP server is admitted the same way and
 //! dispatched by the host's own MCP client ([`mcp`]). A run may offer the
 //! host's knowledge store tools, whose segments keep the trust they were
@@ -36,7 +36,6 @@ pub mod provider_tools;
 pub mod records;
 pub mod recovery;
 pub mod request;
-pub mod seam;
 pub mod tool_support;
 pub mod trust;
 

@@ -29,8 +29,7 @@
 //! [`after_model_output`], [`after_tool_results`], [`after_provider_tools`],
 //! [`of_recall`] and [`at_start`].
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::content_trust::ContentTrust;
 use crate::mutant::{Mutant, MutantInfo};
 use crate::turn::feedback::{CallToolResult, ToolResult};
 use crate::turn::provider::ModelResponse;
@@ -40,47 +39,6 @@ use crate::turn::request::{A2aRole, Inbound};
 /// `memory.recallTrust` names it (TRUST-1, TRUST-2): a recall result is as
 /// trusted as the segment it returns was when stored.
 pub const RECALL_TRUST_DECISION: &str = "stored-segment";
-
-/// Whether a turn consumed only trusted content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ContentTrust {
-    /// Only trusted input (the user's) went into the prompt.
-    Trusted,
-    /// The prompt carried at least one tool result.
-    Untrusted,
-}
-
-impl ContentTrust {
-    /// The trust of the user's input, where every run starts (TTC §C).
-    pub const USER_INPUT: Self = Self::Trusted;
-
-    /// The wire name (`trusted` / `untrusted`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Trusted => "trusted",
-            Self::Untrusted => "untrusted",
-        }
-    }
-
-    /// Parses a wire name.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "trusted" => Some(Self::Trusted),
-            "untrusted" => Some(Self::Untrusted),
-            _ => None,
-        }
-    }
-
-    /// The meet of two trust levels: untrusted as soon as either is.
-    pub fn meet(self, other: Self) -> Self {
-        if self == Self::Untrusted || other == Self::Untrusted {
-            Self::Untrusted
-        } else {
-            Self::Trusted
-        }
-    }
-}
 
 /// The turn's trust once the model has answered.
 ///
