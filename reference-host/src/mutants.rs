@@ -52,6 +52,7 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::turn::provider_tools::MUTANTS,
     crate::turn::records::MUTANTS,
     crate::turn::recovery::MUTANTS,
+    crate::turn::replay::MUTANTS,
     crate::turn::tool_support::MUTANTS,
     crate::turn::trust::MUTANTS,
     crate::webhooks::MUTANTS,

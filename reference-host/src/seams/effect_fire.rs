@@ -532,7 +532,7 @@ impl FireRun<'_> {
 
     /// The `tool-receiver` effect: one tool call through turn admission, or
     /// in a replay fork the source's record served by
-    /// [`admission::serve_replay`] (nothing dispatched).
+    /// [`crate::turn::replay::serve_replay`] (nothing dispatched).
     async fn tool_call(&self) -> Result<(), RunFailure> {
         let state = self.state;
         let storage = state.storage();
@@ -597,7 +597,9 @@ impl FireRun<'_> {
         };
         let dispatched = matches!(act, Act::Dispatch);
         let admitted = match act {
-            Act::Serve(record) => admission::serve_replay(&scope, &emission, record, &journal)?,
+            Act::Serve(record) => {
+                crate::turn::replay::serve_replay(&scope, &emission, record, &journal)?
+            }
             Act::Dispatch => {
                 admission::admit_journaled(
                     &scope,

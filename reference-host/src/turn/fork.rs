@@ -7,7 +7,7 @@
 //! A replay fork is a NEW run (own id, the source's principal and tenant)
 //! that executes the source's plan: model rounds go live to the provider
 //! (RPL-5), and every tool emission is served from the source's records of
-//! its final attempt and never dispatched ([`crate::turn::admission::serve_replay`]).
+//! its final attempt and never dispatched ([`crate::turn::replay::serve_replay`]).
 //! A fork of an effect-seam fire run serves the fired effect's record and
 //! sends nothing ([`crate::seams::effect_fire`]); a fork of a packs-test run
 //! serves each side-effecting node its recorded outcome and re-executes the

@@ -18,6 +18,10 @@
 //! stored with (TRUST-2, [`memory`]), and may start from inbound content (an
 //! A2A message or a voice transcript, TRUST-6) instead of the user's input,
 //! which starts it untrusted ([`trust::at_start`]).
+//!
+//! A `mode: "replay"` fork serves its tool emissions from the source run's
+//! record ([`replay`]); after a restart, recorded emissions are served and
+//! the one call in doubt is settled by its `replayPolicy` ([`recovery`]).
 
 pub mod admission;
 pub mod allowlist;
@@ -35,6 +39,7 @@ pub mod provider;
 pub mod provider_tools;
 pub mod records;
 pub mod recovery;
+pub mod replay;
 pub mod request;
 pub mod tool_support;
 pub mod trust;
