@@ -21,7 +21,7 @@ use crate::http_client::SafeFetch;
 use crate::interrupts::{self, Interrupts};
 use crate::invoker::ToolInvoker;
 use crate::mcp_server::{self, McpServer};
-use crate::mutants::Mutant;
+use crate::mutant::Mutant;
 use crate::principals::{Principal, PrincipalDirectory};
 use crate::rate_limit::RateLimiter;
 use crate::runs;
@@ -34,6 +34,17 @@ use crate::turn::provider::ProviderClient;
 use crate::upstream;
 use crate::webhooks;
 use crate::workflows;
+
+/// The schema SQL of every module keeping tables in the store, in creation
+/// order: the store runs them without importing any of those modules.
+pub const STORE_SCHEMAS: &[crate::storage::Schema] = &[
+    effects::claim::SCHEMA,
+    effects::ledger::SCHEMA,
+    crate::layer1::SCHEMA,
+    workflows::SCHEMA,
+    turn::records::SCHEMA,
+    turn::memory::SCHEMA,
+];
 
 /// How long [`RunningHost::shutdown`] waits for in-flight requests.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -52,6 +63,9 @@ struct Inner {
     upstream_only: bool,
     principals: PrincipalDirectory,
     storage: Storage,
+    /// Webhook subscriptions and their delivery queue, fed by the store
+    /// after every commit (RPL-8).
+    fanout: Arc<webhooks::Fanout>,
     limiter: RateLimiter,
     invoker: ToolInvoker,
     /// `ctx.http.safeFetch` (guard and client).
@@ -82,16 +96,20 @@ impl AppState {
     /// fresh in-memory one), empty buckets.
     pub fn new(config: &HostConfig) -> Result<Self, HostError> {
         let storage = match &config.data_dir {
-            Some(dir) => Storage::open_dir(dir)?,
-            None => Storage::open_in_memory()?,
+            Some(dir) => Storage::open_dir(dir, STORE_SCHEMAS)?,
+            None => Storage::open_in_memory(STORE_SCHEMAS)?,
         };
-        storage.fanout().set_mutant(config.mutant);
+        let fanout = Arc::new(webhooks::Fanout::new());
+        fanout.set_mutant(config.mutant);
+        // A fresh store: the slot is free.
+        storage.set_commit_listener(fanout.clone());
         let inner = Inner {
             mutant: config.mutant,
             seams_enabled: config.seams_enabled,
             upstream_only: config.upstream_only,
             principals: PrincipalDirectory::new(config.principals.clone())?,
             storage,
+            fanout,
             limiter: RateLimiter::new(config.rate_limit, config.mutant),
             invoker: ToolInvoker::new().map_err(HostError::HttpClient)?,
             // Test mode (seams on) is what lets loopback through the guard.
@@ -157,6 +175,11 @@ impl AppState {
     /// The run/event store.
     pub fn storage(&self) -> &Storage {
         &self.inner.storage
+    }
+
+    /// The webhook fan-out (subscriptions and delivery queue, RPL-8).
+    pub fn fanout(&self) -> &webhooks::Fanout {
+        &self.inner.fanout
     }
 
     /// The per-tool rate limiter.

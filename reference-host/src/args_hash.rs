@@ -9,7 +9,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 
 /// The args could not be serialised for hashing.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +46,20 @@ pub fn args_hash(
         _ => jcs_sha256(redacted),
     }
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::ArgsHashRaw,
+        name: "args-hash-raw",
+        breaks: "argsHash is computed over the resolved raw args (secret included)",
+    },
+    MutantInfo {
+        mutant: Mutant::ArgsHashNoncanonical,
+        name: "args-hash-noncanonical",
+        breaks: "argsHash is computed over serde_json::to_string(args) (redacted, but not RFC 8785 canonical)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

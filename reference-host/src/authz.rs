@@ -2,7 +2,7 @@
 //! (RFC 0064 §C). Fail-closed: when the principal's scopes cannot be
 //! evaluated (unknown principal, scope-resolver error) the call is denied.
 
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::principals::PrincipalDirectory;
 
 /// Why a call was denied (the `reason` of `authorization.decided`).
@@ -139,6 +139,20 @@ fn missing_scopes(principal: &str, tool: &str, required: &[String], held: &[Stri
         }
     }
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::AuthzFailOpenOnResolverError,
+        name: "authz-fail-open-on-resolver-error",
+        breaks: "a scope-resolver error is treated as \"allowed\" (fails open)",
+    },
+    MutantInfo {
+        mutant: Mutant::AuthzAlwaysDeny,
+        name: "authz-always-deny",
+        breaks: "every authorization check denies (even with all scopes held)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

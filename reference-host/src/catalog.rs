@@ -21,7 +21,7 @@ use crate::app::AppState;
 use crate::args_schema::ArgsSchema;
 use crate::auth::authenticate;
 use crate::error::ApiError;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 
 /// The `source` of every descriptor this host serves.
 pub const SOURCE_HOST_EXTENSION: &str = "host-extension";
@@ -340,6 +340,13 @@ pub async fn get_tool(
         })?;
     Ok(Json(tool.descriptor(state.mutant())).into_response())
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::DescriptorWithoutReplayPolicy,
+    name: "descriptor-without-replay-policy",
+    breaks: "GET /tools descriptors omit replayPolicy",
+}];
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::mutants::Mutant;
+use crate::mutant::Mutant;
 use crate::principals::{self, Principal};
 
 /// Token-bucket settings for per-tool rate limiting (RFC 0064 §D).

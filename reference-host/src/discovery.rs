@@ -20,7 +20,7 @@ use crate::effect_seams::MANIFEST_PATH;
 use crate::effects::sweeper::EFFECT_RETENTION_SECS;
 use crate::http_client;
 use crate::layer1::LAYER1_RETENTION_SECS;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::seams::SEAMS_PROFILE;
 
 /// The rendered document and its ETag.
@@ -265,6 +265,50 @@ pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) ->
     )
         .into_response()
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::DiscoveryEtagIgnored,
+        name: "discovery-etag-ignored",
+        breaks: "discovery never answers 304 to a matching If-None-Match",
+    },
+    MutantInfo {
+        mutant: Mutant::ToolhooksFacetNotBoolean,
+        name: "toolhooks-facet-not-boolean",
+        breaks: "the toolHooks record carries \"perToolRateLimit\": \"yes\"",
+    },
+    MutantInfo {
+        mutant: Mutant::DiscoveryPreferredUnlisted,
+        name: "discovery-preferred-unlisted",
+        breaks: "preferredVersion is \"2.1\", not in protocolVersions",
+    },
+    MutantInfo {
+        mutant: Mutant::DiscoveryRecordMissingWitness,
+        name: "discovery-record-missing-witness",
+        breaks: "the toolHooks record has no witness key",
+    },
+    MutantInfo {
+        mutant: Mutant::AuthorizationFailclosedFalse,
+        name: "authorization-failclosed-false",
+        breaks: "the authorization record advertises failClosed: false",
+    },
+    MutantInfo {
+        mutant: Mutant::L1RetentionShort,
+        name: "l1-retention-short",
+        breaks: "discovery advertises idempotency.layer1RetentionSeconds 3600 (below 24 h)",
+    },
+    MutantInfo {
+        mutant: Mutant::CrossRegionUnknown,
+        name: "cross-region-unknown",
+        breaks: "discovery advertises idempotency.crossRegion \"multi-master\"",
+    },
+    MutantInfo {
+        mutant: Mutant::TurnReplayFacetString,
+        name: "turn-replay-facet-string",
+        breaks: "discovery carries toolHooks.turnReplay as the string \"yes\" instead of a boolean (TURN-D11)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::app::AppState;
 use crate::catalog::caller_scopes;
 use crate::error::{ApiError, ErrorCode};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::turn::provider_tools;
 
 /// The manifest's `host.name`.
@@ -73,6 +73,13 @@ pub async fn get_effect_seams(
     }
     Ok(Json(manifest(state.mutant())).into_response())
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::EffectSeamsUnserved,
+    name: "effect-seams-unserved",
+    breaks: "GET /host/effect-seams answers 404 (RPL-1)",
+}];
 
 #[cfg(test)]
 mod tests {

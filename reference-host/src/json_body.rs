@@ -6,8 +6,10 @@
 //! wrongly typed field may hold a secret (SR-1).
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use axum::extract::rejection::BytesRejection;
+use reqwest::Url;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -311,6 +313,33 @@ impl Fields {
             ))),
         }
     }
+}
+
+/// Accepts only plain-HTTP loopback URLs: the host must never be turned
+/// into a client of anything off this machine. `field` names the member in
+/// the 400 message (the URL itself is not echoed).
+pub fn require_loopback_http(field: &str, raw: &str) -> Result<Url, ApiError> {
+    let refuse = || {
+        ApiError::validation(format!(
+            "field `{field}` must be a loopback http URL (http://127.0.0.1…, http://localhost… or http://[::1]…)"
+        ))
+    };
+    let url = Url::parse(raw).map_err(|_| refuse())?;
+    if url.scheme() != "http" {
+        return Err(refuse());
+    }
+    // The URL parser normalises hosts (e.g. `127.1` ⇒ `127.0.0.1`) and keeps
+    // IPv6 literals in brackets, so the host string is checked as parsed.
+    let loopback = match url.host_str() {
+        Some(host) if host.eq_ignore_ascii_case("localhost") => true,
+        Some(host) => host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    };
+    if loopback { Ok(url) } else { Err(refuse()) }
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ use crate::args_hash::sha256_hex;
 use crate::clock::{now_unix_ms, secs_to_ms};
 use crate::effects::sweeper::cutoff_ms;
 use crate::error::{ApiError, ErrorCode};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 
 /// The Layer-1 records table; one row per scope, first in flight, then done.
@@ -611,6 +611,50 @@ pub fn outcome_of(result: Result<(StatusCode, Value), ApiError>) -> Outcome {
     }
 }
 
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::L1KeyIgnored,
+        name: "l1-key-ignored",
+        breaks: "Idempotency-Key on POST /runs is ignored entirely",
+    },
+    MutantInfo {
+        mutant: Mutant::L1ReplayHeaderMissing,
+        name: "l1-replay-header-missing",
+        breaks: "replayed POST /runs responses omit OpenWOP-Idempotent-Replay",
+    },
+    MutantInfo {
+        mutant: Mutant::L1MismatchWrongCode,
+        name: "l1-mismatch-wrong-code",
+        breaks: "a reused key with a different body answers 409 idempotency_key_conflict instead of idempotency_key_mismatch",
+    },
+    MutantInfo {
+        mutant: Mutant::L1InFlightProcessed,
+        name: "l1-in-flight-processed",
+        breaks: "a request whose key is in flight is processed as a new request instead of 409 idempotency_in_flight",
+    },
+    MutantInfo {
+        mutant: Mutant::L1Caches5xx,
+        name: "l1-caches-5xx",
+        breaks: "a 503 answer to POST /runs is cached and replayed",
+    },
+    MutantInfo {
+        mutant: Mutant::L1CachesValidationError,
+        name: "l1-caches-validation-error",
+        breaks: "a 400 validation_error answer to POST /runs is cached and replayed",
+    },
+    MutantInfo {
+        mutant: Mutant::L1InvalidKeyAccepted,
+        name: "l1-invalid-key-accepted",
+        breaks: "Idempotency-Key values failing ^[A-Za-z0-9._~-]{22,128}$ are accepted",
+    },
+    MutantInfo {
+        mutant: Mutant::L1KeyNotTenantScoped,
+        name: "l1-key-not-tenant-scoped",
+        breaks: "the Layer-1 key scope omits the tenant (one tenant's key replays to another)",
+    },
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -675,7 +719,7 @@ mod tests {
 
     #[test]
     fn state_machine_owner_replay_mismatch_in_flight() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let now = 1_000_000;
         let digest = body_digest(br#"{"workflowId": "conformance-noop"}"#);
         let Begin::Owner(owner) = begin(&store, &scope("tenant-a"), &digest, now).expect("begin")
@@ -714,7 +758,7 @@ mod tests {
 
     #[test]
     fn uncacheable_outcomes_release_the_key_and_leases_expire() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let Begin::Owner(owner) = begin(&store, &scope("t"), "d", 0).expect("begin") else {
             panic!("owner");
         };
@@ -740,7 +784,7 @@ mod tests {
 
     #[test]
     fn holds_block_any_body_until_released() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let owner = hold(&store, &scope("t"), Duration::from_millis(500), 0)
             .expect("hold")
             .expect("held");
@@ -789,7 +833,7 @@ mod tests {
 
     #[test]
     fn sweep_keeps_records_for_24_hours() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let Begin::Owner(owner) = begin(&store, &scope("t"), "d", 0).expect("begin") else {
             panic!("owner");
         };

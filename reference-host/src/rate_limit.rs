@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::config::RateLimitConfig;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 
 /// The identity a bucket is kept for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -140,6 +140,13 @@ impl RateLimiter {
         whole_seconds_at_least_one(self.config.refill_every.as_secs_f64())
     }
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::RateLimitKeyedByTool,
+    name: "rate-limit-keyed-by-tool",
+    breaks: "the token bucket is keyed by tool name only (one principal exhausts it for all)",
+}];
 
 #[cfg(test)]
 mod tests {

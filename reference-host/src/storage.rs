@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde_json::Value;
@@ -16,7 +16,6 @@ use tokio::sync::watch;
 
 use crate::events::{NewEvent, RunEventDoc, SCHEMA_VERSION, new_event_id, now_rfc3339};
 use crate::principals::DEFAULT_TENANT;
-use crate::webhooks::{Fanout, fan_out};
 
 /// Room in each connection's prepared-statement cache: more than the store's
 /// distinct statements (about 50).
@@ -202,6 +201,23 @@ pub struct RunRecord {
     pub current_node_id: Option<String>,
 }
 
+/// Told after every committed write; the store's one outward hook.
+///
+/// The store knows no domain module: whoever must react to a commit (the
+/// webhook fan-out, RPL-8) registers here instead of being imported.
+pub trait CommitListener: std::fmt::Debug + Send + Sync {
+    /// Called after every commit, outside the connection lock; must not wait
+    /// on anything slow (it runs on the writer's thread).
+    fn committed(&self, store: &Storage);
+}
+
+/// The schema SQL of one module that keeps tables in the store.
+///
+/// Each domain module that owns tables exports one; the host hands the list
+/// to [`Storage::open_in_memory`] / [`Storage::open_dir`], so the store runs
+/// SQL it never has to import.
+pub type Schema = &'static str;
+
 /// The SQLite-backed store plus change signals for long polls and streams.
 #[derive(Debug)]
 pub struct Storage {
@@ -211,8 +227,8 @@ pub struct Storage {
     /// One signal per run, bumped after every committed write to that run,
     /// so a waiter on one run is not woken by every other run's traffic.
     run_changes: Mutex<HashMap<String, watch::Sender<u64>>>,
-    /// Webhook subscriptions and their delivery queue (RPL-8).
-    fanout: Fanout,
+    /// Told after every commit (the webhook fan-out, RPL-8).
+    listener: OnceLock<Arc<dyn CommitListener>>,
 }
 
 const SCHEMA: &str = "
@@ -239,10 +255,11 @@ CREATE TABLE events (
 ";
 
 impl Storage {
-    /// Opens a fresh in-memory store with the schema in place.
-    pub fn open_in_memory() -> Result<Self, StorageError> {
+    /// Opens a fresh in-memory store with the run and event tables and
+    /// every one of `schemas` in place.
+    pub fn open_in_memory(schemas: &[Schema]) -> Result<Self, StorageError> {
         let conn = Connection::open_in_memory()?;
-        create_schema(&conn)?;
+        create_schema(&conn, schemas)?;
         Ok(Self::wrap(conn))
     }
 
@@ -253,8 +270,9 @@ impl Storage {
     ///
     /// A missing directory, a file that is not SQLite, or a database of
     /// another schema version is an error naming the path; nothing is
-    /// reset or overwritten.
-    pub fn open_dir(dir: &Path) -> Result<Self, StoreOpenError> {
+    /// reset or overwritten. `schemas` are created with a fresh file (see
+    /// [`Storage::open_in_memory`]).
+    pub fn open_dir(dir: &Path, schemas: &[Schema]) -> Result<Self, StoreOpenError> {
         if !dir.is_dir() {
             return Err(StoreOpenError::DirMissing {
                 dir: dir.to_owned(),
@@ -298,7 +316,7 @@ impl Storage {
             conn.execute_batch("PRAGMA synchronous=NORMAL;")
                 .map_err(sqlite)?;
             let created = (|| -> Result<(), StorageError> {
-                create_schema(&conn)?;
+                create_schema(&conn, schemas)?;
                 conn.execute_batch(&format!("PRAGMA user_version = {STORE_SCHEMA_VERSION};"))?;
                 Ok(())
             })();
@@ -356,13 +374,14 @@ impl Storage {
             conn: Mutex::new(conn),
             changes: watch::Sender::new(0),
             run_changes: Mutex::new(HashMap::new()),
-            fanout: Fanout::new(),
+            listener: OnceLock::new(),
         }
     }
 
-    /// The webhook subscriptions and delivery queue fed after every commit.
-    pub fn fanout(&self) -> &Fanout {
-        &self.fanout
+    /// Registers the one [`CommitListener`]; `false` (and no change) when
+    /// one is registered already.
+    pub fn set_commit_listener(&self, listener: Arc<dyn CommitListener>) -> bool {
+        self.listener.set(listener).is_ok()
     }
 
     /// Runs that were in flight (`running`, `waiting-approval` or
@@ -446,7 +465,9 @@ impl Storage {
         }
         // Every append path ends here after its commit: the ONE place the
         // webhook fan-out is fed (RPL-8). It never waits for deliveries.
-        fan_out(self);
+        if let Some(listener) = self.listener.get() {
+            listener.committed(self);
+        }
     }
 
     /// A receiver that changes whenever a write commits.
@@ -758,14 +779,11 @@ impl Storage {
 
 /// Creates every table of the store (each concept owns its own; they share
 /// one connection so a claim and the run it belongs to live in one store).
-fn create_schema(conn: &Connection) -> Result<(), StorageError> {
+fn create_schema(conn: &Connection, schemas: &[Schema]) -> Result<(), StorageError> {
     conn.execute_batch(SCHEMA)?;
-    conn.execute_batch(crate::effects::claim::SCHEMA)?;
-    conn.execute_batch(crate::effects::ledger::SCHEMA)?;
-    conn.execute_batch(crate::layer1::SCHEMA)?;
-    conn.execute_batch(crate::workflows::SCHEMA)?;
-    conn.execute_batch(crate::turn::records::SCHEMA)?;
-    conn.execute_batch(crate::turn::memory::SCHEMA)?;
+    for schema in schemas {
+        conn.execute_batch(schema)?;
+    }
     Ok(())
 }
 
@@ -892,7 +910,7 @@ mod tests {
 
     #[test]
     fn runs_round_trip_and_status_updates() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(&[]).expect("open");
         assert_eq!(store.run("run_x").expect("query"), None);
         store.create_run("run_x", "alice").expect("create");
         let run = store.run("run_x").expect("query").expect("exists");
@@ -914,7 +932,7 @@ mod tests {
 
     #[test]
     fn sequences_start_at_zero_and_increase_per_run() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(&[]).expect("open");
         store.create_run("a", "p").expect("create");
         store.create_run("b", "p").expect("create");
         for i in 0..3 {
@@ -941,7 +959,7 @@ mod tests {
 
     #[test]
     fn finishing_a_run_appends_the_event_and_sets_the_error_together() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(&[]).expect("open");
         store.create_run("a", "p").expect("create");
         let mut signal = store.subscribe_run("a").expect("known run");
         signal.mark_unchanged();
@@ -964,7 +982,7 @@ mod tests {
 
     #[test]
     fn status_events_pause_and_resume_but_never_revive_a_finished_run() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(&[]).expect("open");
         store.create_run("a", "p").expect("create");
         store
             .append_event_with_status(
@@ -1003,7 +1021,7 @@ mod tests {
 
     #[test]
     fn run_signals_are_per_run() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(&[]).expect("open");
         store.create_run("a", "p").expect("create");
         store.create_run("b", "p").expect("create");
         let mut a = store.subscribe_run("a").expect("a");
@@ -1020,7 +1038,7 @@ mod tests {
 
     #[test]
     fn writes_bump_the_change_signal() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(&[]).expect("open");
         let rx = store.subscribe();
         let before = *rx.borrow();
         store.create_run("a", "p").expect("create");

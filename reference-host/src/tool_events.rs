@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::event_codes;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 
 /// The reserved agent id for non-agent (seam/system) tool calls (RFC 0064 ruling 3).
 pub const SYSTEM_AGENT_ID: &str = "core.system";
@@ -376,6 +376,13 @@ pub struct AuthorizationDecidedPayload {
     /// `missing-scope` or `unevaluable` on a deny.
     pub reason: &'static str,
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::EventCodesUnregistered,
+    name: "event-codes-unregistered",
+    breaks: "event error codes are bare unregistered names (tool_execution_failed, invalid_args) (HOOKS-FAIL-7)",
+}];
 
 #[cfg(test)]
 mod tests {

@@ -31,10 +31,10 @@ use crate::app::AppState;
 use crate::auth::authenticate;
 use crate::error::{ApiError, json_response};
 use crate::invoker::outbound_client_builder;
+use crate::json_body::require_loopback_http;
 use crate::json_body::{Fields, body_rejection, parse_object};
-use crate::mutants::Mutant;
-use crate::seams::request::require_loopback_http;
-use crate::storage::Storage;
+use crate::mutant::{Mutant, MutantInfo};
+use crate::storage::{CommitListener, Storage};
 
 /// The members of a `POST /webhooks` body (closed).
 const WEBHOOK_FIELDS: &[&str] = &["url", "events"];
@@ -159,11 +159,17 @@ struct Appended {
     from_seq: Option<i64>,
 }
 
+impl CommitListener for Fanout {
+    fn committed(&self, store: &Storage) {
+        fan_out(self, store);
+    }
+}
+
 /// Queues the deliveries of every event committed since the last call, in
-/// append order. Called by the store after every commit; it never waits
-/// for the dispatcher (a full queue drops and counts).
-pub fn fan_out(storage: &Storage) {
-    let fanout = storage.fanout();
+/// append order. Called by the store after every commit (the fan-out is its
+/// [`CommitListener`]); it never waits for the dispatcher (a full queue
+/// drops and counts).
+pub fn fan_out(fanout: &Fanout, storage: &Storage) {
     if !fanout.active.load(Ordering::Acquire) {
         return;
     }
@@ -319,6 +325,7 @@ pub async fn post_webhook(
     let body = body.map_err(|rejection| body_rejection(&rejection))?;
     let request = parse_webhook(&body)?;
     let webhook_id = subscribe(
+        state.fanout(),
         state.storage(),
         &caller.tenant,
         request.url,
@@ -337,13 +344,13 @@ pub async fn post_webhook(
 /// before it are not its business: the first subscription starts the
 /// fan-out cursor at the current end of the log.
 fn subscribe(
+    fanout: &Fanout,
     storage: &Storage,
     tenant: &str,
     url: Url,
     events: Option<Vec<String>>,
 ) -> Result<String, crate::storage::StorageError> {
     let webhook_id = format!("wh_{}", uuid::Uuid::new_v4().simple());
-    let fanout = storage.fanout();
     let mut cursor = fanout.cursor();
     if cursor.is_none() {
         *cursor = Some(last_rowid(storage)?);
@@ -366,7 +373,7 @@ pub async fn delete_webhook(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let caller = authenticate(&headers, state.principals())?;
-    let fanout = state.storage().fanout();
+    let fanout = state.fanout();
     let mut cursor = fanout.cursor();
     let mut subscriptions = fanout.subscriptions();
     let before = subscriptions.len();
@@ -393,7 +400,6 @@ pub async fn delete_webhook(
 /// stops at shutdown. A second call does nothing (the queue has one reader).
 pub fn spawn_dispatcher(state: AppState) {
     let receiver = state
-        .storage()
         .fanout()
         .receiver
         .lock()
@@ -443,16 +449,32 @@ async fn deliver(client: &reqwest::Client, delivery: Delivery) {
     }
 }
 
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::WebhookRefiresPrefix,
+    name: "webhook-refires-prefix",
+    breaks: "webhook fan-out re-delivers a replay fork's prefix events (RPL-8)",
+}];
+
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::error::ErrorCode;
     use crate::events::NewEvent;
     use crate::turn::records::{RunMode, save_fork_plan};
 
-    fn queued(storage: &Storage) -> Vec<(String, i64)> {
-        let mut receiver = storage
-            .fanout()
+    /// A store with every schema and a fan-out listening to its commits.
+    fn store() -> (Storage, Arc<Fanout>) {
+        let storage = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
+        let fanout = Arc::new(Fanout::new());
+        assert!(storage.set_commit_listener(fanout.clone()));
+        (storage, fanout)
+    }
+
+    fn queued(fanout: &Fanout) -> Vec<(String, i64)> {
+        let mut receiver = fanout
             .receiver
             .lock()
             .expect("lock")
@@ -473,7 +495,7 @@ mod tests {
 
     #[test]
     fn a_branch_forks_copied_prefix_is_not_queued_and_tenants_stay_apart() {
-        let storage = Storage::open_in_memory().expect("open");
+        let (storage, fanout) = store();
         storage
             .create_run_in("src", "alice", "tenant-a")
             .expect("run");
@@ -484,7 +506,7 @@ mod tests {
         };
         append("src");
         let url = Url::parse("http://127.0.0.1:9/hook").expect("url");
-        subscribe(&storage, "tenant-a", url, None).expect("subscribe");
+        subscribe(&fanout, &storage, "tenant-a", url, None).expect("subscribe");
         append("src");
         append("src");
         storage
@@ -499,7 +521,7 @@ mod tests {
         append("other");
         // Before the subscription: not queued; the branch's copies of 0..=1: not queued.
         assert_eq!(
-            queued(&storage),
+            queued(&fanout),
             [
                 ("src".to_owned(), 1),
                 ("src".to_owned(), 2),
@@ -510,15 +532,13 @@ mod tests {
 
     #[test]
     fn the_mutant_queues_the_prefix() {
-        let storage = Storage::open_in_memory().expect("open");
-        storage
-            .fanout()
-            .set_mutant(Some(Mutant::WebhookRefiresPrefix));
+        let (storage, fanout) = store();
+        fanout.set_mutant(Some(Mutant::WebhookRefiresPrefix));
         storage
             .create_run_in("src", "alice", "tenant-a")
             .expect("run");
         let url = Url::parse("http://127.0.0.1:9/hook").expect("url");
-        subscribe(&storage, "tenant-a", url, None).expect("subscribe");
+        subscribe(&fanout, &storage, "tenant-a", url, None).expect("subscribe");
         storage
             .create_run_in("rp", "alice", "tenant-a")
             .expect("run");
@@ -526,7 +546,7 @@ mod tests {
         storage
             .append_event("rp", NewEvent::new("node.started", json!({})))
             .expect("append");
-        assert_eq!(queued(&storage), [("rp".to_owned(), 0)]);
+        assert_eq!(queued(&fanout), [("rp".to_owned(), 0)]);
     }
 
     #[test]

@@ -27,10 +27,10 @@ use crate::auth::{authenticate, require_scope};
 use crate::effects::{self, EffectReport, EffectSpec};
 use crate::error::{ApiError, ErrorCode};
 use crate::events::{NewEvent, RUN_COMPLETED, RUN_FAILED, RUN_STARTED};
+use crate::json_body::require_loopback_http;
 use crate::json_body::{Fields, body_rejection, parse_object};
 use crate::layer1::{self, RUNS_ENDPOINT};
 use crate::principals::Principal;
-use crate::seams::request::require_loopback_http;
 use crate::storage::{RunStatus, StorageError};
 
 /// Per-tenant start counters of `conformance-flaky`.

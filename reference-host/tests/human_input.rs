@@ -9,17 +9,15 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    ALICE, BOB, FakeProvider, HUMAN_INPUT_MUTANTS, LabelReceiver, OPERATOR, Reply,
-    anthropic_answer, assert_contiguous, assert_observable, assert_valid, bounded, client,
-    events_until, fed_back, get_json, of_type, openai_calls, openai_text, replay_fork, seam_host,
-    send,
+    ALICE, BOB, FakeProvider, LabelReceiver, OPERATOR, Reply, anthropic_answer, assert_valid,
+    bounded, client, events_until, fed_back, get_json, of_type, openai_calls, openai_text,
+    replay_fork, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
 use serde_json::{Value, json};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(40);
-const MUTANTS_TIMEOUT: Duration = Duration::from_secs(120);
 /// Hosts whose interrupts the test resolves.
 const LONG_WAIT: Duration = Duration::from_secs(120);
 /// Hosts of the mutant probes and the expiry test: an interrupt left open
@@ -791,142 +789,3 @@ async fn a_replay_fork_serves_the_provider_tool_round_from_the_record() {
 
 // ---------------------------------------------------------------------------
 // Mutants.
-
-/// Runs a probe turn and returns its events once `done` holds or it ends.
-async fn probe_run(
-    host: &RunningHost,
-    request: &Value,
-    done: impl Fn(&[Value]) -> bool,
-) -> Vec<Value> {
-    let client = client(CLIENT_TIMEOUT);
-    let run_id = create_run(&client, host, request).await;
-    events_until(&client, host, &run_id, EVENT_POLLS, done).await
-}
-
-async fn observe(host: &RunningHost, mutant: Mutant, side: &str) -> bool {
-    let provider = FakeProvider::start().await;
-    let receiver = Receiver::start().await;
-    let client = client(CLIENT_TIMEOUT);
-    match mutant {
-        Mutant::ClarificationUnbounded => {
-            // No rounds at all: the ask must be refused, never raised.
-            let model = provider.script(vec![
-                openai_calls(&[("call_ask", ASK, &ask_args("?"))], "tool_calls"),
-                openai_text("Done."),
-            ]);
-            let mut request = body(&provider, "openai-chat", &model, json!([]));
-            request["clarificationTool"] = json!(ASK);
-            request["limits"] = json!({"clarificationRounds": 0});
-            let events = probe_run(host, &request, |events| {
-                !of_type(events, "interrupt.requested").is_empty()
-            })
-            .await;
-            !of_type(&events, "interrupt.requested").is_empty()
-        }
-        Mutant::AskDoesNotEndTurn => {
-            let label = format!("after-{side}");
-            let model = provider.script(vec![
-                openai_calls(
-                    &[
-                        ("call_ask", ASK, &ask_args("?")),
-                        ("call_o", "fixture_other", r#"{"path": "b"}"#),
-                    ],
-                    "tool_calls",
-                ),
-                openai_text("Done."),
-            ]);
-            let mut request = body(
-                &provider,
-                "openai-chat",
-                &model,
-                json!([tool(&receiver, "fixture_other", &label, "write", "never")]),
-            );
-            request["clarificationTool"] = json!(ASK);
-            probe_run(host, &request, |events| {
-                !returns_of(events, "call_o").is_empty()
-            })
-            .await;
-            receiver.count(&label) > 0
-        }
-        Mutant::ToolSupportGuessed => {
-            let model = provider.script(vec![openai_text(
-                r#"{"tool": "fixture_other", "arguments": {"path": "x"}}"#,
-            )]);
-            let mut request = body(
-                &provider,
-                "openai-chat",
-                &model,
-                json!([tool(&receiver, "fixture_other", "guess", "write", "never")]),
-            );
-            request["provider"]["toolSupport"] = json!(false);
-            probe_run(host, &request, |_| false).await;
-            !provider.requests(&model).is_empty() || receiver.count("guess") > 0
-        }
-        Mutant::ProviderToolOutputTrusted => {
-            let mut content = searched("srvtoolu_1");
-            content.push(tool_use("toolu_w", "fixture_write", json!({"path": "a"})));
-            let model = provider.script(vec![
-                anthropic_answer(Value::Array(content), "tool_use"),
-                anthropic_answer(json!([{"type": "text", "text": "Done."}]), "end_turn"),
-            ]);
-            let mut request = body(
-                &provider,
-                "anthropic-messages",
-                &model,
-                json!([tool(
-                    &receiver,
-                    "fixture_write",
-                    "tw",
-                    "write",
-                    "conditional"
-                )]),
-            );
-            request["providerTools"] = json!([{"name": "web_search", "type": WEB_SEARCH}]);
-            let events = probe_run(host, &request, |events| {
-                !of_type(events, "interrupt.requested").is_empty()
-            })
-            .await;
-            of_type(&events, "interrupt.requested").is_empty() && receiver.count("tw") > 0
-        }
-        Mutant::ProviderToolUnlisted => {
-            let (_, manifest) = get_json(
-                &client,
-                &format!("{}/host/effect-seams", host.base_url),
-                ALICE,
-            )
-            .await;
-            !manifest["seams"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|row| row["id"] == "provider:web_search" && row["kind"] == "provider")
-        }
-        Mutant::ProviderToolRefiredOnReplay => {
-            let (fork_requests, _, _) = searched_then_forked(host).await;
-            fork_requests
-                .iter()
-                .any(|request| declared(request).iter().any(|t| t["type"] == WEB_SEARCH))
-        }
-        other => panic!("{other} is not probed here"),
-    }
-}
-
-#[tokio::test]
-async fn every_human_input_mutant_is_observable() {
-    bounded(MUTANTS_TIMEOUT, async {
-        for mutant in HUMAN_INPUT_MUTANTS {
-            assert_observable(
-                mutant,
-                async |mutant| host(mutant, SHORT_WAIT).await,
-                async |host, side| observe(host, mutant, side).await,
-            )
-            .await;
-        }
-    })
-    .await;
-}
-
-#[test]
-fn the_human_input_mutants_precede_the_replay_surface_refusal_and_divergence_ones() {
-    assert_contiguous(&HUMAN_INPUT_MUTANTS);
-}

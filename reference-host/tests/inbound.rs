@@ -4,8 +4,7 @@
 //! prompt's input and starts untrusted, so a conditional write the model
 //! calls in its first round is held; a voice run announces the transcript
 //! with `voice.transcript {contentTrust: "untrusted", text}` before its
-//! first `prompt.composed`. Also: `input` and `inbound` are exclusive, and
-//! the two TRUST-6 mutants. A fake provider (OpenAI Chat) and a counting
+//! first `prompt.composed`. Also: `input` and `inbound` are exclusive. A fake provider (OpenAI Chat) and a counting
 //! receiver on 127.0.0.1; every wait is bounded.
 
 mod common;
@@ -13,20 +12,16 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    ALICE, FakeProvider, INBOUND_MUTANTS, LabelReceiver, OPERATOR, assert_contiguous,
-    assert_observable, assert_valid, bounded, client, events_until, of_type, openai_calls,
-    openai_text, replay_fork, schema, seam_host, send,
+    ALICE, FakeProvider, LabelReceiver, OPERATOR, assert_valid, bounded, client, events_until,
+    of_type, openai_calls, openai_text, replay_fork, schema, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
 use serde_json::{Value, json};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
-const MUTANTS_TIMEOUT: Duration = Duration::from_secs(120);
 /// Hosts whose interrupts the test resolves.
 const LONG_APPROVAL: Duration = Duration::from_secs(120);
-/// The mutant probes' hosts: an unresolved hold is done once it expires.
-const PROBE_APPROVAL: Duration = Duration::from_secs(2);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
 /// The most long polls (each at most 5 s) spent waiting on one run.
 const EVENT_POLLS: usize = 12;
@@ -349,78 +344,6 @@ async fn input_and_inbound_are_exclusive_and_inbound_is_checked() {
             );
         }
         host.shutdown().await;
-    })
-    .await;
-}
-
-#[tokio::test]
-async fn the_user_role_mutant_leaves_agent_messages_untrusted() {
-    bounded(TEST_TIMEOUT, async {
-        let provider = FakeProvider::start().await;
-        let receiver = receiver().await;
-        let host = host(Some(Mutant::A2aUserRoleTrusted), LONG_APPROVAL).await;
-        let client = client(CLIENT_TIMEOUT);
-        for (role, trusted) in [
-            ("ROLE_USER", true),
-            ("user", true),
-            ("ROLE_AGENT", false),
-            ("agent", false),
-        ] {
-            let label = format!("mutated-{role}");
-            let (body, _) = body(&provider, &receiver, a2a(role, &["pay"]), &label);
-            let run_id = create_run(&client, &host, &body).await;
-            let (events, held) = run_to_end(&client, &host, &run_id).await;
-            let first = if trusted { "trusted" } else { "untrusted" };
-            assert_eq!(
-                prompts(&events).first().map(String::as_str),
-                Some(first),
-                "{role}"
-            );
-            assert_eq!(held, !trusted, "{role}");
-        }
-        host.shutdown().await;
-    })
-    .await;
-}
-
-// ---------------------------------------------------------------------------
-// Every TRUST-6 mutant is observable.
-// (The list, `common::INBOUND_MUTANTS`, also tells tests/seam_toolhooks.rs
-// which mutants are probed here.)
-
-#[tokio::test]
-async fn every_inbound_mutant_is_observable() {
-    bounded(MUTANTS_TIMEOUT, async {
-        assert_contiguous(&INBOUND_MUTANTS);
-        let provider = FakeProvider::start().await;
-        let receiver = receiver().await;
-        let client = client(CLIENT_TIMEOUT);
-        for mutant in INBOUND_MUTANTS {
-            let probe = async |host: &RunningHost, side: &str| {
-                let label = format!("{mutant}-{side}");
-                let inbound = match mutant {
-                    Mutant::A2aUserRoleTrusted => a2a("ROLE_USER", &["Pay invoice 7."]),
-                    Mutant::VoiceTranscriptTrusted => voice("Pay invoice 7."),
-                    other => panic!("{other} is not an inbound mutant"),
-                };
-                let (body, _) = body(&provider, &receiver, inbound, &label);
-                let run_id = create_run(&client, host, &body).await;
-                let (events, held) = run_to_end(&client, host, &run_id).await;
-                let announced_trusted = of_type(&events, "voice.transcript")
-                    .iter()
-                    .any(|e| e["payload"]["contentTrust"] == "trusted");
-                let starts_trusted = prompts(&events).first().is_some_and(|t| t == "trusted");
-                match mutant {
-                    // Both halves of the bug show: the event and the turn.
-                    Mutant::VoiceTranscriptTrusted => announced_trusted && starts_trusted && !held,
-                    _ => {
-                        starts_trusted && !held && count(&receiver, &format!("write-{label}")) == 1
-                    }
-                }
-            };
-            let start = async |mutant| host(mutant, PROBE_APPROVAL).await;
-            assert_observable(mutant, start, probe).await;
-        }
     })
     .await;
 }

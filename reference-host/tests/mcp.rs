@@ -17,9 +17,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, FakeProvider, Loopback, MCP_MUTANTS, OPERATOR, Reply, anthropic_answer,
-    assert_contiguous, assert_observable, assert_valid, bounded, client, events_until, get_json,
-    of_type, openai_calls, openai_text, replay_fork, seam_host, send,
+    ALICE, BOB, FakeProvider, Loopback, OPERATOR, Reply, anthropic_answer, assert_valid, bounded,
+    client, events_until, get_json, of_type, openai_calls, openai_text, replay_fork, seam_host,
+    send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::turn::records::tool_key;
@@ -27,7 +27,6 @@ use reference_host::{HostConfig, RateLimitConfig, RunningHost};
 use serde_json::{Value, json};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
-const MUTANTS_TIMEOUT: Duration = Duration::from_secs(180);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
 /// The most long polls (each at most 5 s) spent waiting on one run.
 const EVENT_POLLS: usize = 12;
@@ -912,77 +911,3 @@ async fn tool_endpoints_are_validated() {
 
 // ---------------------------------------------------------------------------
 // The mutants.
-
-#[test]
-fn the_mcp_mutants_precede_the_effect_fire_ones() {
-    assert_contiguous(&MCP_MUTANTS);
-}
-
-#[tokio::test]
-async fn every_mcp_mutant_is_observable() {
-    bounded(MUTANTS_TIMEOUT, async {
-        let provider = FakeProvider::start().await;
-        let mcp = McpDouble::start().await;
-        let client = client(CLIENT_TIMEOUT);
-        for mutant in MCP_MUTANTS {
-            let observe = async |host: &RunningHost, _: &str| -> bool {
-                match mutant {
-                    Mutant::McpResultUnwrapped => {
-                        let endpoint = mcp.script(vec![Scripted::Result(text_result("sunny"))]);
-                        let tools = json!([mcp_tool(&mcp, &endpoint, "weather", &[])]);
-                        let (_, model, _) =
-                            simple_run(&client, host, &provider, tools, &[("weather", "{}")]).await;
-                        let fed = fed_texts(&provider.requests(&model)[1].body);
-                        !fed[0].starts_with("<UNTRUSTED tool=\"weather\">")
-                    }
-                    Mutant::McpMetaGrantsScopes => {
-                        let (events, admin_calls) =
-                            meta_scenario(&client, host, &provider, &mcp).await;
-                        payloads(&events, "agent.tool-returned")[1]["status"] == "ok"
-                            && admin_calls == 1
-                    }
-                    Mutant::MrtrRetryNewIdentity => {
-                        let run = mrtr_run(&client, host, &provider, &mcp, false).await;
-                        let seen = mcp.seen(&run.endpoint);
-                        seen[0].header("idempotency-key") != seen[1].header("idempotency-key")
-                    }
-                    Mutant::MrtrStateDropped => {
-                        let run = mrtr_run(&client, host, &provider, &mcp, false).await;
-                        mcp.seen(&run.endpoint)[1].body["params"]
-                            .get("requestState")
-                            .is_none()
-                    }
-                    Mutant::ReplayReissuesMrtr => {
-                        let run = mrtr_run(&client, host, &provider, &mcp, true).await;
-                        let before = mcp.seen(&run.endpoint).len();
-                        let forked = fork(&client, host, &run.run_id).await;
-                        assert!(of_type(&forked, "interrupt.requested").is_empty());
-                        mcp.seen(&run.endpoint).len() > before
-                    }
-                    Mutant::McpDelegatedToProvider => {
-                        let endpoint = mcp.script(vec![]);
-                        let model = provider.script(vec![anthropic_answer(
-                            json!([{"type": "text", "text": "done"}]),
-                            "end_turn",
-                        )]);
-                        let tools = json!([mcp_tool(&mcp, &endpoint, "weather", &[])]);
-                        let run_id = create_run(
-                            &client,
-                            host,
-                            &run_body(&provider, "anthropic-messages", &model, tools),
-                        )
-                        .await;
-                        finished(&client, host, &run_id).await;
-                        provider.requests(&model)[0]
-                            .body
-                            .get("mcp_servers")
-                            .is_some()
-                    }
-                    other => panic!("{other} is not probed here"),
-                }
-            };
-            assert_observable(mutant, async |mutant| host(mutant).await, observe).await;
-        }
-    })
-    .await;
-}

@@ -9,16 +9,14 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    ALICE, BOB, ERIN, FakeProvider, MCP_SERVER_MUTANTS, OPERATOR, Reply, assert_contiguous,
-    assert_observable, assert_valid, bounded, client, events_until, fed_back, get_json, of_type,
-    openai_calls, openai_text, seam_host, send,
+    ALICE, BOB, ERIN, FakeProvider, OPERATOR, Reply, assert_valid, bounded, client, events_until,
+    fed_back, get_json, of_type, openai_calls, openai_text, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RunningHost};
 use serde_json::{Value, json};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
-const MUTANTS_TIMEOUT: Duration = Duration::from_secs(120);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most long polls (each at most 5 s) spent waiting on one run.
 const EVENT_POLLS: usize = 12;
@@ -884,64 +882,3 @@ async fn other_outcomes_are_complete_results() {
 
 // ---------------------------------------------------------------------------
 // The mutants.
-
-#[test]
-fn the_mcp_server_mutants_close_the_list() {
-    assert_contiguous(&MCP_SERVER_MUTANTS);
-    let all = reference_host::mutants::ALL;
-    assert_eq!(
-        all[all.len() - MCP_SERVER_MUTANTS.len()..]
-            .iter()
-            .map(|info| info.mutant)
-            .collect::<Vec<_>>(),
-        MCP_SERVER_MUTANTS
-    );
-}
-
-#[tokio::test]
-async fn every_mcp_server_mutant_is_observable() {
-    bounded(MUTANTS_TIMEOUT, async {
-        let provider = FakeProvider::start().await;
-        let client = client(CLIENT_TIMEOUT);
-        for mutant in MCP_SERVER_MUTANTS {
-            let observe = async |host: &RunningHost, _: &str| -> bool {
-                let (model, first) = asked(&client, host, &provider, "probe").await;
-                match mutant {
-                    // TURN-E4: the ask must be input_required.
-                    Mutant::McpAskAsToolError => {
-                        first.body["result"]["resultType"] == "complete"
-                            && first.body["result"]["isError"] == true
-                    }
-                    // MCP-9: bob may not answer alice's state.
-                    Mutant::McpRequestStateUnbound => {
-                        let stolen = call(
-                            &client,
-                            host,
-                            BOB,
-                            "stolen",
-                            retry_params("probe", &first, accept(json!({"account": "666"}))),
-                        )
-                        .await;
-                        stolen.body.get("result").is_some()
-                    }
-                    // MCP-9: the answer reaches the model.
-                    Mutant::McpInputResponsesDropped => {
-                        call(
-                            &client,
-                            host,
-                            ALICE,
-                            "retry",
-                            retry_params("probe", &first, accept(json!({"account": "42"}))),
-                        )
-                        .await;
-                        let fed = fed_back(&provider.requests(&model)[1].body);
-                        fed[0].1["structuredContent"] != json!({"account": "42"})
-                    }
-                    other => panic!("{other} is not probed here"),
-                }
-            };
-            assert_observable(mutant, async |mutant| host(mutant).await, observe).await;
-        }
-    })
-    .await;
-}

@@ -5,8 +5,7 @@
 //! knowledge recalled later stays untrusted (and a conditional write after
 //! it is held). Also: not found, tenant and namespace isolation, argument
 //! and request validation, durability across a restart on `--data-dir`,
-//! replay forks (served from the record, never writing the store) and the
-//! `recalled-knowledge-trusted` mutant. A fake provider (OpenAI Chat) and
+//! and replay forks (served from the record, never writing the store). A fake provider (OpenAI Chat) and
 //! a counting receiver on 127.0.0.1; every wait is bounded.
 
 mod common;
@@ -15,20 +14,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{
-    ALICE, ERIN, FakeProvider, LabelReceiver, MEMORY_MUTANTS, OPERATOR, assert_contiguous,
-    assert_observable, assert_valid, bounded, client, events_until, fed_back, get_json, of_type,
-    openai_calls, openai_text, replay_fork, schema, seam_host, send,
+    ALICE, ERIN, FakeProvider, LabelReceiver, OPERATOR, assert_valid, bounded, client,
+    events_until, fed_back, get_json, of_type, openai_calls, openai_text, replay_fork, schema,
+    seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
 use serde_json::{Value, json};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
-const MUTANTS_TIMEOUT: Duration = Duration::from_secs(120);
 /// Hosts whose interrupts the test resolves.
 const LONG_APPROVAL: Duration = Duration::from_secs(120);
-/// The mutant probe's hosts: an unresolved hold is done once it expires.
-const PROBE_APPROVAL: Duration = Duration::from_secs(2);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
 /// The most long polls (each at most 5 s) spent waiting on one run.
 const EVENT_POLLS: usize = 12;
@@ -867,57 +863,6 @@ async fn a_replay_fork_serves_recalls_from_the_record_and_never_stores() {
             json!({"key": "k", "text": "v2"})
         );
         host.shutdown().await;
-    })
-    .await;
-}
-
-// ---------------------------------------------------------------------------
-// The TRUST-2 mutant is observable.
-// (The list, `common::MEMORY_MUTANTS`, also tells tests/seam_toolhooks.rs
-// which mutants are probed here.)
-
-#[tokio::test]
-async fn every_memory_mutant_is_observable() {
-    bounded(MUTANTS_TIMEOUT, async {
-        assert_contiguous(&MEMORY_MUTANTS);
-        let provider = FakeProvider::start().await;
-        let receiver = receiver().await;
-        let client = client(CLIENT_TIMEOUT);
-        for mutant in MEMORY_MUTANTS {
-            let probe = async |host: &RunningHost, side: &str| {
-                // Untrusted knowledge, recalled by a later run that writes.
-                let namespace = format!("{mutant}-{side}");
-                store_after_reading(
-                    &client,
-                    host,
-                    (&provider, &receiver),
-                    &namespace,
-                    "k",
-                    "from a page",
-                )
-                .await;
-                let label = format!("probe-{namespace}");
-                let (run_id, _) = recall_then_write(
-                    &client,
-                    &host.base_url,
-                    (&provider, &receiver),
-                    "alice",
-                    &namespace,
-                    "k",
-                    &label,
-                )
-                .await;
-                let events = held_or_done(&client, host, &run_id).await;
-                if !of_type(&events, "interrupt.requested").is_empty() {
-                    reject(&client, host, &run_id).await;
-                }
-                let events = finished(&client, host, &run_id).await;
-                let trusted_after_recall = prompts(&events).get(1).is_some_and(|t| t == "trusted");
-                trusted_after_recall || count(&receiver, &format!("write-{label}")) > 0
-            };
-            let start = async |mutant| host(mutant, PROBE_APPROVAL).await;
-            assert_observable(mutant, start, probe).await;
-        }
     })
     .await;
 }

@@ -6,8 +6,7 @@
 //! nothing, re-executes pure nodes live, and fails a side-effecting node
 //! with no record with `replay_source_missing`; the `packs-test-node` row of
 //! the effect-seam manifest can be fired and a fork of the fired run does
-//! not fire it again (RPL-11); and the two role mutants are observable.
-//! Every wait is bounded.
+//! not fire it again (RPL-11). Every wait is bounded.
 
 mod common;
 
@@ -22,16 +21,14 @@ use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, Loopback, OPERATOR, PACK_MUTANTS, assert_contiguous, assert_observable, assert_valid,
-    bounded, client, events_until, get_json, nonconformant_codes, of_type, replay_fork, seam_host,
-    send,
+    ALICE, Loopback, OPERATOR, assert_valid, bounded, client, events_until, get_json,
+    nonconformant_codes, of_type, replay_fork, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RunningHost};
 use serde_json::{Value, json};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
-const MUTANTS_TIMEOUT: Duration = Duration::from_secs(120);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
 const RUN: &str = "/conformance/seams/packs-test/run";
 const FIRE: &str = "/conformance/seams/sample/effect-seams/fire";
@@ -670,48 +667,3 @@ async fn the_manifest_row_fires_once_and_a_replay_fork_does_not_fire_it_again() 
 
 // ---------------------------------------------------------------------------
 // The mutants.
-
-#[test]
-fn the_pack_mutants_close_the_list() {
-    assert_contiguous(&PACK_MUTANTS);
-}
-
-/// Runs the witness pack, forks it, and returns the new arrivals the fork
-/// caused per path.
-async fn fork_arrivals(client: &reqwest::Client, host: &RunningHost) -> HashMap<String, usize> {
-    let receiver = receiver().await;
-    let (source_id, _) = run(client, host, &witness_pack(&receiver)).await;
-    let before = counts(&receiver);
-    let (_, fork_events) = fork(client, host, &source_id).await;
-    assert_eq!(terminal(&fork_events)["type"], "run.completed");
-    counts(&receiver)
-        .into_iter()
-        .map(|(path, after)| {
-            let new = after - before.get(&path).copied().unwrap_or(0);
-            (path, new)
-        })
-        .collect()
-}
-
-#[tokio::test]
-async fn every_pack_mutant_is_observable_as_a_re_fire_in_a_replay_fork() {
-    bounded(MUTANTS_TIMEOUT, async {
-        let client = client(CLIENT_TIMEOUT);
-        for (mutant, path) in [
-            // RPL-4: the declared side-effect is obeyed.
-            (Mutant::PackRoleIgnored, "/hidden"),
-            // RPL-4: classifiers only add; a declared pure takes nothing away.
-            (Mutant::PackPureRoleOverrides, "/http"),
-        ] {
-            assert!(PACK_MUTANTS.contains(&mutant));
-            let observe = async |host: &RunningHost, _: &str| {
-                let new = fork_arrivals(&client, host).await;
-                // The pure node re-executes on every host (RPL-5).
-                assert_eq!(new.get("/plain"), Some(&1));
-                new.get(path).copied().unwrap_or(0) > 0
-            };
-            assert_observable(mutant, async |mutant| host(mutant).await, observe).await;
-        }
-    })
-    .await;
-}

@@ -15,21 +15,17 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::{
-    ALICE, BOB, ERIN, FakeProvider, Loopback, OPERATOR, Reply, TRUST_MUTANTS, assert_contiguous,
-    assert_observable, assert_valid, bounded, client, events_until, fed_back, get_json, of_type,
-    openai_answer, openai_calls, openai_text, seam_host, send,
+    ALICE, BOB, ERIN, FakeProvider, Loopback, OPERATOR, Reply, assert_valid, bounded, client,
+    events_until, fed_back, get_json, of_type, openai_answer, openai_calls, openai_text, seam_host,
+    send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RateLimitConfig, RunningHost};
 use serde_json::{Value, json};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(30);
-const MUTANTS_TIMEOUT: Duration = Duration::from_secs(180);
 /// The approval timeout of hosts whose interrupts are resolved by the test.
 const LONG_APPROVAL: Duration = Duration::from_secs(120);
-/// The approval timeout of the mutant probes' hosts: a probe that leaves an
-/// interrupt open is done once it expires.
-const PROBE_APPROVAL: Duration = Duration::from_secs(2);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
 /// The most long polls (each at most 5 s) spent waiting on one run.
 const EVENT_POLLS: usize = 12;
@@ -846,162 +842,4 @@ async fn resolve_requests_are_checked() {
         host.shutdown().await;
     })
     .await;
-}
-
-// ---------------------------------------------------------------------------
-// Every trust and approval mutant is observable.
-// (The list, `common::TRUST_MUTANTS`, also tells tests/seam_toolhooks.rs
-// which mutants are probed here.)
-
-#[tokio::test]
-async fn every_trust_mutant_is_observable() {
-    bounded(MUTANTS_TIMEOUT, async {
-        assert_contiguous(&TRUST_MUTANTS);
-        let provider = FakeProvider::start().await;
-        let receiver = Receiver::start().await;
-        let client = client(CLIENT_TIMEOUT);
-        for mutant in TRUST_MUTANTS {
-            let probe = async |host: &RunningHost, side: &str| {
-                let probe = Probe {
-                    client: &client,
-                    host,
-                    provider: &provider,
-                    receiver: &receiver,
-                };
-                probe.observe(mutant, side).await
-            };
-            let start = async |mutant| host(mutant, PROBE_APPROVAL).await;
-            assert_observable(mutant, start, probe).await;
-        }
-    })
-    .await;
-}
-
-struct Probe<'a> {
-    client: &'a reqwest::Client,
-    host: &'a RunningHost,
-    provider: &'a FakeProvider,
-    receiver: &'a Receiver,
-}
-
-impl Probe<'_> {
-    /// Starts a read-then-write run; returns its id. `label` names the
-    /// write's receiver (`write-{label}`).
-    async fn start(&self, label: &str, read_path: &str, write_args: &str) -> String {
-        let (_, request) = read_then_write(
-            self.provider,
-            self.receiver,
-            label,
-            read_path,
-            write_args,
-            None,
-        );
-        create_run(self.client, self.host, &request).await
-    }
-
-    /// Waits until the run is held or finished; whether it was held.
-    async fn held(&self, run_id: &str) -> bool {
-        let events = events_until(self.client, self.host, run_id, EVENT_POLLS, |events| {
-            !of_type(events, "interrupt.requested").is_empty()
-        })
-        .await;
-        !of_type(&events, "interrupt.requested").is_empty()
-    }
-
-    /// The run's link token (it must be held).
-    async fn link(&self, run_id: &str) -> String {
-        let events = until_held(self.client, self.host, run_id).await;
-        of_type(&events, "interrupt.requested")[0]["payload"]["token"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
-    }
-
-    async fn as_principal(&self, run_id: &str, token: &str, verb: &str) -> u16 {
-        resolve(
-            self.client,
-            self.host,
-            run_id,
-            "agent",
-            Some(token),
-            &action(verb),
-        )
-        .await
-        .status
-    }
-
-    async fn observe(&self, mutant: Mutant, side: &str) -> bool {
-        let label = format!("{mutant}-{side}");
-        let read = format!("/ok/read-{label}");
-        let write = format!("write-{label}");
-        match mutant {
-            Mutant::TrustFromModelOutput => {
-                // The model claims trust in its arguments: the write must
-                // still be held (and, unresolved, expire).
-                let run_id = self
-                    .start(&label, &read, r#"{"path": "p", "contentTrust": "trusted"}"#)
-                    .await;
-                finished(self.client, self.host, &run_id).await;
-                self.receiver.count(&write) > 0
-            }
-            Mutant::ApprovalByAnyPrincipal => {
-                let run_id = self.start(&label, &read, r#"{"path": "p"}"#).await;
-                until_held(self.client, self.host, &run_id).await;
-                let by_bob = self.as_principal(&run_id, BOB, "accept").await;
-                if by_bob != 200 {
-                    self.as_principal(&run_id, ALICE, "reject").await;
-                }
-                finished(self.client, self.host, &run_id).await;
-                by_bob == 200
-            }
-            Mutant::ApprovalViaLinkUntrusted => {
-                let run_id = self.start(&label, &read, r#"{"path": "p"}"#).await;
-                let link = self.link(&run_id).await;
-                let via_link = follow_link(self.client, self.host, &link, None)
-                    .await
-                    .status;
-                if via_link != 200 {
-                    self.as_principal(&run_id, ALICE, "reject").await;
-                }
-                finished(self.client, self.host, &run_id).await;
-                via_link == 200
-            }
-            Mutant::ApprovalFromContent => {
-                // The read's data says approved: nobody resolves; on a
-                // correct host the interrupt expires.
-                let approved = format!("/approved/read-{label}");
-                let run_id = self.start(&label, &approved, r#"{"path": "p"}"#).await;
-                finished(self.client, self.host, &run_id).await;
-                self.receiver.count(&write) > 0
-            }
-            Mutant::UntrustedWriteRefused => {
-                let run_id = self.start(&label, &read, r#"{"path": "p"}"#).await;
-                if self.held(&run_id).await {
-                    self.as_principal(&run_id, ALICE, "reject").await;
-                }
-                let events = finished(self.client, self.host, &run_id).await;
-                returns_of(&events, "call_w")
-                    .first()
-                    .is_some_and(|r| r["status"] == "forbidden")
-            }
-            Mutant::ApprovedCallRunsTwice => {
-                let run_id = self.start(&label, &read, r#"{"path": "p"}"#).await;
-                until_held(self.client, self.host, &run_id).await;
-                self.as_principal(&run_id, ALICE, "accept").await;
-                finished(self.client, self.host, &run_id).await;
-                self.receiver.count(&write) > 1
-            }
-            Mutant::TrustNeverTainted => {
-                let run_id = self.start(&label, &read, r#"{"path": "p"}"#).await;
-                if self.held(&run_id).await {
-                    self.as_principal(&run_id, ALICE, "reject").await;
-                }
-                let events = finished(self.client, self.host, &run_id).await;
-                prompts(&events)
-                    .iter()
-                    .any(|(trust, round)| *round > 1 && trust == "trusted")
-            }
-            other => panic!("{other} is not a trust mutant"),
-        }
-    }
 }

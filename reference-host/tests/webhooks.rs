@@ -13,8 +13,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use common::{
-    ALICE, ERIN, FakeProvider, Loopback, OPERATOR, WEBHOOK_MUTANTS, assert_contiguous, bounded,
-    client, events_until, openai_text, seam_host,
+    ALICE, ERIN, FakeProvider, Loopback, OPERATOR, bounded, client, events_until, openai_text,
+    seam_host,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RunningHost};
@@ -313,17 +313,6 @@ async fn a_replay_forks_prefix_is_never_delivered_again() {
             .collect();
         assert!(!beyond.is_empty());
         assert_eq!(sequences(&seen.partial), beyond);
-    })
-    .await;
-}
-
-#[tokio::test]
-async fn webhook_refires_prefix_delivers_the_forks_prefix() {
-    bounded(TEST_TIMEOUT, async {
-        assert_contiguous(&WEBHOOK_MUTANTS);
-        let seen = after_fork(Some(Mutant::WebhookRefiresPrefix)).await;
-        assert_eq!(seen.whole.len(), seen.whole_events.len());
-        assert!(sequences(&seen.partial).contains(&0));
     })
     .await;
 }

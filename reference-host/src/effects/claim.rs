@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 
 use crate::clock::now_unix_ms;
 use crate::effects::identity::Keying;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 
 /// The claims table: one row per (effect id, claim scope), whoever
@@ -346,6 +346,13 @@ pub fn settle(
     Ok(())
 }
 
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::ClaimReadThenWrite,
+    name: "claim-read-then-write",
+    breaks: "the effect claim is a SELECT, an await point, then INSERT OR REPLACE (read-then-write: two executors can both win)",
+}];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,7 +409,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn exactly_one_of_64_concurrent_claimants_wins_50_times_over() {
-        let store = Arc::new(Storage::open_in_memory().expect("open"));
+        let store = Arc::new(Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open"));
         let run = async {
             for round in 0..50 {
                 let won = race(store.clone(), &format!("eff_{round}"), 64, None).await;
@@ -416,14 +423,14 @@ mod tests {
 
     #[tokio::test]
     async fn read_then_write_lets_racers_both_win() {
-        let store = Arc::new(Storage::open_in_memory().expect("open"));
+        let store = Arc::new(Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open"));
         let won = race(store, "eff_x", 8, Some(Mutant::ClaimReadThenWrite)).await;
         assert!(won > 1, "{won}");
     }
 
     #[tokio::test]
     async fn losers_see_the_holder_state_and_only_the_holder_settles() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let first = claim(
             &store,
             &request("eff_a", "exe_1"),
@@ -460,7 +467,7 @@ mod tests {
     async fn a_claim_holds_only_in_its_scope() {
         // EFF-10: one effect id, two run scopes (a parent and its branch):
         // each wins its own; a second claim in either scope loses.
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let scoped = |scope, executor| ClaimRequest {
             claim_scope: scope,
             ..request("eff_s", executor)

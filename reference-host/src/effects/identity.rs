@@ -16,7 +16,7 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 
 /// The one business operation this host performs as an effect: a charge
 /// against a ledger played by a loopback receiver.
@@ -226,6 +226,25 @@ fn strip_ordinal_suffix(key: &str) -> &str {
         _ => key,
     }
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::AttemptInIdentity,
+        name: "attempt-in-identity",
+        breaks: "the retry attempt counter is hashed into the effect id (each retry is a new effect)",
+    },
+    MutantInfo {
+        mutant: Mutant::RunIdInKeying,
+        name: "run-id-in-keying",
+        breaks: "the runId is hashed into the effect id (each entry point is a new effect)",
+    },
+    MutantInfo {
+        mutant: Mutant::DistinctEffectsCollide,
+        name: "distinct-effects-collide",
+        breaks: "the business key's #n suffix is dropped, so distinct effects of one run share an identity",
+    },
+];
 
 #[cfg(test)]
 mod tests {

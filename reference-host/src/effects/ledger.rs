@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::clock::{now_unix_ms, rfc3339_at_ms};
 use crate::effects::identity::Keying;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 
 /// The ledger table. `args` is filled only under the `ledger-leaks-args`
@@ -402,6 +402,13 @@ pub fn rows_for_run(storage: &Storage, run_id: &str) -> Result<Vec<LedgerRow>, S
         .collect()
 }
 
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::LedgerLeaksArgs,
+    name: "ledger-leaks-args",
+    breaks: "effect ledger rows carry the business arguments in an extra args field",
+}];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,7 +430,7 @@ mod tests {
 
     #[test]
     fn rows_are_per_attempt_and_content_free() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let args = json!({"businessKey": "secret-order"});
         let one = open_attempt(&store, &attempt(1, &args), None).expect("open");
         close_attempt(&store, one, AttemptState::Released).expect("close");
@@ -467,7 +474,7 @@ mod tests {
 
     #[test]
     fn references_are_attempt_zero_and_written_once() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let reference = Reference {
             effect_id: "eff_1",
             run_id: "run_2",
@@ -492,7 +499,7 @@ mod tests {
 
     #[test]
     fn seam_rows_are_delivered_and_forks_inherit_them_unchanged() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let delivery = SeamDelivery {
             effect_id: "eff_s",
             run_id: "run_p",
@@ -525,7 +532,7 @@ mod tests {
 
     #[test]
     fn the_leak_mutant_stores_the_args() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let args = json!({"businessKey": "k"});
         open_attempt(&store, &attempt(1, &args), Some(Mutant::LedgerLeaksArgs)).expect("open");
         let rows = rows_for_run(&store, "run_1").expect("rows");

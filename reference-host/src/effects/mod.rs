@@ -34,7 +34,7 @@ use crate::app::AppState;
 use crate::effects::claim::{AwaitPoint, ClaimOutcome, ClaimRequest, ClaimState};
 use crate::effects::identity::{Activity, BusinessOperation, EffectIdentity, Keying};
 use crate::error::ApiError;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::runs::{authorize_reader, find_run, find_visible_run};
 use crate::storage::StorageError;
 
@@ -328,3 +328,10 @@ pub async fn list_run_effects(
     let effects = ledger::rows_for_run(state.storage(), &run.run_id)?;
     Ok(Json(json!({"runId": run.run_id, "effects": effects})).into_response())
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::EffectsCrossTenant,
+    name: "effects-cross-tenant",
+    breaks: "another tenant can read a run's effects (GET /runs/{runId}/effects skips the tenant check)",
+}];

@@ -19,7 +19,7 @@ use crate::effects::identity;
 use crate::effects::ledger::{self, AttemptState, NewAttempt};
 use crate::effects::{EffectError, PreparedEffect};
 use crate::invoker::Delivery;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 
 /// Most attempts of one effect invocation.
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -136,6 +136,20 @@ pub async fn run_attempts(
         attempt += 1;
     }
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::NoProviderKey,
+        name: "no-provider-key",
+        breaks: "effect calls to the provider carry no Idempotency-Key header",
+    },
+    MutantInfo {
+        mutant: Mutant::RetryKeyDiffers,
+        name: "retry-key-differs",
+        breaks: "the provider Idempotency-Key is <effectId>-a<attempt>, different on every retry",
+    },
+];
 
 #[cfg(test)]
 mod tests {

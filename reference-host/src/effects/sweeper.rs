@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use crate::app::AppState;
 use crate::clock::{now_unix_ms, secs_to_ms};
 use crate::layer1;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 
 /// Effect records (claims and ledger rows) are kept at least this long:
@@ -145,6 +145,13 @@ pub fn spawn_background(state: AppState) -> JoinHandle<()> {
     })
 }
 
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::SweeperDropsYoung,
+    name: "sweeper-drops-young",
+    breaks: "the retention sweeper deletes effect records older than 1 day instead of 14 days",
+}];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,7 +193,7 @@ mod tests {
 
     #[test]
     fn the_boundary_is_exactly_14_days() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let at = row(&store, "run_1");
         let fourteen_days = 14 * DAY_MS;
         assert_eq!(secs_to_ms(EFFECT_RETENTION_SECS), fourteen_days);
@@ -212,7 +219,7 @@ mod tests {
 
     #[test]
     fn young_records_and_other_runs_are_never_touched() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let at = row(&store, "run_1");
         row(&store, "run_2");
         let a_day_later = sweep_run(&store, "run_1", at + 2 * DAY_MS, None).expect("sweep");
@@ -225,7 +232,7 @@ mod tests {
 
     #[test]
     fn the_mutant_sweeps_after_one_day() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let at = row(&store, "run_1");
         let swept = sweep_run(
             &store,
@@ -239,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_full_sweep_covers_every_table() {
-        let store = Storage::open_in_memory().expect("open");
+        let store = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         let at = row(&store, "run_1");
         let totals = sweep_all(&store, at + 15 * DAY_MS, None).expect("sweep");
         assert_eq!(totals.ledger_rows, 1);

@@ -34,9 +34,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use crate::content_trust::ContentTrust;
 use crate::events::{INTERRUPT_REQUESTED, INTERRUPT_RESOLVED, NewEvent, RunEventDoc};
 use crate::storage::{RunStatus, Storage, StorageError};
-use crate::turn::trust::ContentTrust;
 use token::{Binding, LinkKey};
 
 /// `interrupt.requested.kind` of a held tool call.
@@ -526,7 +526,7 @@ mod tests {
     use super::*;
 
     fn storage_with_run(run_id: &str) -> Storage {
-        let storage = Storage::open_in_memory().expect("open");
+        let storage = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("open");
         storage.create_run(run_id, "alice").expect("run");
         storage
     }

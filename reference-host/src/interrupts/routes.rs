@@ -25,11 +25,11 @@ use serde_json::{Map, Value, json};
 
 use crate::app::AppState;
 use crate::auth::authenticate;
+use crate::content_trust::ContentTrust;
 use crate::error::{ApiError, json_response};
 use crate::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::json_body::{Fields, body_rejection, parse_object};
-use crate::mutants::Mutant;
-use crate::turn::trust::ContentTrust;
+use crate::mutant::{Mutant, MutantInfo};
 
 /// `details.reason` of a link token refused on an untrusted turn.
 pub const UNTRUSTED_LINK_REASON: &str = "untrusted-turn-requires-bound-principal";
@@ -225,6 +225,20 @@ fn resolve(
         Err(ResolveError::Storage(err)) => Err(err.into()),
     }
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::ApprovalByAnyPrincipal,
+        name: "approval-by-any-principal",
+        breaks: "any authenticated principal may resolve an approval interrupt, not only the bound one",
+    },
+    MutantInfo {
+        mutant: Mutant::ApprovalViaLinkUntrusted,
+        name: "approval-via-link-untrusted",
+        breaks: "the signed link token resolves interrupts of untrusted turns too",
+    },
+];
 
 #[cfg(test)]
 mod tests {

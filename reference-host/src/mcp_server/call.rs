@@ -3,7 +3,7 @@
 //! - **First call** (no `requestState`): the caller's template of that name
 //!   (else `-32602` "Unknown tool") starts a turn run with `input` =
 //!   `arguments.input`, attributed to the caller, exactly as the turn seam
-//!   would ([`crate::turn::seam::start_run`]). The call then waits, at most
+//!   would ([`crate::seams::turn_run::start_run`]). The call then waits, at most
 //!   [`CALL_WAIT`], until the run is terminal or waits on an interrupt, and
 //!   answers with where it stands ([`outcome`]).
 //! - **A clarification** the run's model asked (TURN-E1) is answered as an
@@ -35,10 +35,10 @@ use crate::app::AppState;
 use crate::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::json_body::kind;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::principals::Principal;
+use crate::seams::turn_run::start_run;
 use crate::storage::RunStatus;
-use crate::turn::seam::start_run;
 
 /// How long one `tools/call` waits for its run to finish or ask.
 pub const CALL_WAIT: Duration = Duration::from_secs(20);
@@ -520,6 +520,25 @@ fn input_required(state: &AppState, caller: &Principal, name: &str, ticket: &Tic
         "_meta": run_meta(&ticket.run_id),
     })
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::McpAskAsToolError,
+        name: "mcp-ask-as-tool-error",
+        breaks: "the MCP server answers a clarification as a complete isError result \"input needed\" instead of input_required (TURN-E4)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpRequestStateUnbound,
+        name: "mcp-request-state-unbound",
+        breaks: "the MCP server accepts any well-formed requestState naming an open interrupt, unauthenticated, from any principal of the tenant (MCP-9)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpInputResponsesDropped,
+        name: "mcp-input-responses-dropped",
+        breaks: "the MCP server's MRTR retry resolves the clarification with {} instead of the inputResponses content (MCP-9)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -59,6 +59,7 @@ use crate::args_hash::sha256_hex;
 use crate::args_schema::ArgsSchema;
 use crate::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
 use crate::clock::now_unix_ms;
+use crate::content_trust::ContentTrust;
 use crate::effect_seams;
 use crate::effects::claim::{self, AwaitPoint, ClaimOutcome, ClaimRequest, ClaimState};
 use crate::effects::identity::Keying;
@@ -68,10 +69,10 @@ use crate::events::{
     NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED, RUN_STARTED,
     TOOL_CALLED, TOOL_RETURNED,
 };
+use crate::json_body::require_loopback_http;
 use crate::json_body::{Fields, parse_object};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::seams::packs;
-use crate::seams::request::require_loopback_http;
 use crate::seams::{seam_body, seam_caller};
 use crate::storage::{RunStatus, StorageError, insert_event};
 use crate::tool_events::HOST_AGENT_ID;
@@ -84,7 +85,6 @@ use crate::turn::provider::{
 use crate::turn::provider_tools;
 use crate::turn::records::{self, RunMode, ToolRecord};
 use crate::turn::request::{ProviderTool, RepeatedCall, SUPPORTED_PROVIDER_TOOLS};
-use crate::turn::trust::ContentTrust;
 use crate::workflows::new_run_id;
 
 /// Every member the request may carry (the shape is closed).
@@ -532,7 +532,7 @@ impl FireRun<'_> {
 
     /// The `tool-receiver` effect: one tool call through turn admission, or
     /// in a replay fork the source's record served by
-    /// [`admission::serve_replay`] (nothing dispatched).
+    /// [`crate::turn::replay::serve_replay`] (nothing dispatched).
     async fn tool_call(&self) -> Result<(), RunFailure> {
         let state = self.state;
         let storage = state.storage();
@@ -597,7 +597,9 @@ impl FireRun<'_> {
         };
         let dispatched = matches!(act, Act::Dispatch);
         let admitted = match act {
-            Act::Serve(record) => admission::serve_replay(&scope, &emission, record, &journal)?,
+            Act::Serve(record) => {
+                crate::turn::replay::serve_replay(&scope, &emission, record, &journal)?
+            }
             Act::Dispatch => {
                 admission::admit_journaled(
                     &scope,
@@ -862,6 +864,20 @@ fn messages_body(receiver_url: &Url, name: &str) -> Value {
         delegate_mcp: false,
     })
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::FireSeamRefiresOnFork,
+        name: "fire-seam-refires-on-fork",
+        breaks: "a replay fork of a fired run delivers the tool-receiver effect again (RPL-11)",
+    },
+    MutantInfo {
+        mutant: Mutant::Layer2DedupSpansFork,
+        name: "layer2-dedup-spans-fork",
+        breaks: "a branch fork's Layer-2 claim is scoped without the run, so the parent's claim suppresses the branch's effect (EFF-10)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -37,11 +37,11 @@ use crate::effects::claim::AwaitPoint;
 use crate::effects::sweeper::{self, RunSweep};
 use crate::effects::{self, EffectError, EffectOutcome, EffectReport, EffectSpec, identity};
 use crate::error::{ApiError, ErrorCode, json_response};
+use crate::json_body::require_loopback_http;
 use crate::json_body::{Fields, parse_object};
 use crate::layer1::{self, HoldRefused, RUNS_ENDPOINT};
 use crate::principals::Principal;
 use crate::runs::find_visible_run;
-use crate::seams::request::require_loopback_http;
 use crate::seams::{seam_body, seam_caller};
 use crate::workflows::{EFFECT_ESCAPED, RunFailure, begin_run, end_run, new_run_id};
 

@@ -10,6 +10,7 @@ pub mod packs;
 pub mod request;
 pub mod safe_fetch;
 pub mod toolhooks;
+pub mod turn_run;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -84,7 +85,7 @@ pub const SWEEP_PATH: &str = "/conformance/seams/sample/test/idempotency/sweep";
 pub fn router() -> Router<AppState> {
     Router::new()
         .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
-        .route(TURN_RUN_PATH, post(crate::turn::seam::run))
+        .route(TURN_RUN_PATH, post(turn_run::run))
         .route(SAFE_FETCH_RUN_PATH, post(safe_fetch::run))
         .route(EFFECT_SEAMS_FIRE_PATH, post(effect_fire::fire))
         .route(PACKS_TEST_RUN_PATH, post(packs::run))

@@ -74,9 +74,9 @@ use crate::events::{
     RUN_STARTED,
 };
 use crate::invoker::JsonExchange;
+use crate::json_body::require_loopback_http;
 use crate::json_body::{Fields, kind, parse_object};
-use crate::mutants::Mutant;
-use crate::seams::request::require_loopback_http;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::seams::{seam_body, seam_caller};
 use crate::storage::{RunStatus, StorageError};
 use crate::turn::driver::{HOST_SHUTDOWN, ReplaySource};
@@ -836,6 +836,20 @@ async fn cancelled(cancel: &mut watch::Receiver<Option<String>>) -> String {
         }
     }
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::PackRoleIgnored,
+        name: "pack-role-ignored",
+        breaks: "a pack's role: side-effect is ignored: the classifier alone decides, so a transform node with a hidden effect re-fires in a replay fork (RPL-4)",
+    },
+    MutantInfo {
+        mutant: Mutant::PackPureRoleOverrides,
+        name: "pack-pure-role-overrides",
+        breaks: "a pack's role: pure overrides the classifier, so an http node re-fires in a replay fork (RPL-4: classifiers only add)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -38,7 +38,7 @@ use crate::error::{ApiError, json_response};
 use crate::events::{NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::http_client::{self, Blocked, FetchInit, Fetched, Method};
 use crate::json_body::{Fields, parse_object};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::seams::{seam_body, seam_caller};
 use crate::tool_events::{
     CallPayload, ReturnPayload, SYSTEM_AGENT_ID, ToolErrorCode, ToolReturn, ToolStatus, Transport,
@@ -301,6 +301,25 @@ fn to_value<P: Serialize>(payload: &P) -> Result<Value, ApiError> {
     serde_json::to_value(payload)
         .map_err(|_| ApiError::internal("an event payload could not be serialised; retry"))
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::SafeFetchBlockedUnaudited,
+        name: "safe-fetch-blocked-unaudited",
+        breaks: "a blocked safeFetch emits no call/return pair (HOOKS-EVT-5)",
+    },
+    MutantInfo {
+        mutant: Mutant::ServiceRefusalWithoutService,
+        name: "service-refusal-without-service",
+        breaks: "a host-service refusal omits details.service (HOOKS-AUTH-5)",
+    },
+    MutantInfo {
+        mutant: Mutant::ServiceRefusalReasonSnake,
+        name: "service-refusal-reason-snake",
+        breaks: "a host-service refusal's details.reason is snake_case (private_address) (HOOKS-AUTH-5)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -25,7 +25,7 @@ use crate::authz::{self, Decision};
 use crate::error::{ApiError, ErrorCode, json_response};
 use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::invoker::InvokeResult;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::rate_limit::Acquire;
 use crate::redaction::{ResolvedArgs, Scrubber, resolve_credentials};
 use crate::seams::request::InvokeRequest;
@@ -509,3 +509,77 @@ fn append_event(
     let event = NewEvent::new(event_type, payload).caused_by(causation);
     Ok(state.storage().append_event(run_id, event)?)
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::InvokeThenCheck,
+        name: "invoke-then-check",
+        breaks: "the tool is invoked first, then authorization is checked and `forbidden` reported",
+    },
+    MutantInfo {
+        mutant: Mutant::FailureBareSuccess,
+        name: "failure-bare-success",
+        breaks: "a failed tool call (non-2xx, timeout, unreachable) is reported as {status: \"ok\"} with no error",
+    },
+    MutantInfo {
+        mutant: Mutant::ForbiddenWithDuration,
+        name: "forbidden-with-duration",
+        breaks: "a forbidden return carries durationMs: 0",
+    },
+    MutantInfo {
+        mutant: Mutant::RateLimitAbsent,
+        name: "rate-limit-absent",
+        breaks: "no token bucket: calls are never rate limited (simulateRateLimitExhausted still honoured)",
+    },
+    MutantInfo {
+        mutant: Mutant::RateLimitNoRetryAfter,
+        name: "rate-limit-no-retry-after",
+        breaks: "429 responses lack the Retry-After header and put retryAfterSeconds in details",
+    },
+    MutantInfo {
+        mutant: Mutant::RateLimitBareBody,
+        name: "rate-limit-bare-body",
+        breaks: "the 429 body is {\"status\": \"rate_limited\"} instead of the error envelope",
+    },
+    MutantInfo {
+        mutant: Mutant::DenialUnlogged,
+        name: "denial-unlogged",
+        breaks: "a deny writes neither authorization.decided nor its forbidden return to the event log (only the seam answer reports it)",
+    },
+    MutantInfo {
+        mutant: Mutant::CallEventCarriesInputs,
+        name: "call-event-carries-inputs",
+        breaks: "agent.tool-called also carries the full inputs, resolved secrets included",
+    },
+    MutantInfo {
+        mutant: Mutant::CallEventMissingPrincipal,
+        name: "call-event-missing-principal",
+        breaks: "agent.tool-called omits principal",
+    },
+    MutantInfo {
+        mutant: Mutant::ReturnCausationMissing,
+        name: "return-causation-missing",
+        breaks: "agent.tool-returned has no causationId",
+    },
+    MutantInfo {
+        mutant: Mutant::EventAgentidMissing,
+        name: "event-agentid-missing",
+        breaks: "tool events omit agentId (in the events log only; the seam response unaffected)",
+    },
+    MutantInfo {
+        mutant: Mutant::SeamAgentidNotSystem,
+        name: "seam-agentid-not-system",
+        breaks: "seam (non-agent) tool events use agentId refhost.agent instead of core.system",
+    },
+    MutantInfo {
+        mutant: Mutant::ErrorWithOutcome,
+        name: "error-with-outcome",
+        breaks: "a failed return carries both error and outcome: {}",
+    },
+    MutantInfo {
+        mutant: Mutant::StatusInvalidArgs,
+        name: "status-invalid-args",
+        breaks: "an argument-validation failure reports status: \"invalid_args\" (not in the closed enum)",
+    },
+];

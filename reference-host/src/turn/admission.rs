@@ -38,12 +38,12 @@ use crate::app::AppState;
 use crate::args_hash::{ArgsHashError, args_hash};
 use crate::args_schema::Violation;
 use crate::authz::{self, Decision, DenyReason};
-use crate::catalog::{FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
+use crate::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
 use crate::event_codes;
 use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
 use crate::invoker::{InvokeResult, MAX_RECEIVER_BODY};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::rate_limit::Acquire;
 use crate::storage::StorageError;
 use crate::tool_events::{
@@ -153,7 +153,7 @@ pub struct TurnScope<'a> {
 
 impl TurnScope<'_> {
     /// The run id the tool identity is derived from.
-    fn identity_run_id(&self) -> &str {
+    pub(crate) fn identity_run_id(&self) -> &str {
         self.key_run_id.unwrap_or(self.run_id)
     }
 }
@@ -180,7 +180,7 @@ impl RepeatMemory {
         Self::key(tool, args).and_then(|key| self.executed.get(&key))
     }
 
-    fn grant_meta_scopes(&mut self, scopes: Vec<String>) {
+    pub(crate) fn grant_meta_scopes(&mut self, scopes: Vec<String>) {
         for scope in scopes {
             if !self.meta_scopes.contains(&scope) {
                 self.meta_scopes.push(scope);
@@ -188,7 +188,7 @@ impl RepeatMemory {
         }
     }
 
-    fn remember(&mut self, tool: &str, args: &Value, result: &CallToolResult) {
+    pub(crate) fn remember(&mut self, tool: &str, args: &Value, result: &CallToolResult) {
         if let Some(key) = Self::key(tool, args) {
             self.executed.entry(key).or_insert_with(|| result.clone());
         }
@@ -324,7 +324,7 @@ pub fn check_gates<'t>(
 }
 
 /// The run tool called `name`, if any.
-fn find_tool<'t>(tools: &'t [Arc<FixtureTool>], name: &str) -> Option<&'t FixtureTool> {
+pub(crate) fn find_tool<'t>(tools: &'t [Arc<FixtureTool>], name: &str) -> Option<&'t FixtureTool> {
     tools
         .iter()
         .find(|tool| tool.tool_id == name)
@@ -553,7 +553,7 @@ pub async fn admit_journaled(
 
 /// Appends `agent.tool-called` for `emission` (with its `intent` in the same
 /// transaction when journaled) and returns the event id.
-fn record_call(
+pub(crate) fn record_call(
     scope: &TurnScope<'_>,
     journal: &Journal,
     emission: &ToolEmission,
@@ -726,7 +726,7 @@ pub(crate) fn record_return(
 
 /// The `status`, `durationMs` and `error` members of a return payload, as
 /// written (kept verbatim in the record).
-fn returned_fields(payload: &Value) -> Value {
+pub(crate) fn returned_fields(payload: &Value) -> Value {
     let mut fields = serde_json::Map::new();
     for name in ["status", "durationMs", "error"] {
         if let Some(value) = payload.get(name) {
@@ -736,274 +736,8 @@ fn returned_fields(payload: &Value) -> Value {
     Value::Object(fields)
 }
 
-/// Serves a recorded emission during same-attempt recovery (TURN-D7): no
-/// event, no dispatch; its recorded result is fed back.
-pub fn serve_recorded(
-    scope: &TurnScope<'_>,
-    memory: &mut RepeatMemory,
-    emission: &ToolEmission,
-    record: records::Recorded,
-) -> Admitted {
-    let outcome = outcome_named(&record.outcome);
-    if outcome == Outcome::Executed
-        && let Ok(args) = serde_json::from_str::<Value>(&emission.arguments_text)
-        && let Some(tool) = find_tool(scope.tools, &emission.name)
-    {
-        // A recovered executed call still suppresses identical repeats.
-        memory.remember(&tool.tool_id, &args, &record.result);
-    }
-    Admitted {
-        outcome,
-        result: ToolResult {
-            call_id: record.call_id,
-            result: record.result,
-        },
-        transient: None,
-        halt: None,
-        deferred: None,
-    }
-}
-
-/// Resumes the ONE call in doubt after a restart (TURN-D8): its
-/// `agent.tool-called` and intent were written, its return was not. The
-/// gates run again (a stopped call is settled as before); a cleared call is
-/// re-run, with the same `Idempotency-Key`, when its `replayPolicy` is
-/// `idempotent` or `deterministic`, and otherwise gets
-/// `agent.tool-returned` `tool_outcome_unknown` and fails the node.
-pub async fn resume_in_doubt(
-    scope: &TurnScope<'_>,
-    memory: &mut RepeatMemory,
-    emission: &ToolEmission,
-    completion: Completion,
-    intent: records::Intent,
-    journal: &Journal,
-) -> Result<Admitted, AdmissionError> {
-    let state = scope.state;
-    let mutant = state.mutant();
-    let key = records::tool_key_for(
-        scope.identity_run_id(),
-        journal.ordinal,
-        scope.state.mutant(),
-    );
-    let mut mrtr = None;
-    let (outcome, ret, result, halt) = match check_gates(scope, memory, emission, completion) {
-        Err(stop) => {
-            let (outcome, ret, result) = settle_stop(scope, emission, stop)?;
-            (outcome, ret, result, None)
-        }
-        Ok((tool, args)) => {
-            // Bug under `recovery-reruns-in-doubt`: the policy is ignored.
-            let may_rerun = tool.replay_policy != ReplayPolicy::NonDeterministic
-                || mutant == Some(Mutant::RecoveryRerunsInDoubt);
-            if may_rerun {
-                // The turn's trust is not known after a restart: assume the
-                // stricter one.
-                let on = On {
-                    scope,
-                    call_id: &intent.call_id,
-                    call_event_id: &intent.called_event_id,
-                    content_trust: ContentTrust::Untrusted,
-                    key: &key,
-                };
-                let dispatched = dispatch(&on, tool, &args).await?;
-                mrtr = dispatched.mrtr;
-                memory.grant_meta_scopes(dispatched.meta_scopes);
-                memory.remember(&tool.tool_id, &args, &dispatched.result);
-                (Outcome::Executed, dispatched.ret, dispatched.result, None)
-            } else {
-                let message = format!(
-                    "the host restarted while tool call `{}` was in flight; tool `{}` is non-deterministic, so it is not run again and its outcome is unknown (TURN-D8)",
-                    intent.call_id, tool.tool_id
-                );
-                let ret = ToolReturn::failed(
-                    ToolStatus::Error,
-                    ToolErrorCode::ToolOutcomeUnknown,
-                    message.clone(),
-                    None,
-                );
-                let result =
-                    CallToolResult::failure(feedback::failed_text(&tool.tool_id, &message), mutant);
-                let halt = NodeHalt {
-                    code: TOOL_OUTCOME_UNKNOWN,
-                    message,
-                };
-                (Outcome::Executed, ret, result, Some(halt))
-            }
-        }
-    };
-    let ret = ret.with_admission(outcome.as_str());
-    let returned = Returned {
-        call_id: intent.call_id,
-        call_event_id: intent.called_event_id,
-        outcome,
-        ret,
-        result,
-        mrtr,
-    };
-    let mut admitted = record_return(scope, journal, emission, returned)?;
-    if halt.is_some() {
-        admitted.halt = halt;
-    }
-    Ok(admitted)
-}
-
-/// Serves one emission of a `mode: "replay"` fork from the source run's
-/// record (TURN-D5): `agent.tool-called`, then `agent.tool-returned` with the
-/// recorded `status`, `durationMs` and `error` byte for byte
-/// (HOOKS-AUDIT-4, HOOKS-FAIL-6), and the recorded result fed back. Nothing
-/// is dispatched and no gate runs. A miss (no record, an intent only, or a
-/// digest) returns `replay_source_missing` and fails the node (TURN-D6).
-pub fn serve_replay(
-    scope: &TurnScope<'_>,
-    emission: &ToolEmission,
-    source: Option<records::ToolRecord>,
-    journal: &Journal,
-) -> Result<Admitted, AdmissionError> {
-    let mutant = scope.state.mutant();
-    let call_id = if emission.id.is_empty() {
-        minted_call_id()
-    } else {
-        emission.id.clone()
-    };
-    let call_event_id = record_call(scope, journal, emission, &call_id)?;
-    let mut mrtr = None;
-    let served = match source {
-        Some(records::ToolRecord::Recorded(record)) => {
-            // RPL-10: an MCP call's recorded answers are part of the
-            // record; the fork keeps them and never asks again.
-            mrtr = record.mrtr;
-            Some((
-                record.returned,
-                record.result,
-                outcome_named(&record.outcome),
-            ))
-        }
-        // Bug under `oversized-served-on-replay`: the digest stands in for
-        // the result (TURN-D10 says it is a miss).
-        Some(records::ToolRecord::Digest(digest))
-            if mutant == Some(Mutant::OversizedServedOnReplay) =>
-        {
-            Some((
-                json!({"status": "ok"}),
-                CallToolResult::success(&digest),
-                Outcome::Executed,
-            ))
-        }
-        _ => None,
-    };
-    let from_record = served.is_some();
-    let (mut returned, result, outcome, halt) = match served {
-        Some((returned, result, outcome)) => (returned, result, outcome, None),
-        // Bug under `replay-miss-empty-success`: a success is synthesized.
-        None if mutant == Some(Mutant::ReplayMissEmptySuccess) => (
-            json!({"status": "ok"}),
-            CallToolResult::success(&Value::Null),
-            Outcome::Executed,
-            None,
-        ),
-        None => {
-            let message = format!(
-                "the source run has no usable record of tool emission {} (`{}`), so the replay cannot serve it and does not execute it (TURN-D6)",
-                journal.ordinal, emission.name
-            );
-            let ret = ToolReturn::failed(
-                ToolStatus::Error,
-                ToolErrorCode::ReplaySourceMissing,
-                message.clone(),
-                None,
-            );
-            let payload = serde_json::to_value(ReturnPayload {
-                agent_id: None,
-                tool_name: String::new(),
-                call_id: String::new(),
-                status: ret.status,
-                duration_ms: None,
-                error: ret.error,
-                outcome: None,
-                transport: None,
-                principal: None,
-            })?;
-            let result =
-                CallToolResult::failure(feedback::failed_text(&emission.name, &message), mutant);
-            let halt = NodeHalt {
-                code: REPLAY_SOURCE_MISSING,
-                message,
-            };
-            (
-                returned_fields(&payload),
-                result,
-                Outcome::Invalid,
-                Some(halt),
-            )
-        }
-    };
-    if halt.is_none() {
-        if mutant == Some(Mutant::ReplayDurationRecomputed)
-            && let Some(fields) = returned.as_object_mut()
-            && fields.contains_key("durationMs")
-        {
-            // Bug: the serve is timed afresh (0 ms) instead of copying the
-            // recorded duration.
-            fields.insert("durationMs".to_owned(), json!(0));
-        }
-        if mutant == Some(Mutant::ReplayErrorReworded)
-            && let Some(message) = returned.pointer_mut("/error/message")
-            && let Some(text) = message.as_str()
-        {
-            // Bug: the recorded message is re-rendered.
-            *message = Value::String(format!("replayed: {text}"));
-        }
-    }
-    let mut payload = json!({
-        "agentId": HOST_AGENT_ID,
-        "toolName": emission.name,
-        "callId": call_id,
-    });
-    if let (Some(object), Some(fields)) = (payload.as_object_mut(), returned.as_object()) {
-        for (name, value) in fields {
-            object.insert(name.clone(), value.clone());
-        }
-        // Bug under `fork-events-annotated`: a served return is marked as
-        // replayed, so it is no longer byte-equivalent to the source's
-        // (RPL-6). Only the event is annotated, never the fork's record.
-        if from_record && mutant == Some(Mutant::ForkEventsAnnotated) {
-            object.insert("replayed".to_owned(), Value::Bool(true));
-        }
-    }
-    // The fork keeps its own record too, so a fork of the fork (or its own
-    // recovery) can be served.
-    let record = records::Recorded {
-        tool_name: emission.name.clone(),
-        call_id: call_id.clone(),
-        called_event_id: call_event_id.clone(),
-        outcome: outcome.as_str().to_owned(),
-        returned,
-        result: result.clone(),
-        mrtr,
-    };
-    let row = records::RecordRow::of(&record, journal.record_limit)?;
-    let write = journal.enabled && halt.is_none();
-    let event = NewEvent::new(TOOL_RETURNED, payload).caused_by(Some(call_event_id));
-    scope
-        .state
-        .storage()
-        .append_event_with(scope.run_id, event, |tx, _| {
-            if write {
-                records::put_tool(tx, scope.run_id, journal.attempt, journal.ordinal, &row)?;
-            }
-            Ok(())
-        })?;
-    Ok(Admitted {
-        outcome,
-        result: ToolResult { call_id, result },
-        transient: None,
-        halt,
-        deferred: None,
-    })
-}
-
 /// The outcome a record names (`executed` when unknown).
-fn outcome_named(name: &str) -> Outcome {
+pub(crate) fn outcome_named(name: &str) -> Outcome {
     [
         Outcome::Refused,
         Outcome::Held,
@@ -1143,31 +877,31 @@ pub(crate) fn settle_stop(
 
 /// One dispatch: the return, the result to feed back, and whether the
 /// failure (if any) is transient (TURN-D9).
-struct Dispatched {
-    ret: ToolReturn,
-    result: CallToolResult,
-    transient: bool,
+pub(crate) struct Dispatched {
+    pub(crate) ret: ToolReturn,
+    pub(crate) result: CallToolResult,
+    pub(crate) transient: bool,
     /// The final MRTR retry of an MCP call.
-    mrtr: Option<mcp::Continuation>,
+    pub(crate) mrtr: Option<mcp::Continuation>,
     /// `_meta.scopes` of an MCP result (only under `mcp-meta-grants-scopes`).
-    meta_scopes: Vec<String>,
+    pub(crate) meta_scopes: Vec<String>,
 }
 
 /// The emission a dispatch belongs to.
-struct On<'s, 'a> {
-    scope: &'s TurnScope<'a>,
-    call_id: &'s str,
-    call_event_id: &'s str,
-    content_trust: ContentTrust,
+pub(crate) struct On<'s, 'a> {
+    pub(crate) scope: &'s TurnScope<'a>,
+    pub(crate) call_id: &'s str,
+    pub(crate) call_event_id: &'s str,
+    pub(crate) content_trust: ContentTrust,
     /// The tool identity, sent as `Idempotency-Key` (TURN-D2).
-    key: &'s str,
+    pub(crate) key: &'s str,
 }
 
 /// Dispatches a cleared call: to its MCP server tool ([`mcp`], EFF-12) or
 /// its receiver, with the tool identity as `Idempotency-Key` either way, or
 /// to the host's knowledge store ([`memory`], TRUST-2) with the turn's
 /// trust.
-async fn dispatch(
+pub(crate) async fn dispatch(
     on: &On<'_, '_>,
     tool: &FixtureTool,
     args: &Value,
@@ -1283,6 +1017,60 @@ fn append<P: Serialize>(
     let event = NewEvent::new(event_type, serde_json::to_value(payload)?).caused_by(causation);
     Ok(scope.state.storage().append_event(scope.run_id, event)?)
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::TruncatedArgsExecuted,
+        name: "truncated-args-executed",
+        breaks: "a tool call in a truncated completion is dispatched with {} as its arguments",
+    },
+    MutantInfo {
+        mutant: Mutant::AuthzBeforeArgs,
+        name: "authz-before-args",
+        breaks: "authorization runs before argument validation",
+    },
+    MutantInfo {
+        mutant: Mutant::LimitsBeforeAuthz,
+        name: "limits-before-authz",
+        breaks: "the rate limit (token consumed) is checked before authorization",
+    },
+    MutantInfo {
+        mutant: Mutant::UnknownToolBareSuccess,
+        name: "unknown-tool-bare-success",
+        breaks: "an unknown tool name returns status ok with no error",
+    },
+    MutantInfo {
+        mutant: Mutant::DoubleReturn,
+        name: "double-return",
+        breaks: "an executed call gets two agent.tool-returned events",
+    },
+    MutantInfo {
+        mutant: Mutant::RepeatNotSuppressed,
+        name: "repeat-not-suppressed",
+        breaks: "an identical repeated call is dispatched again",
+    },
+    MutantInfo {
+        mutant: Mutant::ApprovedCallRunsTwice,
+        name: "approved-call-runs-twice",
+        breaks: "an accepted call is dispatched twice",
+    },
+    MutantInfo {
+        mutant: Mutant::RecordAfterNextRound,
+        name: "record-after-next-round",
+        breaks: "a round's tool records are written only after the next model response has arrived (TURN-D3)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecordFailureIgnored,
+        name: "record-failure-ignored",
+        breaks: "a record failure is ignored for every tool, so a write tool's node goes on unrecorded (TURN-D4)",
+    },
+    MutantInfo {
+        mutant: Mutant::ResultOnReturn,
+        name: "result-on-return",
+        breaks: "agent.tool-returned carries the tool's result (TURN-D12)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

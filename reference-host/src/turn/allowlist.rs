@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use crate::app::AppState;
 use crate::args_hash::{args_hash, sha256_hex};
 use crate::events::{NewEvent, TOOL_CALLED, TOOL_RETURNED};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::tool_events::{
     CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
@@ -138,6 +138,13 @@ fn placeholder_call(
     };
     serde_json::to_value(&call).map_err(|_| failed())
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::ForbiddenAtLoadPlaceholderCall,
+    name: "forbidden-at-load-placeholder-call",
+    breaks: "forbidden-at-load mints a placeholder call event (HOOKS-AUTH-7)",
+}];
 
 #[cfg(test)]
 mod tests {

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::app::AppState;
 use crate::catalog::{Approval, FixtureTool, SafetyTier};
 use crate::interrupts::{Action, HoldRequest, Resolution, Via, WaitEnd};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::StorageError;
 use crate::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
 use crate::turn::feedback::{self, CallToolResult, ToolResult};
@@ -187,6 +187,20 @@ pub fn refused_outright(tool: &str, mutant: Option<Mutant>) -> (ToolReturn, Call
         CallToolResult::failure(feedback::forbidden_text(tool), mutant),
     )
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::ApprovalFromContent,
+        name: "approval-from-content",
+        breaks: "a tool result whose JSON has \"approved\": true resolves the open interrupt as accept",
+    },
+    MutantInfo {
+        mutant: Mutant::UntrustedWriteRefused,
+        name: "untrusted-write-refused",
+        breaks: "an untrusted conditional write is refused outright with forbidden instead of held (the pre-TTC blanket refusal)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

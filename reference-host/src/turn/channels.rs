@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::args_schema::ArgsSchema;
 use crate::catalog::FixtureTool;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::turn::provider::{ModelResponse, ToolEmission, Wire};
 use crate::turn::request::OutputSpec;
 
@@ -259,6 +259,25 @@ fn segments<'t>(text: &'t str, open: &str, close: &str) -> Vec<&'t str> {
 pub fn minted_call_id() -> String {
     format!("call_{}", uuid::Uuid::new_v4().simple())
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::PromptedOutputDispatched,
+        name: "prompted-output-dispatched",
+        breaks: "a prompted/structured JSON answer shaped {\"tool\": NAME, \"arguments\": {…}} naming a run tool is dispatched as a tool call",
+    },
+    MutantInfo {
+        mutant: Mutant::InlineToolParser,
+        name: "inline-tool-parser",
+        breaks: "assistant text with <tool_call>{…}</tool_call> or a fenced json block with name/arguments is parsed and executed",
+    },
+    MutantInfo {
+        mutant: Mutant::StructuredNotEnforced,
+        name: "structured-not-enforced",
+        breaks: "output.mode structured on OpenAI sends no response_format (falls back to prompting)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 use crate::args_schema::ArgsSchema;
 use crate::authz::{self, Decision};
 use crate::interrupts::{HoldRequest, InterruptKind, Pending, WaitEnd};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::tool_events::{ToolErrorCode, ToolReturn, ToolStatus, Transport};
 use crate::turn::Outcome;
 use crate::turn::admission::{self, AdmissionError, Admitted, Journal, Returned, Stop, TurnScope};
@@ -356,6 +356,13 @@ pub fn ended_turn(
     };
     admission::record_return(scope, journal, emission, returned)
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::ClarificationUnbounded,
+    name: "clarification-unbounded",
+    breaks: "a clarification ask past limits.clarificationRounds raises another interrupt instead of the typed refusal (TURN-E1)",
+}];
 
 #[cfg(test)]
 mod tests {

@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use crate::app::AppState;
 use crate::event_codes;
 use crate::events::{self, NewEvent, REPLAY_DIVERGED, RunEventDoc};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{StorageError, event_id_at_or_before};
 use crate::turn::driver::{ReplaySource, RunFailure};
 use crate::turn::provider::{Completion, ModelResponse};
@@ -235,6 +235,20 @@ fn record(
         ))
     })
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::ReplayDivergenceSilent,
+        name: "replay-divergence-silent",
+        breaks: "a diverging replay fork emits no replay.diverged (it continues silently) (RPL-7)",
+    },
+    MutantInfo {
+        mutant: Mutant::RefusalDivergenceContinues,
+        name: "refusal-divergence-continues",
+        breaks: "a fork that refuses where the source answered is treated as a plain divergence (RPL-7)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

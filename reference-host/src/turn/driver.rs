@@ -55,7 +55,7 @@ use crate::events::{
     NODE_FAILED, NODE_RETRYING, NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED,
     RUN_COMPLETED, RUN_FAILED, RUN_STARTED, VOICE_TRANSCRIPT,
 };
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{RunStatus, StorageError, insert_event};
 use crate::tool_events::{HOST_AGENT_ID, Transport};
 use crate::turn::Outcome;
@@ -76,6 +76,8 @@ use crate::turn::provider::{
 };
 use crate::turn::provider_tools;
 use crate::turn::records::{self, ToolRecord};
+use crate::turn::recovery;
+use crate::turn::replay;
 use crate::turn::request::{Inbound, ProviderTool, TurnFaults, TurnLimits, TurnRunRequest};
 use crate::turn::tool_support::{self, ToolMode, ToolNeeds};
 use crate::turn::trust::{self, ContentTrust};
@@ -902,7 +904,7 @@ impl<'a> Attempt<'a> {
                         self.asks_used = self.asks_used.saturating_add(1);
                     }
                     let served =
-                        admission::serve_recorded(&self.scope, &mut self.memory, emission, record);
+                        recovery::serve_recorded(&self.scope, &mut self.memory, emission, record);
                     return Ok(Some(AskStep::Settled(served)));
                 }
                 // An ask without a whole record is asked again.
@@ -944,7 +946,7 @@ impl<'a> Attempt<'a> {
         if self.recovering {
             match records::tool(storage, run_id, self.attempt, self.ordinal)? {
                 Some(ToolRecord::Recorded(record)) => {
-                    return Ok(admission::serve_recorded(
+                    return Ok(recovery::serve_recorded(
                         &self.scope,
                         &mut self.memory,
                         emission,
@@ -958,7 +960,7 @@ impl<'a> Attempt<'a> {
                     // TURN-D8: the first emission called but not recorded
                     // is the one call in doubt; after it, all is live.
                     self.recovering = false;
-                    return Ok(admission::resume_in_doubt(
+                    return Ok(recovery::resume_in_doubt(
                         &self.scope,
                         &mut self.memory,
                         emission,
@@ -978,7 +980,7 @@ impl<'a> Attempt<'a> {
             && let Some(ToolRecord::Recorded(record)) =
                 records::tool(storage, run_id, self.attempt - 1, self.ordinal)?
         {
-            return Ok(admission::serve_recorded(
+            return Ok(recovery::serve_recorded(
                 &self.scope,
                 &mut self.memory,
                 emission,
@@ -1003,7 +1005,7 @@ impl<'a> Attempt<'a> {
                 let key = records::tool_key_for(run_id, self.ordinal, mutant);
                 mcp::reissue_recorded_retry(state, tool, &args, &key, continuation).await;
             }
-            return Ok(admission::serve_replay(
+            return Ok(replay::serve_replay(
                 &self.scope,
                 emission,
                 record,
@@ -1025,7 +1027,7 @@ impl<'a> Attempt<'a> {
     /// `oversized-served-on-replay` mutant serves the digest itself.
     fn recovered_digest(&mut self, emission: &ToolEmission, digest: Value) -> Admitted {
         if self.state.mutant_is(Mutant::OversizedServedOnReplay) {
-            return admission::serve_recorded(
+            return recovery::serve_recorded(
                 &self.scope,
                 &mut self.memory,
                 emission,
@@ -1135,6 +1137,45 @@ async fn ask_model(
     }
     Ok(response)
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::RefusalRetried,
+        name: "refusal-retried",
+        breaks: "a refused completion is retried once with the same request",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayExecutesTool,
+        name: "replay-executes-tool",
+        breaks: "a replay fork dispatches each tool to its receiver and feeds back the live result (TURN-D5, RPL-2)",
+    },
+    MutantInfo {
+        mutant: Mutant::RetryServedRecords,
+        name: "retry-served-records",
+        breaks: "a new node attempt is served the earlier attempt's tool records, so a retry is handed the recorded transient failure (TURN-D9)",
+    },
+    MutantInfo {
+        mutant: Mutant::AskDoesNotEndTurn,
+        name: "ask-does-not-end-turn",
+        breaks: "calls after a clarification ask in the same round are executed instead of ended-turn (TURN-E2)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayReissuesMrtr,
+        name: "replay-reissues-mrtr",
+        breaks: "a replay fork re-sends the recorded MRTR retry to the MCP server (RPL-10)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpDelegatedToProvider,
+        name: "mcp-delegated-to-provider",
+        breaks: "MCP tools are passed to the provider as an Anthropic mcp_servers connector (TURN-F4)",
+    },
+    MutantInfo {
+        mutant: Mutant::ClarifyNameReserved,
+        name: "clarify-name-reserved",
+        breaks: "with no clarificationTool named, a run tool called openwop_clarify raises a clarification interrupt (TURN-E5)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

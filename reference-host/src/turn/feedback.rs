@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::args_schema::Violation;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::turn::trust::ContentTrust;
 
 /// An MCP `CallToolResult`, reduced to what this host sends (serializable:
@@ -186,6 +186,20 @@ pub fn approval_expired_text(tool: &str) -> String {
 pub fn not_executed_text(tool: &str) -> String {
     format!("Tool {tool} was not executed: its completion did not end cleanly.")
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::RepairEchoesModelText,
+        name: "repair-echoes-model-text",
+        breaks: "the invalid-arguments repair text quotes the model's raw arguments text instead of the validator output",
+    },
+    MutantInfo {
+        mutant: Mutant::ToolErrorWithoutIserror,
+        name: "tool-error-without-iserror",
+        breaks: "a failed tool result is fed back as isError: false (Anthropic is_error false)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

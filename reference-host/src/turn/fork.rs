@@ -7,7 +7,7 @@
 //! A replay fork is a NEW run (own id, the source's principal and tenant)
 //! that executes the source's plan: model rounds go live to the provider
 //! (RPL-5), and every tool emission is served from the source's records of
-//! its final attempt and never dispatched ([`crate::turn::admission::serve_replay`]).
+//! its final attempt and never dispatched ([`crate::turn::replay::serve_replay`]).
 //! A fork of an effect-seam fire run serves the fired effect's record and
 //! sends nothing ([`crate::seams::effect_fire`]); a fork of a packs-test run
 //! serves each side-effecting node its recorded outcome and re-executes the
@@ -37,7 +37,7 @@ use crate::effects::ledger;
 use crate::error::{ApiError, ErrorCode, json_response};
 use crate::events::{NewEvent, RUN_CANCELLED};
 use crate::json_body::{Fields, body_rejection, parse_object};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::runs::{authorize_reader, find_visible_run};
 use crate::seams::effect_fire::{self, BranchEffect, BranchSource, FireRequest, FireSeam};
 use crate::seams::packs::{self, PackRunRequest};
@@ -407,6 +407,20 @@ fn already_terminal(run_id: &str, status: RunStatus) -> ApiError {
         ),
     )
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::ForkOverlayAccepted,
+        name: "fork-overlay-accepted",
+        breaks: "a replay fork with a non-empty runOptionsOverlay is accepted (RPL-9)",
+    },
+    MutantInfo {
+        mutant: Mutant::ForkLedgerRestamped,
+        name: "fork-ledger-restamped",
+        breaks: "a fork's inherited effect rows get a fresh `at` (RPL-11)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -35,7 +35,7 @@ use crate::args_hash::sha256_hex;
 use crate::catalog::{FixtureTool, McpEndpoint};
 use crate::interrupts::{HoldRequest, InputPrompt, InterruptKind, WaitEnd};
 use crate::invoker::{JsonExchange, millis};
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
 use crate::turn::admission::AdmissionError;
 use crate::turn::approval::AGENT_NODE_ID;
@@ -518,6 +518,30 @@ pub async fn reissue_recorded_retry(
     let body = request_body(&id, &endpoint.name, args, Some(&continuation));
     let _ = send_body(state, &endpoint.server_url, idempotency_key, &id, &body).await;
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::McpResultUnwrapped,
+        name: "mcp-result-unwrapped",
+        breaks: "an MCP tool result is fed back without the UNTRUSTED marker (TRUST-3)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpMetaGrantsScopes,
+        name: "mcp-meta-grants-scopes",
+        breaks: "an MCP result's _meta.scopes are added to the principal's scopes for the rest of the run (TRUST-5)",
+    },
+    MutantInfo {
+        mutant: Mutant::MrtrRetryNewIdentity,
+        name: "mrtr-retry-new-identity",
+        breaks: "an MRTR retry carries a different Idempotency-Key than the request it continues (EFF-12)",
+    },
+    MutantInfo {
+        mutant: Mutant::MrtrStateDropped,
+        name: "mrtr-state-dropped",
+        breaks: "an MRTR retry omits requestState (MCP-9)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

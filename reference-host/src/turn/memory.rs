@@ -297,7 +297,7 @@ pub fn get(
 mod tests {
     use super::*;
     use crate::config::HostConfig;
-    use crate::mutants::Mutant;
+    use crate::mutant::Mutant;
 
     fn spec() -> MemorySpec {
         MemorySpec {

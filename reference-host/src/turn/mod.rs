@@ -11,13 +11,17 @@
 //! until the run's principal resolves its interrupt ([`approval`]). A
 //! `toolAllowlist` narrows the tools offered, and its entries that resolve
 //! to no tool are refused at loop start ([`allowlist`]). The seam itself
-//! ([`seam`], [`request`]) only sets a run up; it never calls admission
+//! ([`crate::seams::turn_run`], [`request`]) only sets a run up; it never calls admission
 //! directly. A tool played by an MCP server is admitted the same way and
 //! dispatched by the host's own MCP client ([`mcp`]). A run may offer the
 //! host's knowledge store tools, whose segments keep the trust they were
 //! stored with (TRUST-2, [`memory`]), and may start from inbound content (an
 //! A2A message or a voice transcript, TRUST-6) instead of the user's input,
 //! which starts it untrusted ([`trust::at_start`]).
+//!
+//! A `mode: "replay"` fork serves its tool emissions from the source run's
+//! record ([`replay`]); after a restart, recorded emissions are served and
+//! the one call in doubt is settled by its `replayPolicy` ([`recovery`]).
 
 pub mod admission;
 pub mod allowlist;
@@ -35,8 +39,8 @@ pub mod provider;
 pub mod provider_tools;
 pub mod records;
 pub mod recovery;
+pub mod replay;
 pub mod request;
-pub mod seam;
 pub mod tool_support;
 pub mod trust;
 

@@ -18,7 +18,7 @@
 
 use serde_json::{Value, json};
 
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 use crate::turn::driver::ReplaySource;
 use crate::turn::provider::{AssistantBlock, ModelResponse};
@@ -107,6 +107,25 @@ pub fn recorded_round(
             .filter(|response| every_round || carries_provider_blocks(response)),
     )
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::ProviderToolUnlisted,
+        name: "provider-tool-unlisted",
+        breaks: "the effect-seam manifest has no row for the provider-executed tool (TURN-F1)",
+    },
+    MutantInfo {
+        mutant: Mutant::ProviderToolRefiredOnReplay,
+        name: "provider-tool-refired-on-replay",
+        breaks: "a replay fork asks the provider live for a provider-tool round, server tool definitions included (TURN-F2)",
+    },
+    MutantInfo {
+        mutant: Mutant::ReplayModelFromRecord,
+        name: "replay-model-from-record",
+        breaks: "a replay fork serves every recorded model round instead of asking the model again (RPL-5)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

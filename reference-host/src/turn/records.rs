@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::args_hash::sha256_hex;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
 use crate::turn::feedback::CallToolResult;
 use crate::turn::provider::ModelResponse;
@@ -212,8 +213,8 @@ pub fn tool_key(run_id: &str, ordinal: u32) -> String {
 }
 
 /// [`tool_key`], or under `tool-key-per-run` the run's key with no ordinal.
-pub fn tool_key_for(run_id: &str, ordinal: u32, mutant: Option<crate::mutants::Mutant>) -> String {
-    if mutant == Some(crate::mutants::Mutant::ToolKeyPerRun) {
+pub fn tool_key_for(run_id: &str, ordinal: u32, mutant: Option<Mutant>) -> String {
+    if mutant == Some(Mutant::ToolKeyPerRun) {
         // Bug: every call of the run gets one identity (TURN-D2).
         return sha256_hex(format!("{run_id}/agent").as_bytes());
     }
@@ -544,6 +545,13 @@ fn row(
     })
 }
 
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::ToolKeyPerRun,
+    name: "tool-key-per-run",
+    breaks: "every tool call of a run sends the same Idempotency-Key: the ordinal is left out (TURN-D2)",
+}];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,7 +594,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_per_attempt() {
-        let storage = Storage::open_in_memory().expect("store");
+        let storage = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("store");
         save_plan(&storage, "run_a", "{}", None, RunMode::Live).expect("plan");
         let row = RecordRow::of(&recorded("x"), 65_536).expect("row");
         storage
@@ -614,7 +622,7 @@ mod tests {
 
     #[test]
     fn node_outcomes_are_keyed_by_run_node_and_n() {
-        let storage = Storage::open_in_memory().expect("store");
+        let storage = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("store");
         let outcome = NodeOutcome {
             status: 201,
             body: json!({"ok": true}),

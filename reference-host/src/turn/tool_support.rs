@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::FixtureTool;
 use crate::event_codes;
-use crate::mutants::Mutant;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::turn::channels::minted_call_id;
 use crate::turn::driver::RunFailure;
 use crate::turn::provider::ToolEmission;
@@ -111,6 +111,13 @@ pub fn guessed_calls(text: &str, tools: &[Arc<FixtureTool>]) -> Vec<ToolEmission
         arguments_text: arguments.to_string(),
     }]
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::ToolSupportGuessed,
+    name: "tool-support-guessed",
+    breaks: "without tool support the tools are prompted in the system message and JSON in the answer text is dispatched (TURN-E3)",
+}];
 
 #[cfg(test)]
 mod tests {

@@ -29,9 +29,8 @@
 //! [`after_model_output`], [`after_tool_results`], [`after_provider_tools`],
 //! [`of_recall`] and [`at_start`].
 
-use serde::{Deserialize, Serialize};
-
-use crate::mutants::Mutant;
+pub use crate::content_trust::ContentTrust;
+use crate::mutant::{Mutant, MutantInfo};
 use crate::turn::feedback::{CallToolResult, ToolResult};
 use crate::turn::provider::ModelResponse;
 use crate::turn::request::{A2aRole, Inbound};
@@ -40,47 +39,6 @@ use crate::turn::request::{A2aRole, Inbound};
 /// `memory.recallTrust` names it (TRUST-1, TRUST-2): a recall result is as
 /// trusted as the segment it returns was when stored.
 pub const RECALL_TRUST_DECISION: &str = "stored-segment";
-
-/// Whether a turn consumed only trusted content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ContentTrust {
-    /// Only trusted input (the user's) went into the prompt.
-    Trusted,
-    /// The prompt carried at least one tool result.
-    Untrusted,
-}
-
-impl ContentTrust {
-    /// The trust of the user's input, where every run starts (TTC §C).
-    pub const USER_INPUT: Self = Self::Trusted;
-
-    /// The wire name (`trusted` / `untrusted`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Trusted => "trusted",
-            Self::Untrusted => "untrusted",
-        }
-    }
-
-    /// Parses a wire name.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "trusted" => Some(Self::Trusted),
-            "untrusted" => Some(Self::Untrusted),
-            _ => None,
-        }
-    }
-
-    /// The meet of two trust levels: untrusted as soon as either is.
-    pub fn meet(self, other: Self) -> Self {
-        if self == Self::Untrusted || other == Self::Untrusted {
-            Self::Untrusted
-        } else {
-            Self::Trusted
-        }
-    }
-}
 
 /// The turn's trust once the model has answered.
 ///
@@ -223,6 +181,40 @@ fn claims_trusted(text: &str) -> bool {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     compact.contains(r#""contentTrust":"trusted""#)
 }
+
+/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::TrustFromModelOutput,
+        name: "trust-from-model-output",
+        breaks: "a model text or tool-call argument containing \"contentTrust\": \"trusted\" resets the turn to trusted",
+    },
+    MutantInfo {
+        mutant: Mutant::TrustNeverTainted,
+        name: "trust-never-tainted",
+        breaks: "tool results do not taint the turn: contentTrust stays trusted",
+    },
+    MutantInfo {
+        mutant: Mutant::ProviderToolOutputTrusted,
+        name: "provider-tool-output-trusted",
+        breaks: "a provider-executed tool's output leaves contentTrust unchanged, so a later conditional write is not held (TURN-F3)",
+    },
+    MutantInfo {
+        mutant: Mutant::RecalledKnowledgeTrusted,
+        name: "recalled-knowledge-trusted",
+        breaks: "recalled knowledge is trusted whatever trust it was stored with (TRUST-2)",
+    },
+    MutantInfo {
+        mutant: Mutant::A2aUserRoleTrusted,
+        name: "a2a-user-role-trusted",
+        breaks: "an inbound A2A message with role USER is taken as the user's trusted input (TRUST-6)",
+    },
+    MutantInfo {
+        mutant: Mutant::VoiceTranscriptTrusted,
+        name: "voice-transcript-trusted",
+        breaks: "voice.transcript says contentTrust trusted and the turn starts trusted (TRUST-6)",
+    },
+];
 
 #[cfg(test)]
 mod tests {

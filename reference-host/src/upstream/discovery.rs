@@ -22,7 +22,7 @@ use crate::discovery::{
     per_tool_rate_limit_facet,
 };
 use crate::effects::sweeper::EFFECT_RETENTION_SECS;
-use crate::mutants::Mutant;
+use crate::mutant::Mutant;
 use crate::upstream::MODE;
 use crate::upstream::workflows::FIXTURES;
 

@@ -43,7 +43,7 @@ use crate::authz::{self, Decision};
 use crate::error::{ApiError, json_response};
 use crate::event_codes;
 use crate::json_body::Fields;
-use crate::mutants::Mutant;
+use crate::mutant::Mutant;
 use crate::rate_limit::Acquire;
 use crate::seams::{seam_body, seam_caller};
 use crate::tool_events::{SYSTEM_AGENT_ID, ToolStatus, Transport};
