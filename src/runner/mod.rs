@@ -395,12 +395,24 @@ impl Session {
             .unwrap_or_else(|| crate::repeat::trial_seed(self.trial_seeds[0], trial))
     }
 
-    async fn run_seeded(&self, suite: &Suite, scenario: &Scenario, trial: u32) -> ScenarioResult {
-        let seed = self.seed_of(trial);
-        let host_client = trial
+    /// The client trial `trial` drives: the session's, or under `--repeat` against the
+    /// embedded host, the one of the trial's own host.
+    fn client_of(&self, trial: u32) -> &HostClient {
+        trial
             .checked_sub(2)
             .and_then(|i| self.trial_clients.get(i as usize))
-            .unwrap_or(&self.client);
+            .unwrap_or(&self.client)
+    }
+
+    /// The base URL of the host trial `trial` drives: trials of the embedded host under
+    /// `--repeat` each have a host of their own, every other trial shares the target's.
+    pub fn trial_host(&self, trial: u32) -> &str {
+        self.client_of(trial).base_url()
+    }
+
+    async fn run_seeded(&self, suite: &Suite, scenario: &Scenario, trial: u32) -> ScenarioResult {
+        let seed = self.seed_of(trial);
+        let host_client = self.client_of(trial);
         let started = Instant::now();
         let blanket = |status: CheckStatus, detail: String| -> Vec<CheckOutcome> {
             scenario

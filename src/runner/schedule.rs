@@ -2,6 +2,8 @@
 //! matrix (through [`super::run_selected`]) and the benchmarks all go through
 //! [`run_trials`], so every caller honours `--jobs` and the `serial` tag the same way.
 
+use std::collections::HashMap;
+
 use tokio::sync::{RwLock, Semaphore};
 
 use super::{ScenarioResult, Session};
@@ -28,8 +30,10 @@ pub trait Progress: Send + Sync {
 /// Run every trial of `scenarios` against `session`'s host.
 ///
 /// At most `jobs` trials are in flight, whichever scenarios they belong to, so trials of
-/// different scenarios overlap (`--repeat`). A `serial` scenario waits until nothing else is in
-/// flight, then runs its trials one at a time, alone. Each scenario's results go to
+/// different scenarios overlap (`--repeat`). A trial of a `serial` scenario runs with nothing
+/// else in flight on its host: after the ordinary trials that host started with, and before
+/// any other. Trials of the embedded host under `--repeat` each have a host of their own, so
+/// one trial's serial scenario does not stop the other trials. Each scenario's results go to
 /// [`Progress::scenario_ended`] as soon as its last trial ends.
 pub async fn run_trials(
     session: &Session,
@@ -38,14 +42,22 @@ pub async fn run_trials(
     jobs: usize,
     progress: &dyn Progress,
 ) {
+    let hosts: HashMap<&str, RwLock<()>> = (1..=session.trials())
+        .map(|t| (session.trial_host(t), RwLock::new(())))
+        .collect();
     let run = Shared {
         session,
         suite,
         progress,
         permits: Semaphore::new(jobs.max(1)),
-        alone: RwLock::new(()),
+        hosts,
     };
-    futures_util::future::join_all(scenarios.iter().map(|s| run.scenario(s))).await;
+    // Ordinary scenarios first: their trials take their hosts' read locks on the first poll,
+    // so a serial trial queues behind them instead of holding back everything listed after it.
+    let (serial, ordinary): (Vec<&Scenario>, Vec<&Scenario>) =
+        scenarios.iter().copied().partition(|s| is_serial(s));
+    let all = ordinary.into_iter().chain(serial);
+    futures_util::future::join_all(all.map(|s| run.scenario(s))).await;
 }
 
 /// What every trial of one [`run_trials`] shares.
@@ -55,29 +67,28 @@ struct Shared<'a> {
     progress: &'a dyn Progress,
     /// One per trial in flight.
     permits: Semaphore,
-    /// Readers are the ordinary scenarios, the writer a serial one: tokio's lock is fair, so a
-    /// waiting serial scenario holds back new trials until the ones in flight are done.
-    alone: RwLock<()>,
+    /// Per host: ordinary trials read, a serial trial writes. tokio's lock is fair, so a
+    /// waiting serial trial holds back later trials on its host until the ones in flight end.
+    hosts: HashMap<&'a str, RwLock<()>>,
 }
 
 impl Shared<'_> {
     async fn scenario(&self, scenario: &Scenario) {
+        let serial = is_serial(scenario);
         let trials = 1..=self.session.trials();
-        let results = if is_serial(scenario) {
-            let _alone = self.alone.write().await;
-            let mut out = Vec::new();
-            for t in trials {
-                out.push(self.trial(scenario, t).await);
-            }
-            out
-        } else {
-            let _shared = self.alone.read().await;
-            futures_util::future::join_all(trials.map(|t| self.trial(scenario, t))).await
-        };
+        let results =
+            futures_util::future::join_all(trials.map(|t| self.trial(scenario, t, serial))).await;
         self.progress.scenario_ended(scenario, results);
     }
 
-    async fn trial(&self, scenario: &Scenario, trial: u32) -> ScenarioResult {
+    async fn trial(&self, scenario: &Scenario, trial: u32, serial: bool) -> ScenarioResult {
+        let host = self.hosts.get(self.session.trial_host(trial));
+        // The lock first, on the first poll (see `run_trials`); every host is in the map.
+        let (_shared, _alone) = match (host, serial) {
+            (Some(lock), false) => (Some(lock.read().await), None),
+            (Some(lock), true) => (None, Some(lock.write().await)),
+            (None, _) => (None, None),
+        };
         // The semaphore is never closed, so acquiring cannot fail; a permit is held for the
         // whole trial.
         let _permit = self.permits.acquire().await;
