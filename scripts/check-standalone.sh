@@ -4,6 +4,8 @@
 # SQLite, which only the embedded reference host needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Lints first: a `cfg` slip that leaves an unused item only shows up as a warning here.
+cargo clippy --no-default-features --all-targets --locked -- -D warnings
 cargo build --no-default-features --locked
 tree=$(cargo tree --no-default-features -e normal --prefix none --locked)
 found=$(grep -E '^(axum|axum-core|rusqlite|libsqlite3-sys) ' <<<"$tree" | sort -u || true)

@@ -349,6 +349,28 @@ pub async fn admit(
     .await
 }
 
+/// Appends a call's `agent.tool-returned` event and, when `write`, its record in the same
+/// transaction, so a record never stands without its return (TURN-D3). Admission and replay
+/// both end a call this way.
+pub fn append_return(
+    scope: &TurnScope<'_>,
+    journal: &Journal,
+    event: NewEvent,
+    row: &records::RecordRow,
+    write: bool,
+) -> Result<(), AdmissionError> {
+    scope
+        .state
+        .storage()
+        .append_event_with(scope.run_id, event, |tx, _| {
+            if write {
+                records::put_tool(tx, scope.run_id, journal.attempt, journal.ordinal, row)?;
+            }
+            Ok(())
+        })?;
+    Ok(())
+}
+
 /// Where one emission's records go in the invocation log (TTC §D), and
 /// what the node does about a transient failure.
 #[derive(Debug, Clone, Copy)]
@@ -681,15 +703,7 @@ pub(crate) fn record_return(
     let write = journal.enabled && !journal.record_fails && !defer;
     let event =
         NewEvent::new(TOOL_RETURNED, payload.clone()).caused_by(Some(call_event_id.clone()));
-    scope
-        .state
-        .storage()
-        .append_event_with(scope.run_id, event, |tx, _| {
-            if write {
-                records::put_tool(tx, scope.run_id, journal.attempt, journal.ordinal, &row)?;
-            }
-            Ok(())
-        })?;
+    append_return(scope, journal, event, &row, write)?;
     if outcome == Outcome::Executed && mutant == Some(Mutant::DoubleReturn) {
         // Bug: the call is reported as returning twice.
         let again = NewEvent::new(TOOL_RETURNED, payload).caused_by(Some(call_event_id));

@@ -13,8 +13,8 @@ use crate::mutant::{Mutant, MutantInfo};
 use crate::tool_events::{HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus};
 use crate::turn::Outcome;
 use crate::turn::admission::{
-    AdmissionError, Admitted, Journal, NodeHalt, REPLAY_SOURCE_MISSING, TurnScope, outcome_named,
-    record_call, returned_fields,
+    AdmissionError, Admitted, Journal, NodeHalt, REPLAY_SOURCE_MISSING, TurnScope, append_return,
+    outcome_named, record_call, returned_fields,
 };
 use crate::turn::channels::minted_call_id;
 use crate::turn::feedback::{self, CallToolResult, ToolResult};
@@ -158,15 +158,7 @@ pub fn serve_replay(
     let row = records::RecordRow::of(&record, journal.record_limit)?;
     let write = journal.enabled && halt.is_none();
     let event = NewEvent::new(TOOL_RETURNED, payload).caused_by(Some(call_event_id));
-    scope
-        .state
-        .storage()
-        .append_event_with(scope.run_id, event, |tx, _| {
-            if write {
-                records::put_tool(tx, scope.run_id, journal.attempt, journal.ordinal, &row)?;
-            }
-            Ok(())
-        })?;
+    append_return(scope, journal, event, &row, write)?;
     Ok(Admitted {
         outcome,
         result: ToolResult { call_id, result },
