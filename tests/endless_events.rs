@@ -93,53 +93,43 @@ struct EventsReader {
 }
 
 fn events_readers(prefix: &str) -> Vec<EventsReader> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    // The suite as it runs: fragments, params and a scenario-level `row` expanded, so every
+    // check names its row.
+    let suite = toolcert::suite::Suite::embedded().unwrap();
     let mut out = Vec::new();
-    for family in std::fs::read_dir(dir).unwrap().flatten() {
-        if !family.path().is_dir() {
+    for (id, scenario) in &suite.expanded {
+        let id = id.clone();
+        if !id.starts_with(prefix) {
             continue;
         }
-        for file in std::fs::read_dir(family.path()).unwrap().flatten() {
-            let Ok(text) = std::fs::read_to_string(file.path()) else {
-                continue;
-            };
-            let Ok(scenario) = serde_json::from_str::<Value>(&text) else {
-                continue;
-            };
-            let id = scenario["id"].as_str().unwrap_or("").to_string();
-            if !id.starts_with(prefix) {
-                continue;
-            }
-            let steps: Vec<String> = scenario["steps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|s| s["step"] == "events")
-                .filter_map(|s| s["name"].as_str().map(str::to_string))
-                .collect();
-            if steps.is_empty() {
-                continue;
-            }
-            let checks = scenario["checks"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|c| {
-                    let text = c.to_string();
-                    steps.iter().any(|n| {
-                        text.contains(&format!("/steps/{n}/"))
-                            || text.contains(&format!("steps.{n}."))
-                    })
-                })
-                .map(|c| {
-                    (
-                        c["id"].as_str().unwrap_or("").to_string(),
-                        c["row"].as_str().unwrap_or("").to_string(),
-                    )
-                })
-                .collect();
-            out.push(EventsReader { id, steps, checks });
+        let steps: Vec<String> = scenario["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["step"] == "events")
+            .filter_map(|s| s["name"].as_str().map(str::to_string))
+            .collect();
+        if steps.is_empty() {
+            continue;
         }
+        let checks = scenario["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| {
+                let text = c.to_string();
+                steps.iter().any(|n| {
+                    text.contains(&format!("/steps/{n}/")) || text.contains(&format!("steps.{n}."))
+                })
+            })
+            .map(|c| {
+                (
+                    c["id"].as_str().unwrap_or("").to_string(),
+                    c["row"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        out.push(EventsReader { id, steps, checks });
     }
     out
 }
