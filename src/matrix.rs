@@ -7,15 +7,23 @@
 //! must be killed by the scenarios that name it in `kills`; every row that has a scenario
 //! must be turned to `fail`/`warn` by at least one mutant; every mutant must be named by some
 //! scenario. Kills are also tracked per check, so "every check can fail" is measured.
+//!
+//! A mutant's column runs only the scenarios that can tell it apart ([`Selection::Reached`]):
+//! each scenario first runs alone on the probe host (`Mutant::Probe`, the clean host that
+//! records every mutant site its code compares against), and a scenario that never reached a
+//! mutant's site does on that mutant exactly what it did on the clean host. `--full` runs
+//! every scenario in every column; CI checks that both give the same matrix.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use reference_host::mutants::{ALL, Mutant};
+use reference_host::mutants::{ALL, Mutant, MutantInfo};
 
-use crate::runner::{ReferenceVariant, RunOptions, RunOutcome, TargetError, run_reference};
-use crate::suite::{Suite, SuiteError};
-use crate::verdict::Disposition;
+use crate::runner::{
+    ReferenceVariant, RunOptions, RunOutcome, ScenarioResult, TargetError, run_reference,
+};
+use crate::suite::{Scenario, Step, Suite, SuiteError};
+use crate::verdict::{Disposition, FoldOptions, fold_rows};
 
 /// Why the matrix could not be run.
 #[derive(Debug, thiserror::Error)]
@@ -82,9 +90,47 @@ pub struct Column {
 
 impl Column {
     fn from_run(suite: &Suite, name: &str, breaks: &str, run: &RunOutcome) -> Column {
+        let scenarios: Vec<&ScenarioResult> = run.scenarios.iter().collect();
+        Column::of(suite, name, breaks, &scenarios, &run.rows)
+    }
+
+    /// The column of `info`: its own results for the scenarios it ran, the clean run's for
+    /// the others, with the rows folded over all of them.
+    fn merged(
+        suite: &Suite,
+        fold: FoldOptions,
+        info: &MutantInfo,
+        ran: &[ScenarioResult],
+        clean: &RunOutcome,
+    ) -> Column {
+        let mut scenarios: Vec<&ScenarioResult> = ran.iter().collect();
+        scenarios.extend(
+            clean
+                .scenarios
+                .iter()
+                .filter(|c| !ran.iter().any(|r| r.scenario_id == c.scenario_id)),
+        );
+        scenarios.sort_by(|a, b| (&a.scenario_id, a.trial).cmp(&(&b.scenario_id, b.trial)));
+        let rows = fold_rows(
+            suite,
+            fold,
+            scenarios
+                .iter()
+                .map(|s| (s.scenario_id.as_str(), s.checks.as_slice())),
+        );
+        Column::of(suite, info.name, info.breaks, &scenarios, &rows)
+    }
+
+    fn of(
+        suite: &Suite,
+        name: &str,
+        breaks: &str,
+        scenarios: &[&ScenarioResult],
+        rows: &[crate::verdict::RowVerdict],
+    ) -> Column {
         let mut killing = BTreeSet::new();
         let mut failing_checks = BTreeSet::new();
-        for s in &run.scenarios {
+        for s in scenarios {
             for c in &s.checks {
                 if kills(c.disposition(&suite.registry, false)) {
                     killing.insert(s.scenario_id.clone());
@@ -95,15 +141,13 @@ impl Column {
         Column {
             name: name.to_string(),
             breaks: breaks.to_string(),
-            scenarios: run
-                .scenarios
+            scenarios: scenarios
                 .iter()
                 .map(|s| (s.scenario_id.clone(), s.disposition))
                 .collect(),
             killing,
             failing_checks,
-            rows: run
-                .rows
+            rows: rows
                 .iter()
                 .map(|r| (r.requirement_id.clone(), r.disposition))
                 .collect(),
@@ -133,9 +177,25 @@ pub struct Matrix {
     pub upstream_clean: Column,
     /// One column per mutant in upstream-only mode: what the upstream contract alone catches.
     pub upstream: Vec<Column>,
+    /// Scenarios the probe host judged otherwise than the clean host (must be none).
+    pub probe_problems: Vec<String>,
 }
 
-/// Run the clean host and every mutant through the whole suite, `columns` mutants at a time.
+/// How a mutant column picks its scenarios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Selection {
+    /// Only the scenarios that can tell the mutant apart: those whose run on the probe host
+    /// reached the mutant's site, those that name it in `kills`, and those the probe cannot
+    /// watch (they restart a host process of their own). Every other scenario does on the
+    /// mutant exactly what it did on the clean host, so the column takes the clean result.
+    #[default]
+    Reached,
+    /// Every scenario in every column (`toolcert matrix --full`): the slow proof that
+    /// [`Selection::Reached`] leaves the matrix unchanged.
+    Full,
+}
+
+/// Run the clean host and every mutant through the suite, `columns` mutants at a time.
 ///
 /// A run spends most of its wall time waiting on timeouts the scenarios set (approval expiry,
 /// held receivers), not on the CPU, so columns overlap well; each column has its own embedded
@@ -145,7 +205,7 @@ pub async fn run_matrix(
     opts: &RunOptions,
     columns: usize,
 ) -> Result<Matrix, MatrixError> {
-    run_matrix_observed(suite, opts, columns, &|_| {}).await
+    run_matrix_observed(suite, opts, columns, Selection::Reached, &|_| {}).await
 }
 
 /// How many columns [`run_matrix`] runs: the clean host and every mutant, each in full and in
@@ -154,17 +214,97 @@ pub fn column_count() -> usize {
     2 * (ALL.len() + 1)
 }
 
-/// [`run_matrix`], calling `on_column` with each column's name as it finishes (a progress
-/// bar counts them; [`column_count`] is the total).
+/// Which mutant sites each scenario reaches on the probe host ([`Mutant::Probe`]), in one
+/// mode; `None` for a scenario the probe cannot watch (it runs a host process of its own).
+type Reach = BTreeMap<String, Option<BTreeSet<&'static str>>>;
+
+/// One probe window at a time in this process: the probe's record of reached sites is
+/// process-wide.
+static PROBE_WINDOW: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Run every scenario alone on a fresh probe host and record the mutant sites it reached.
+/// Also returns the probe's results, which must equal the clean host's (the probe is inert).
+async fn probe_reach(
+    suite: &Suite,
+    opts: &RunOptions,
+    upstream_only: bool,
+) -> Result<(Reach, Vec<crate::runner::ScenarioResult>), TargetError> {
+    use reference_host::mutant::probe;
+    let _window = PROBE_WINDOW.lock().await;
+    let mut reach = Reach::new();
+    let mut results = Vec::new();
+    for scenario in &suite.scenarios {
+        if spawns_a_host(scenario) {
+            reach.insert(scenario.id.clone(), None);
+            continue;
+        }
+        probe::reset();
+        let run = run_reference(
+            suite,
+            ReferenceVariant {
+                mutant: Some(Mutant::Probe),
+                upstream_only,
+            },
+            opts,
+            Some(&|s: &Scenario| s.id == scenario.id),
+        )
+        .await?;
+        let reached = reference_host::mutants::probe_reached();
+        reach.insert(
+            scenario.id.clone(),
+            Some(reached.into_iter().map(Mutant::name).collect()),
+        );
+        results.extend(run.scenarios);
+    }
+    Ok((reach, results))
+}
+
+/// A scenario that kills and restarts a host process: what that process reaches is out of
+/// the probe's sight.
+fn spawns_a_host(scenario: &Scenario) -> bool {
+    scenario.steps.iter().any(|s| matches!(s, Step::Host(_)))
+}
+
+/// The scenarios of `mutant`'s column under `selection`.
+fn selected<'s>(
+    suite: &'s Suite,
+    reach: &Reach,
+    selection: Selection,
+    info: &MutantInfo,
+) -> BTreeSet<&'s str> {
+    suite
+        .scenarios
+        .iter()
+        .filter(|s| {
+            selection == Selection::Full
+                || s.kills.iter().any(|k| k == info.name)
+                || reach
+                    .get(&s.id)
+                    .is_none_or(|r| r.as_ref().is_none_or(|r| r.contains(info.name)))
+        })
+        .map(|s| s.id.as_str())
+        .collect()
+}
+
+/// [`run_matrix`], with a `selection`, calling `on_column` with each column's name as it
+/// finishes (a progress bar counts them; [`column_count`] is the total).
 pub async fn run_matrix_observed(
     suite: &Suite,
     opts: &RunOptions,
     columns: usize,
+    selection: Selection,
     on_column: &(dyn Fn(&str) + Sync),
 ) -> Result<Matrix, MatrixError> {
     use futures_util::StreamExt as _;
     check_kills(suite)?;
-    let run_one = |mutant: Option<Mutant>, upstream_only: bool| {
+    async fn run_one(
+        suite: &Suite,
+        opts: &RunOptions,
+        mutant: Option<Mutant>,
+        upstream_only: bool,
+        only: Option<BTreeSet<&str>>,
+    ) -> Result<RunOutcome, TargetError> {
+        let select = |s: &Scenario| only.as_ref().is_none_or(|o| o.contains(s.id.as_str()));
         run_reference(
             suite,
             ReferenceVariant {
@@ -172,28 +312,77 @@ pub async fn run_matrix_observed(
                 upstream_only,
             },
             opts,
-            None,
+            Some(&select),
         )
-    };
-    let clean_run = run_one(None, false).await?;
+        .await
+    }
+    let clean_run = run_one(suite, opts, None, false, None).await?;
     on_column("clean");
     let clean = Column::from_run(suite, "clean", "", &clean_run);
-    let upstream_clean = Column::from_run(suite, "clean", "", &run_one(None, true).await?);
+    let upstream_clean_run = run_one(suite, opts, None, true, None).await?;
+    let upstream_clean = Column::from_run(suite, "clean", "", &upstream_clean_run);
     on_column("clean (upstream-only)");
+    let mut probe_problems = Vec::new();
+    let reach = match selection {
+        Selection::Full => [Reach::new(), Reach::new()],
+        Selection::Reached => {
+            let mut both = [Reach::new(), Reach::new()];
+            for (i, (upstream, clean)) in [(false, &clean), (true, &upstream_clean)]
+                .into_iter()
+                .enumerate()
+            {
+                let (reach, results) = probe_reach(suite, opts, upstream).await?;
+                for r in &results {
+                    let was = clean.scenarios.get(&r.scenario_id);
+                    if was != Some(&r.disposition) {
+                        probe_problems.push(format!(
+                            "{}{}: the probe host made it {:?}, the clean host {:?}: the probe is not inert, so the matrix cannot trust what it reached",
+                            r.scenario_id,
+                            if upstream { " (upstream-only)" } else { "" },
+                            r.disposition,
+                            was
+                        ));
+                    }
+                }
+                both[i] = reach;
+            }
+            both
+        }
+    };
     // Every (mode, mutant) pair is an independent column; the upstream-only ones are quick
     // (most of their scenarios stop at a 404), so they ride along in the same stream.
-    let jobs: Vec<(bool, &reference_host::mutants::MutantInfo)> = [false, true]
+    let jobs: Vec<(bool, &MutantInfo)> = [false, true]
         .into_iter()
         .flat_map(|upstream| ALL.iter().map(move |info| (upstream, info)))
         .collect();
     // Each run is cut down to its column as soon as it ends: a whole run keeps every
     // transcript and observation, and holding all of them made the matrix's peak memory grow
     // with the number of mutants.
+    let fold = FoldOptions {
+        strict: opts.strict,
+        require_evidence: opts.require_evidence,
+    };
     let columns_run: Vec<Result<Column, TargetError>> = futures_util::stream::iter(&jobs)
-        .map(|(upstream, info)| async move {
-            let run = run_one(Some(info.mutant), *upstream).await;
-            on_column(info.name);
-            run.map(|run| Column::from_run(suite, info.name, info.breaks, &run))
+        .map(|(upstream, info)| {
+            let (reach, clean_run) = if *upstream {
+                (&reach[1], &upstream_clean_run)
+            } else {
+                (&reach[0], &clean_run)
+            };
+            let only = selected(suite, reach, selection, info);
+            async move {
+                let column = if only.is_empty() {
+                    // Nothing can tell this mutant apart in this mode: its column is the
+                    // clean one.
+                    Ok(Column::merged(suite, fold, info, &[], clean_run))
+                } else {
+                    run_one(suite, opts, Some(info.mutant), *upstream, Some(only))
+                        .await
+                        .map(|run| Column::merged(suite, fold, info, &run.scenarios, clean_run))
+                };
+                on_column(info.name);
+                column
+            }
         })
         .buffered(columns.max(1))
         .collect()
@@ -213,6 +402,7 @@ pub async fn run_matrix_observed(
         mutants,
         upstream_clean,
         upstream,
+        probe_problems,
     })
 }
 
@@ -273,7 +463,7 @@ impl Matrix {
 
     /// Every way the matrix falls short; empty when it proves what it must.
     pub fn problems(&self, suite: &Suite) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out = self.probe_problems.clone();
         // The clean host as a plain upstream host: nothing may convict it; what it cannot
         // show is `blocked` or `inapplicable`.
         for (row, d) in &self.upstream_clean.rows {

@@ -36,14 +36,14 @@ pub fn args_hash(
     resolved: &Value,
     mutant: Option<Mutant>,
 ) -> Result<String, ArgsHashError> {
-    match mutant {
+    if mutant == Some(Mutant::ArgsHashRaw) {
         // Bug: the raw secret enters the hash input (violates SR-1).
-        Some(Mutant::ArgsHashRaw) => jcs_sha256(resolved),
+        jcs_sha256(resolved)
+    } else if mutant == Some(Mutant::ArgsHashNoncanonical) {
         // Bug: serde_json's spelling is not RFC 8785 (numbers, key order).
-        Some(Mutant::ArgsHashNoncanonical) => {
-            Ok(sha256_hex(serde_json::to_string(redacted)?.as_bytes()))
-        }
-        _ => jcs_sha256(redacted),
+        Ok(sha256_hex(serde_json::to_string(redacted)?.as_bytes()))
+    } else {
+        jcs_sha256(redacted)
     }
 }
 

@@ -4,9 +4,15 @@
 //! line saying what it breaks are declared next to the code it breaks, in
 //! that module's `MUTANTS` table; [`crate::mutants`] gathers the tables into
 //! [`crate::mutants::ALL`].
+//!
+//! A mutant site tests `mutant == Some(Mutant::X)` (or `!=`, or
+//! `mutant_is`), never a `match` pattern: the comparison is what tells the
+//! [`Mutant::Probe`] host that the site was reached (see [`probe`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One deliberately broken variant of the host, switched on by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Eq)]
 pub enum Mutant {
     /// A scope-resolver error is treated as "allowed" (fails open).
     AuthzFailOpenOnResolverError,
@@ -268,12 +274,80 @@ pub enum Mutant {
     /// The MCP server mount's retry resolves the clarification with `{}`
     /// instead of the `inputResponses` content (MCP-9).
     McpInputResponsesDropped,
+    /// Not a bug: a host that behaves as the clean one and records every
+    /// mutant site its code reaches ([`probe`]). The mutation matrix runs
+    /// each scenario once on a probe host and gives a mutant's column only
+    /// the scenarios that reached its site: elsewhere the mutant cannot
+    /// change what the host does. It is not in [`crate::mutants::ALL`].
+    Probe,
 }
 
 impl Mutant {
     /// How many mutants there are. [`crate::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `McpInputResponsesDropped`.
+    /// per variant, in variant order; the last variant is `McpInputResponsesDropped`
+    /// ([`Mutant::Probe`], after it, is not a mutant).
     pub const COUNT: usize = Mutant::McpInputResponsesDropped as usize + 1;
+
+    /// Whether this is [`Mutant::Probe`] (without recording a site).
+    pub fn is_probe(self) -> bool {
+        self as usize == Mutant::Probe as usize
+    }
+}
+
+/// Equality is the variant's, and it is where a site is seen: comparing the
+/// probe with mutant `X` records that `X`'s site was reached (and is false).
+impl PartialEq for Mutant {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (*self as usize, *other as usize);
+        if a == Mutant::Probe as usize {
+            probe::reach(b);
+        } else if b == Mutant::Probe as usize {
+            probe::reach(a);
+        }
+        a == b
+    }
+}
+
+// Consistent with `eq`: equal variants hash alike.
+impl std::hash::Hash for Mutant {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (*self as usize).hash(state);
+    }
+}
+
+/// The mutant sites the [`Mutant::Probe`] host reached, process-wide.
+///
+/// Sound by construction: a host that never compares its mutant with `X`
+/// behaves the same with `X` switched on, so a scenario whose probe run
+/// reached no `X` site cannot be told apart by `X`. Reaching more is safe
+/// (the matrix just runs more), so leftovers of an earlier probe host only
+/// widen a later window; the caller runs one probe window at a time.
+pub mod probe {
+    use super::{AtomicBool, Mutant, Ordering};
+
+    #[allow(clippy::declare_interior_mutable_const)]
+    const UNSEEN: AtomicBool = AtomicBool::new(false);
+    static REACHED: [AtomicBool; Mutant::COUNT] = [UNSEEN; Mutant::COUNT];
+
+    pub(super) fn reach(index: usize) {
+        if let Some(flag) = REACHED.get(index) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Forget every site reached so far: a probe window starts.
+    pub fn reset() {
+        for flag in &REACHED {
+            flag.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// The indices (variant order) of the sites reached since [`reset`].
+    pub fn reached() -> Vec<usize> {
+        (0..Mutant::COUNT)
+            .filter(|&i| REACHED[i].load(Ordering::Relaxed))
+            .collect()
+    }
 }
 
 /// A mutant with its command-line name and a one-line statement of what it breaks.

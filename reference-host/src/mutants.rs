@@ -117,9 +117,9 @@ const _: () = {
 impl Mutant {
     /// The entry of [`ALL`] describing this mutant.
     fn info(self) -> &'static MutantInfo {
-        // Entry `i` is variant `i` (checked at compile time above); the
-        // fallback only keeps this total without a panic path.
-        ALL.get(self as usize).unwrap_or(&ALL[0])
+        // Entry `i` is variant `i` (checked at compile time above); past
+        // the end is the probe.
+        ALL.get(self as usize).unwrap_or(&PROBE)
     }
 
     /// The kebab-case name accepted by `--mutant`.
@@ -131,6 +131,22 @@ impl Mutant {
     pub fn breaks(self) -> &'static str {
         self.info().breaks
     }
+}
+
+/// [`Mutant::Probe`]'s entry: not in [`ALL`], and not accepted by `--mutant`.
+const PROBE: MutantInfo = MutantInfo {
+    mutant: Mutant::Probe,
+    name: "probe",
+    breaks: "nothing: it records the mutant sites the host reaches",
+};
+
+/// The mutants whose sites the probe host reached since
+/// [`crate::mutant::probe::reset`], in [`ALL`] order.
+pub fn probe_reached() -> Vec<Mutant> {
+    crate::mutant::probe::reached()
+        .into_iter()
+        .filter_map(|i| ALL.get(i).map(|info| info.mutant))
+        .collect()
 }
 
 impl fmt::Display for Mutant {
@@ -225,5 +241,26 @@ mod tests {
         for info in ALL {
             assert!(message.contains(info.name), "missing {}", info.name);
         }
+    }
+
+    #[test]
+    fn the_probe_records_the_sites_compared_with_it_and_matches_none() {
+        // The only test that touches the process-wide record.
+        crate::mutant::probe::reset();
+        let probe = Some(Mutant::Probe);
+        assert!(probe != Some(Mutant::ArgsHashRaw));
+        assert!(Some(Mutant::DoubleReturn) != probe);
+        assert!(probe.is_some_and(Mutant::is_probe));
+        assert_eq!(
+            probe_reached(),
+            vec![Mutant::ArgsHashRaw, Mutant::DoubleReturn]
+        );
+        // A real mutant compared with another records nothing.
+        assert!(Some(Mutant::ArgsHashRaw) != Some(Mutant::InvokeThenCheck));
+        assert_eq!(probe_reached().len(), 2);
+        assert_eq!(Mutant::Probe.name(), "probe");
+        assert!("probe".parse::<Mutant>().is_err(), "not a --mutant name");
+        crate::mutant::probe::reset();
+        assert!(probe_reached().is_empty());
     }
 }

@@ -19,6 +19,10 @@ pub struct MatrixArgs {
     /// cores of a small machine busy while columns wait on their scenarios' timers).
     #[arg(long, default_value_t = 6, value_name = "N")]
     pub columns: usize,
+    /// Run every scenario in every mutant column, instead of only the scenarios that reach
+    /// the mutant's site on the probe host (slow; it proves the fast matrix is the same).
+    #[arg(long)]
+    pub full: bool,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -34,6 +38,11 @@ pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         &suite,
         &opts,
         args.columns,
+        if args.full {
+            crate::matrix::Selection::Full
+        } else {
+            crate::matrix::Selection::Reached
+        },
         &|_| progress.inc(),
     ))?;
     progress.finish();

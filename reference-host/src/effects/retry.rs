@@ -55,12 +55,14 @@ pub fn classify(delivery: Delivery) -> Verdict {
 /// derivative this host documents is the identity itself, and it is
 /// identical on every attempt.
 pub fn provider_key(effect_id: &str, attempt: u32, mutant: Option<Mutant>) -> Option<String> {
-    match mutant {
+    if mutant == Some(Mutant::NoProviderKey) {
         // Bug: the provider cannot deduplicate what it cannot recognise.
-        Some(Mutant::NoProviderKey) => None,
+        None
+    } else if mutant == Some(Mutant::RetryKeyDiffers) {
         // Bug: a key per attempt makes every retry a new request upstream.
-        Some(Mutant::RetryKeyDiffers) => Some(format!("{effect_id}-a{attempt}")),
-        _ => Some(effect_id.to_owned()),
+        Some(format!("{effect_id}-a{attempt}"))
+    } else {
+        Some(effect_id.to_owned())
     }
 }
 

@@ -79,12 +79,14 @@ pub enum Gate {
 /// The gate order: TTC §B, unless a mutant swaps two gates.
 pub fn gate_order(mutant: Option<Mutant>) -> [Gate; 5] {
     use Gate::{Arguments, Authorization, Completion, Limits, Name};
-    match mutant {
+    if mutant == Some(Mutant::AuthzBeforeArgs) {
         // Bug: policy is consulted for a call whose arguments are invalid.
-        Some(Mutant::AuthzBeforeArgs) => [Completion, Name, Authorization, Arguments, Limits],
+        [Completion, Name, Authorization, Arguments, Limits]
+    } else if mutant == Some(Mutant::LimitsBeforeAuthz) {
         // Bug: a token is consumed by a call authorization then denies.
-        Some(Mutant::LimitsBeforeAuthz) => [Completion, Name, Arguments, Limits, Authorization],
-        _ => [Completion, Name, Arguments, Authorization, Limits],
+        [Completion, Name, Arguments, Limits, Authorization]
+    } else {
+        [Completion, Name, Arguments, Authorization, Limits]
     }
 }
 

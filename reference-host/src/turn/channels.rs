@@ -190,15 +190,15 @@ pub fn text_emissions(
     tools: &[Arc<FixtureTool>],
     mutant: Option<Mutant>,
 ) -> Vec<ToolEmission> {
-    match mutant {
+    if mutant == Some(Mutant::PromptedOutputDispatched) && plan.is_some() {
         // Bug: a structured/prompted answer shaped like a tool call is
         // taken for one.
-        Some(Mutant::PromptedOutputDispatched) if plan.is_some() => {
-            prompted_tool_call(text, tools).into_iter().collect()
-        }
+        prompted_tool_call(text, tools).into_iter().collect()
+    } else if mutant == Some(Mutant::InlineToolParser) {
         // Bug: tool calls written in the text are parsed and executed.
-        Some(Mutant::InlineToolParser) => inline_tool_calls(text),
-        _ => Vec::new(),
+        inline_tool_calls(text)
+    } else {
+        Vec::new()
     }
 }
 
