@@ -141,6 +141,10 @@ impl NotObserved {
     /// the first such node along a check's pointer). A reason that is not a string reads as
     /// empty, as it always has.
     pub fn state_of(node: &Value) -> Option<(Unobserved, String)> {
+        // Only an object is one (a derived struct would also read an array, by position).
+        if !node.is_object() {
+            return None;
+        }
         let marker = Marker::deserialize(node).ok()?;
         let (state, reason) = [
             (Unobserved::Blocked, marker.blocked),
@@ -340,6 +344,7 @@ mod tests {
         );
         assert_eq!(s(json!({"count": 1})), None);
         assert_eq!(s(json!([1])), None);
+        assert_eq!(s(json!(["a", "b", "c"])), None);
         assert_eq!(s(json!(null)), None);
     }
 
