@@ -55,14 +55,14 @@ pub enum Context {
     /// An `events` read cut short by one of its bounds.
     Cut {
         /// Which bound stopped the read.
-        truncated: Truncation,
+        truncated: Box<Truncation>,
         /// What was read before.
-        partial: PartialLog,
+        partial: Box<PartialLog>,
     },
     /// An event poll that answered neither the log nor "not served".
     Poll {
         /// The answer.
-        poll: HttpObservation,
+        poll: Box<HttpObservation>,
     },
     /// A provider script whose requests the mock provider found malformed: what it saw.
     Provider(Box<ProviderObservation>),
@@ -210,9 +210,13 @@ fn context_of(state: Unobserved, rest: Map<String, Value>) -> Context {
                 partial: serde_json::from_value(rest["partial"].clone()).ok()?,
             })
         })(),
-        (Unobserved::Fail, ["poll"]) => serde_json::from_value(rest["poll"].clone())
-            .ok()
-            .map(|poll| Context::Poll { poll }),
+        (Unobserved::Fail, ["poll"]) => {
+            serde_json::from_value(rest["poll"].clone())
+                .ok()
+                .map(|poll| Context::Poll {
+                    poll: Box::new(poll),
+                })
+        }
         (Unobserved::Fail, _) if rest.contains_key("model") => {
             serde_json::from_value(Value::Object(rest.clone()))
                 .ok()
@@ -317,11 +321,11 @@ mod tests {
             json!({"$error": "timeout"})
         );
         let fail = NotObserved::fail("bad poll").with(Context::Poll {
-            poll: HttpObservation {
+            poll: Box::new(HttpObservation {
                 status: 500,
                 headers: Default::default(),
                 body: json!({"x": 1}),
-            },
+            }),
         });
         let v = fail.to_value();
         assert_eq!(

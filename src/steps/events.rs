@@ -364,14 +364,14 @@ fn cut_observation(run_id: &str, c: Collected, cut: Cut) -> NotObserved {
         cut.reason
     );
     NotObserved::blocked(reason).with(Context::Cut {
-        truncated: Truncation {
+        truncated: Box::new(Truncation {
             reason: cut.reason,
             cap: cut.cap.to_string(),
             limit: cut.limit,
             received: c.received,
             bytes: c.bytes,
-        },
-        partial: PartialLog {
+        }),
+        partial: Box::new(PartialLog {
             run_id: run_id.to_string(),
             settled: settled(&c.status),
             status: c.status,
@@ -380,7 +380,7 @@ fn cut_observation(run_id: &str, c: Collected, cut: Cut) -> NotObserved {
             count,
             kept: kept.len(),
             events: kept,
-        },
+        }),
     })
 }
 
@@ -543,7 +543,7 @@ async fn via_poll(
                 "the event poll for run {run_id} answered HTTP {}",
                 resp.status
             );
-            let poll = HttpObservation::from(&resp);
+            let poll = Box::new(HttpObservation::from(&resp));
             return Err((
                 NotObserved::fail(reason).with(Context::Poll { poll }),
                 Flow::Continue,
