@@ -11,6 +11,7 @@
 //! - [`host`] talks to a host: discovery, wire major, paths, bearer tokens per role;
 //! - [`witness`] holds the doubles toolcert owns (the tool receiver);
 //! - [`steps`] runs the typed steps a scenario is made of and records observations;
+//! - [`observation`] types what each step kind observes, and "not observed";
 //! - [`expect`] judges checks over those observations (drive, then judge);
 //! - [`verdict`] folds check outcomes into one disposition per requirement row;
 //! - [`runner`] runs scenarios against a target and collects results;
@@ -48,6 +49,7 @@ pub mod host;
 #[cfg(feature = "reference")]
 pub mod matrix;
 pub mod mcp;
+pub mod observation;
 pub mod partition;
 pub mod recheck;
 pub mod redact;

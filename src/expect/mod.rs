@@ -3,8 +3,8 @@
 //! Checks are pure functions of the observations, so a stored transcript can be re-judged
 //! without the host. The judge cannot convict on a broken setup, by construction:
 //!
-//! - a check whose pointers run through a `$blocked` / `$error` / `$fail` observation (a step
-//!   that could not be made) takes that status;
+//! - a check whose pointers run through an observation that could not be made (a
+//!   [`NotObserved`]: blocked, error or fail) takes that status;
 //! - a positive control that does not hold is `blocked`, and so is every check of the rows
 //!   it guards (its own row, or those its `guards` lists) and every check that `requires`
 //!   it, so "zero calls" is never judged against a double nobody reached;
@@ -22,6 +22,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::observation::{NotObserved, Unobserved};
 use crate::suite::{Check, Scenario, Step, Suite};
 use crate::template;
 use crate::verdict::{CheckOutcome, CheckStatus, Evidence};
@@ -291,17 +292,13 @@ fn observation_state(doc: &Value, pointer: &str) -> Option<(CheckStatus, String)
     let mut node = doc;
     let mut segments = pointer.split('/').skip(1);
     loop {
-        if let Value::Object(map) = node {
-            for (key, status) in [
-                ("$blocked", CheckStatus::Blocked),
-                ("$error", CheckStatus::Error),
-                ("$fail", CheckStatus::Fail),
-            ] {
-                if let Some(reason) = map.get(key) {
-                    let reason = reason.as_str().unwrap_or("").to_string();
-                    return Some((status, reason));
-                }
-            }
+        if let Some((state, reason)) = NotObserved::state_of(node) {
+            let status = match state {
+                Unobserved::Blocked => CheckStatus::Blocked,
+                Unobserved::Error => CheckStatus::Error,
+                Unobserved::Fail => CheckStatus::Fail,
+            };
+            return Some((status, reason));
         }
         let seg = segments.next()?;
         let seg = seg.replace("~1", "/").replace("~0", "~");
@@ -388,7 +385,11 @@ mod tests {
             {"id": "b", "row": "HOOKS-AUTH-3", "says": "s", "at": "/steps/y/http/status", "expect": {"equals": 200}},
             {"id": "c", "row": "HOOKS-AUTH-3", "says": "s", "at": "/steps/z/runId", "expect": {"equals": "{{steps.x.runId}}"}}
         ]));
-        let doc = json!({"steps": {"x": {"$blocked": "seam not wired"}, "y": {"$error": "timeout"}, "z": {"runId": "r"}}});
+        let doc = json!({"steps": {
+            "x": NotObserved::blocked("seam not wired").to_value(),
+            "y": NotObserved::error("timeout").to_value(),
+            "z": {"runId": "r"},
+        }});
         let out = judge(&s, &doc);
         assert_eq!(
             (out[0].status, out[0].detail.as_str()),

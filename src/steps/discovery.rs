@@ -1,11 +1,17 @@
 //! `discovery`: re-fetch discovery with `If-None-Match` (DISC-6) and record both answers.
 
-use serde_json::{Value, json};
-
 use super::{Flow, ScenarioCtx, transport_failure};
 use crate::host::HostRequest;
+use crate::observation::{DiscoveryObservation, Observation};
 
-pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, name: &str) -> (Value, Flow) {
+pub(super) async fn run(
+    ctx: &mut ScenarioCtx<'_>,
+    name: &str,
+) -> (Observation<DiscoveryObservation>, Flow) {
+    let failed = |e| {
+        let (obs, flow) = transport_failure(e);
+        (obs.into(), flow)
+    };
     let version = match ctx.client.wire() {
         crate::host::WireMajor::V2 => Some("2.0"),
         crate::host::WireMajor::V1 => None,
@@ -16,16 +22,20 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, name: &str) -> (Value, Flow) 
     }
     let first = match ctx.send(name, &plain).await {
         Ok(r) => r,
-        Err(e) => return transport_failure(&e),
+        Err(e) => return failed(&e),
     };
     let etag = first.headers.get("etag").cloned();
-    let mut obs = json!({"first": first.observation(), "etag": etag});
+    let mut seen = DiscoveryObservation {
+        first: (&first).into(),
+        etag: etag.clone(),
+        conditional: None,
+    };
     if let Some(tag) = etag {
         let conditional = plain.clone().header("If-None-Match", tag);
         match ctx.send(name, &conditional).await {
-            Ok(r) => obs["conditional"] = r.observation(),
-            Err(e) => return transport_failure(&e),
+            Ok(r) => seen.conditional = Some((&r).into()),
+            Err(e) => return failed(&e),
         }
     }
-    (obs, Flow::Continue)
+    (Observation::Made(seen), Flow::Continue)
 }

@@ -31,11 +31,11 @@
 //!  "partial": {"runId", "status", "settled", "via", "reconnects", "count", "kept", "events"}}
 //! ```
 //!
-//! so every check whose pointer reads the step is `blocked` with that reason (the judge
-//! propagates `$blocked` along a check's pointer). A partial log can be judged neither way:
+//! (a [`NotObserved`] with [`Context::Cut`]), so every check whose pointer reads the step is
+//! `blocked` with that reason (the judge propagates the state along a check's pointer). A partial log can be judged neither way:
 //! a check that a missing event would fail might `pass` on it, and a check counting events
-//! might `fail` on the ones never read. It is not toolcert's `$error` (toolcert worked as
-//! designed) nor the host's `$fail` (an endless log is not itself a rule violation a row
+//! might `fail` on the ones never read. It is not toolcert's `error` (toolcert worked as
+//! designed) nor the host's `fail` (an endless log is not itself a rule violation a row
 //! names): the host answered with a log toolcert cannot see the end of, so the run's outcome
 //! cannot be witnessed, which is what `blocked` means. `partial` keeps the events read first,
 //! up to [`PARTIAL_KEPT_BYTES`] of them, for a reader of the report; no check reads under it.
@@ -45,8 +45,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Flow, ScenarioCtx, blocked, require_role, transport_failure};
+use super::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::{HostRequest, SseCap, SseEnd, SseLimits, TransportError, WireMajor};
+use crate::observation::{
+    Context, EventsObservation, HttpObservation, NotObserved, Observation, Pairing, PartialLog,
+    Truncation,
+};
 use crate::suite::EventsRead;
 use crate::transcript::Exchange;
 
@@ -194,34 +198,44 @@ impl Cut {
     }
 }
 
-pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, read: &EventsRead) -> (Value, Flow) {
+pub(super) async fn run(
+    ctx: &mut ScenarioCtx<'_>,
+    read: &EventsRead,
+) -> (Observation<EventsObservation>, Flow) {
+    match collect(ctx, read).await {
+        Ok((run_id, collected)) => (observation(&run_id, collected), Flow::Continue),
+        Err((not_made, flow)) => (not_made.into(), flow),
+    }
+}
+
+/// Read the log of the run `read` names: over SSE, else by polling.
+async fn collect(
+    ctx: &mut ScenarioCtx<'_>,
+    read: &EventsRead,
+) -> Result<(String, Collected), (NotObserved, Flow)> {
     if let Some(obs) = require_role(ctx, &read.role) {
-        return (obs, Flow::Continue);
+        return Err((obs, Flow::Continue));
     }
     let run_id = match crate::template::render_str(&read.run, &ctx.doc) {
         Ok(Value::String(s)) if !s.is_empty() => s,
         Ok(other) => {
-            return (
-                blocked(format!("no run id to read events for (got {other})")),
+            return Err((
+                NotObserved::blocked(format!("no run id to read events for (got {other})")),
                 Flow::Continue,
-            );
+            ));
         }
-        Err(e) => return (ctx.template_failure(&e), Flow::Continue),
+        Err(e) => return Err((ctx.template_failure(&e), Flow::Continue)),
     };
-    let collected = match via_sse(ctx, read, &run_id).await {
-        Ok(Some(c)) => c,
-        Ok(None) => match via_poll(ctx, read, &run_id).await {
-            Ok(c) => c,
-            Err(obs) => return obs,
-        },
-        Err(obs) => return obs,
+    let collected = match via_sse(ctx, read, &run_id).await? {
+        Some(c) => c,
+        None => via_poll(ctx, read, &run_id).await?,
     };
-    (observation(&run_id, collected), Flow::Continue)
+    Ok((run_id, collected))
 }
 
-fn observation(run_id: &str, mut c: Collected) -> Value {
+fn observation(run_id: &str, mut c: Collected) -> Observation<EventsObservation> {
     if let Some(cut) = c.cut.take() {
-        return cut_observation(run_id, c, cut);
+        return cut_observation(run_id, c, cut).into();
     }
     let events: Vec<Value> = c.by_sequence.into_values().collect();
     let mut by_type: BTreeMap<String, Vec<Value>> = BTreeMap::new();
@@ -233,7 +247,7 @@ fn observation(run_id: &str, mut c: Collected) -> Value {
             by_concept.entry(concept).or_default().push(e.clone());
         }
     }
-    let types: Vec<&Value> = events.iter().map(|e| &e["type"]).collect();
+    let types: Vec<Value> = events.iter().map(|e| e["type"].clone()).collect();
     // Pairing (TURN-B6): how many returns each call got, and returns with no call.
     let call_ids: Vec<&Value> = by_concept
         .get("toolCalled")
@@ -279,26 +293,33 @@ fn observation(run_id: &str, mut c: Collected) -> Value {
             error_codes.push(code);
         }
     }
-    json!({
-        "errorCodes": error_codes,
-        "pairing": {
-            "calls": call_ids.len(),
-            "returns": return_ids.len(),
-            "callsWithoutReturn": unpaired,
-            "callsWithSeveralReturns": repeated,
-            "returnsWithoutCall": orphans,
-            "statusCounts": status_counts,
-        },
-        "runId": run_id,
-        "status": c.status,
-        "settled": settled(&c.status),
-        "via": c.via,
-        "reconnects": c.reconnects,
-        "count": events.len(),
-        "types": types,
-        "byType": by_type,
-        "byConcept": by_concept,
-        "events": events,
+    let owned = |ids: Vec<&Value>| ids.into_iter().cloned().collect::<Vec<Value>>();
+    let pairing = Pairing {
+        calls: call_ids.len(),
+        returns: return_ids.len(),
+        calls_without_return: owned(unpaired),
+        calls_with_several_returns: owned(repeated),
+        returns_without_call: owned(orphans),
+        status_counts,
+    };
+    let error_codes = owned(error_codes);
+    let by_concept = by_concept
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    Observation::Made(EventsObservation {
+        error_codes,
+        pairing,
+        run_id: run_id.to_string(),
+        settled: settled(&c.status),
+        status: c.status,
+        via: c.via.to_string(),
+        reconnects: c.reconnects,
+        count: events.len(),
+        types,
+        by_type,
+        by_concept,
+        events,
     })
 }
 
@@ -309,7 +330,7 @@ pub(super) async fn run_status(
     step: &str,
     role: &str,
     run_id: &str,
-) -> Result<Value, (Value, Flow)> {
+) -> Result<Value, (NotObserved, Flow)> {
     let path = ctx.client.wire().api_path(&format!("/runs/{run_id}"));
     match ctx
         .send(step, &HostRequest::get(path).role(role.to_string()))
@@ -320,9 +341,9 @@ pub(super) async fn run_status(
     }
 }
 
-/// The observation of a read cut short: `$blocked` with the reason, the bound, and the first
+/// The observation of a read cut short: `blocked` with the reason, the bound, and the first
 /// events read (see the module doc).
-fn cut_observation(run_id: &str, c: Collected, cut: Cut) -> Value {
+fn cut_observation(run_id: &str, c: Collected, cut: Cut) -> NotObserved {
     let count = c.by_sequence.len();
     let mut kept = Vec::new();
     let mut size = 0usize;
@@ -338,28 +359,28 @@ fn cut_observation(run_id: &str, c: Collected, cut: Cut) -> Value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    json!({
-        "$blocked": format!(
-            "{} (run status {status}; {count} distinct events read before toolcert stopped): toolcert cannot witness the end of the run, so no check is judged on the partial log",
-            cut.reason
-        ),
-        "truncated": {
-            "reason": cut.reason,
-            "cap": cut.cap,
-            "limit": cut.limit,
-            "received": c.received,
-            "bytes": c.bytes,
-        },
-        "partial": {
-            "runId": run_id,
-            "status": c.status,
-            "settled": settled(&c.status),
-            "via": c.via,
-            "reconnects": c.reconnects,
-            "count": count,
-            "kept": kept.len(),
-            "events": kept,
-        },
+    let reason = format!(
+        "{} (run status {status}; {count} distinct events read before toolcert stopped): toolcert cannot witness the end of the run, so no check is judged on the partial log",
+        cut.reason
+    );
+    NotObserved::blocked(reason).with(Context::Cut {
+        truncated: Box::new(Truncation {
+            reason: cut.reason,
+            cap: cut.cap.to_string(),
+            limit: cut.limit,
+            received: c.received,
+            bytes: c.bytes,
+        }),
+        partial: Box::new(PartialLog {
+            run_id: run_id.to_string(),
+            settled: settled(&c.status),
+            status: c.status,
+            via: c.via.to_string(),
+            reconnects: c.reconnects,
+            count,
+            kept: kept.len(),
+            events: kept,
+        }),
     })
 }
 
@@ -372,7 +393,7 @@ async fn via_sse(
     ctx: &mut ScenarioCtx<'_>,
     read: &EventsRead,
     run_id: &str,
-) -> Result<Option<Collected>, (Value, Flow)> {
+) -> Result<Option<Collected>, (NotObserved, Flow)> {
     let path = ctx
         .client
         .wire()
@@ -478,7 +499,7 @@ async fn via_poll(
     ctx: &mut ScenarioCtx<'_>,
     read: &EventsRead,
     run_id: &str,
-) -> Result<Collected, (Value, Flow)> {
+) -> Result<Collected, (NotObserved, Flow)> {
     let cursor = match ctx.client.wire() {
         WireMajor::V2 => "afterSequence",
         WireMajor::V1 => "lastSequence",
@@ -509,7 +530,7 @@ async fn via_poll(
         };
         if resp.status == 404 || resp.status == 405 {
             return Err((
-                blocked(format!(
+                NotObserved::blocked(format!(
                     "the host serves neither an event stream nor an event poll for run {run_id} (HTTP {})",
                     resp.status
                 )),
@@ -518,8 +539,13 @@ async fn via_poll(
         }
         if resp.status != 200 {
             // An answer that is neither the log nor "not served" is a wrong answer.
+            let reason = format!(
+                "the event poll for run {run_id} answered HTTP {}",
+                resp.status
+            );
+            let poll = Box::new(HttpObservation::from(&resp));
             return Err((
-                json!({"$fail": format!("the event poll for run {run_id} answered HTTP {}", resp.status), "poll": resp.observation()}),
+                NotObserved::fail(reason).with(Context::Poll { poll }),
                 Flow::Continue,
             ));
         }
@@ -575,6 +601,7 @@ mod tests {
 
     use super::{Collected, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation};
     use crate::host::{Budgets, Discovery, HostClient, WireMajor};
+    use crate::observation::{Context, NotObserved, Unobserved};
     use crate::steps::ScenarioCtx;
     use crate::suite::{EventsRead, Step};
     use crate::transcript::Transcript;
@@ -711,7 +738,8 @@ mod tests {
                 status: json!("completed"),
                 ..Collected::new("poll")
             },
-        );
+        )
+        .to_value();
         assert_eq!(obs["errorCodes"], json!(["b.x", "forbidden"]));
     }
 
@@ -809,10 +837,19 @@ mod tests {
         url
     }
 
+    /// The reason of a `blocked` observation.
+    fn blocked_reason(obs: &Value) -> String {
+        match NotObserved::state_of(obs) {
+            Some((Unobserved::Blocked, reason)) => reason,
+            _ => panic!("not blocked: {obs}"),
+        }
+    }
+
     fn assert_cut(obs: &Value, cap: &str) {
-        let reason = obs["$blocked"]
-            .as_str()
-            .unwrap_or_else(|| panic!("not blocked: {obs}"));
+        let reason = blocked_reason(obs);
+        let typed: NotObserved = serde_json::from_value(obs.clone()).unwrap();
+        assert!(matches!(typed.context, Context::Cut { .. }), "{typed:?}");
+        assert_eq!(&typed.to_value(), obs, "the typed form round-trips");
         assert!(
             reason.contains("cannot witness the end of the run"),
             "{reason}"
@@ -843,12 +880,7 @@ mod tests {
         assert_cut(&obs, "events");
         assert_eq!(obs["truncated"]["received"], MAX_EVENTS);
         assert_eq!(obs["partial"]["count"], MAX_EVENTS);
-        assert!(
-            obs["$blocked"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("more than {MAX_EVENTS} events"))
-        );
+        assert!(blocked_reason(&obs).contains(&format!("more than {MAX_EVENTS} events")));
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "{:?}",
@@ -919,7 +951,7 @@ mod tests {
         })
         .await;
         let (obs, _) = read_events_scaled(&url, 0.3).await;
-        let reason = obs["$blocked"].as_str().unwrap().to_string();
+        let reason = blocked_reason(&obs);
         // HOOKS-FAIL-7 over a log whose controls hold: the tool ran, and the partial log's
         // events would otherwise be read as "no error codes" (a fail) or as all registered.
         let suite = crate::suite::Suite::embedded().unwrap();

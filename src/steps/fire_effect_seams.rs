@@ -17,44 +17,59 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Flow, ScenarioCtx, blocked, error, require_role, transport_failure};
+use super::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::HostRequest;
+use crate::observation::{EffectSeamRow, FireEffectSeamsObservation, NotObserved, Observation};
 use crate::suite::FireEffectSeamsSpec;
 
 /// How often a run's status is read while waiting for it to settle.
 const POLL: Duration = Duration::from_millis(50);
 
-pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &FireEffectSeamsSpec) -> (Value, Flow) {
+pub(super) async fn run(
+    ctx: &mut ScenarioCtx<'_>,
+    spec: &FireEffectSeamsSpec,
+) -> (Observation<FireEffectSeamsObservation>, Flow) {
+    match fire_all(ctx, spec).await {
+        Ok(seen) => (Observation::Made(seen), Flow::Continue),
+        Err((not_made, flow)) => (not_made.into(), flow),
+    }
+}
+
+async fn fire_all(
+    ctx: &mut ScenarioCtx<'_>,
+    spec: &FireEffectSeamsSpec,
+) -> Result<FireEffectSeamsObservation, (NotObserved, Flow)> {
     if let Some(obs) = require_role(ctx, &spec.role) {
-        return (obs, Flow::Continue);
+        return Err((obs, Flow::Continue));
     }
     let Some(path) = ctx.discovery.document["replay"]["effectSeamsManifest"]
         .as_str()
         .map(str::to_string)
     else {
-        return (
-            blocked("the host advertises no effect-seam manifest (replay.effectSeamsManifest)"),
+        return Err((
+            NotObserved::blocked(
+                "the host advertises no effect-seam manifest (replay.effectSeamsManifest)",
+            ),
             Flow::Continue,
-        );
+        ));
     };
     let manifest = match send(
         ctx,
         &spec.name,
         HostRequest::get(path.clone()).role(spec.role.clone()),
     )
-    .await
+    .await?
     {
-        Ok(resp) if resp.status == 200 => resp.body,
-        Ok(resp) => {
-            return (
-                error(format!(
+        resp if resp.status == 200 => resp.body,
+        resp => {
+            return Err((
+                NotObserved::error(format!(
                     "GET {path} answered HTTP {}; RPL-1 judges the manifest itself",
                     resp.status
                 )),
                 Flow::Continue,
-            );
+            ));
         }
-        Err(flow) => return flow,
     };
     let seams: Vec<Value> = manifest["seams"].as_array().cloned().unwrap_or_default();
     let mut rows = Vec::with_capacity(seams.len());
@@ -70,55 +85,62 @@ pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &FireEffectSeamsSpec) -
             json!({"seam": seam_id, "receiverUrl": url}),
         )
         .role(spec.role.clone());
-        let fired = match send(ctx, &spec.name, fire).await {
-            Ok(resp) => resp,
-            Err(flow) => return flow,
-        };
+        let fired = send(ctx, &spec.name, fire).await?;
         if index == 0
             && matches!(fired.status, 404 | 405 | 501)
             && fired.body["error"] != "not_found"
         {
-            return (
-                blocked(format!(
+            return Err((
+                NotObserved::blocked(format!(
                     "seam {fire_path} is not wired on this host (HTTP {})",
                     fired.status
                 )),
                 Flow::Continue,
-            );
+            ));
         }
-        let mut row = json!({"seam": seam_id, "fireStatus": fired.status});
+        let mut row = EffectSeamRow {
+            seam: seam_id,
+            fire_status: fired.status,
+            parent_run_id: None,
+            parent_run_status: None,
+            delivered_at_fire: None,
+            parent_effects: None,
+            fork_status: None,
+            fork_run_id: None,
+            fork_run_status: None,
+            fork_effects: None,
+            re_fires: None,
+            delivered_by_fork: None,
+        };
         let Some(parent) = fired.body["runId"].as_str().map(str::to_string) else {
             rows.push(row);
             continue;
         };
-        row["parentRunId"] = json!(parent);
-        row["parentRunStatus"] = settle(ctx, &spec.name, &spec.role, &parent).await;
-        row["deliveredAtFire"] = json!(ctx.receiver.arrivals(&receiver_id).len());
+        row.parent_run_id = Some(parent.clone());
+        row.parent_run_status = Some(settle(ctx, &spec.name, &spec.role, &parent).await);
+        let delivered_at_fire = ctx.receiver.arrivals(&receiver_id).len();
+        row.delivered_at_fire = Some(delivered_at_fire);
         let parent_effects = effects(ctx, &spec.name, &spec.role, &parent).await;
-        row["parentEffects"] = json!(parent_effects.len());
+        row.parent_effects = Some(parent_effects.len());
         let fork_path = ctx.client.wire().api_path(&format!("/runs/{parent}:fork"));
         let fork = HostRequest::post(fork_path, json!({"mode": "replay"})).role(spec.role.clone());
-        let forked = match send(ctx, &spec.name, fork).await {
-            Ok(resp) => resp,
-            Err(flow) => return flow,
-        };
-        row["forkStatus"] = json!(forked.status);
+        let forked = send(ctx, &spec.name, fork).await?;
+        row.fork_status = Some(forked.status);
         if let Some(fork_id) = forked.body["runId"].as_str().map(str::to_string) {
-            row["forkRunId"] = json!(fork_id);
-            row["forkRunStatus"] = settle(ctx, &spec.name, &spec.role, &fork_id).await;
+            row.fork_run_status = Some(settle(ctx, &spec.name, &spec.role, &fork_id).await);
             let fork_effects = effects(ctx, &spec.name, &spec.role, &fork_id).await;
-            row["forkEffects"] = json!(fork_effects.len());
-            row["reFires"] = json!(re_fires(&parent_effects, &fork_effects));
+            row.fork_effects = Some(fork_effects.len());
+            row.re_fires = Some(re_fires(&parent_effects, &fork_effects));
+            row.fork_run_id = Some(fork_id);
         }
         let total = ctx.receiver.arrivals(&receiver_id).len();
-        row["deliveredByFork"] =
-            json!(total.saturating_sub(row["deliveredAtFire"].as_u64().unwrap_or(0) as usize));
+        row.delivered_by_fork = Some(total.saturating_sub(delivered_at_fire));
         rows.push(row);
     }
-    (
-        json!({"manifestRows": seams.len(), "rows": rows}),
-        Flow::Continue,
-    )
+    Ok(FireEffectSeamsObservation {
+        manifest_rows: seams.len(),
+        rows,
+    })
 }
 
 /// Send one request; a transport failure ends the step with its observation and flow.
@@ -126,7 +148,7 @@ async fn send(
     ctx: &mut ScenarioCtx<'_>,
     step: &str,
     req: HostRequest,
-) -> Result<crate::host::HostResponse, (Value, Flow)> {
+) -> Result<crate::host::HostResponse, (NotObserved, Flow)> {
     ctx.send(step, &req)
         .await
         .map_err(|e| transport_failure(&e))

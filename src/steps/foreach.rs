@@ -6,24 +6,30 @@
 use serde_json::{Value, json};
 
 use super::{Flow, ScenarioCtx, seam};
+use crate::observation::{ForeachObservation, Observation};
 use crate::suite::ForeachSpec;
 
-pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &ForeachSpec) -> (Value, Flow) {
+pub(super) async fn run(
+    ctx: &mut ScenarioCtx<'_>,
+    spec: &ForeachSpec,
+) -> (Observation<ForeachObservation>, Flow) {
     let mut items = Vec::with_capacity(spec.count as usize);
     let mut call = spec.call.clone();
     call.name = spec.name.clone();
     for index in 0..spec.count {
         ctx.doc["loop"] = json!({"index": index});
-        let (obs, flow) = seam::run(ctx, &call).await;
-        if obs.get("$blocked").is_some() || obs.get("$error").is_some() {
-            ctx.doc["loop"] = Value::Null;
-            return (obs, flow);
+        match seam::run(ctx, &call).await {
+            (Observation::Made(obs), _) => items.push(obs),
+            (Observation::NotMade(not_made), flow) => {
+                ctx.doc["loop"] = Value::Null;
+                return (not_made.into(), flow);
+            }
         }
-        items.push(obs);
     }
     ctx.doc["loop"] = Value::Null;
-    (
-        json!({"count": items.len(), "items": items}),
-        Flow::Continue,
-    )
+    let seen = ForeachObservation {
+        count: items.len(),
+        items,
+    };
+    (Observation::Made(seen), Flow::Continue)
 }

@@ -9,52 +9,62 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-
-use super::{Flow, ScenarioCtx, blocked};
+use super::{Flow, Recorded, ScenarioCtx, record};
+use crate::observation::{
+    KillObservation, NotObserved, Observation, RestartObservation, WaitObservation,
+};
 use crate::suite::{HostAction, HostActionKind, KillPoint, WaitSpec};
 
 /// How often the kill point is looked at.
 const POLL: Duration = Duration::from_millis(10);
 
-pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &HostAction) -> (Value, Flow) {
+/// A kill or a restart, recorded (the two actions observe different things).
+pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, spec: &HostAction) -> (Recorded, Flow) {
     let why = ctx.spawn_unavailable.clone();
     let Some(host) = ctx.spawned.as_mut() else {
         let why =
             why.unwrap_or_else(|| "toolcert did not start this host, so it cannot kill it".into());
-        return (blocked(why), Flow::Continue);
+        let not_made: Observation<KillObservation> = NotObserved::blocked(why).into();
+        return record((not_made, Flow::Continue));
     };
     let started = Instant::now();
     let took = |started: Instant| started.elapsed().as_millis() as u64;
     match spec.action {
         HostActionKind::Kill => {
             host.kill().await;
-            (
-                json!({"killed": true, "signal": "SIGKILL", "tookMs": took(started)}),
-                Flow::Continue,
-            )
+            let seen = KillObservation {
+                killed: true,
+                signal: "SIGKILL".into(),
+                took_ms: took(started),
+            };
+            record((Observation::Made(seen), Flow::Continue))
         }
         HostActionKind::Restart => match host.restart().await {
-            Ok(()) => (
-                json!({
-                    "restarted": true,
-                    "baseUrl": host.base_url(),
-                    "starts": host.starts(),
-                    "tookMs": took(started),
-                }),
-                Flow::Continue,
-            ),
+            Ok(()) => {
+                let seen = RestartObservation {
+                    restarted: true,
+                    base_url: host.base_url().to_string(),
+                    starts: host.starts(),
+                    took_ms: took(started),
+                };
+                record((Observation::Made(seen), Flow::Continue))
+            }
             // The host not coming back is the host's failure to recover, said plainly.
-            Err(e) => (
-                json!({"$fail": format!("the host did not come back after a restart: {e}")}),
-                Flow::HostLost(e.to_string()),
-            ),
+            Err(e) => {
+                let not_made: Observation<RestartObservation> =
+                    NotObserved::fail(format!("the host did not come back after a restart: {e}"))
+                        .into();
+                record((not_made, Flow::HostLost(e.to_string())))
+            }
         },
     }
 }
 
 /// `wait`: until a double has seen `count` requests (bounded; unmet is `blocked`).
-pub(super) async fn wait(ctx: &mut ScenarioCtx<'_>, spec: &WaitSpec) -> Value {
+pub(super) async fn wait(
+    ctx: &mut ScenarioCtx<'_>,
+    spec: &WaitSpec,
+) -> Observation<WaitObservation> {
     // A double whose driving step was not made will see nothing: say so at once instead of
     // waiting out the budget (a half-finished host must not cost a blocked scenario 20 s).
     let double = match (&spec.until.receiver, &spec.until.provider) {
@@ -63,16 +73,20 @@ pub(super) async fn wait(ctx: &mut ScenarioCtx<'_>, spec: &WaitSpec) -> Value {
         (None, None) => String::new(),
     };
     if let Some((_, state)) = ctx.tainted.iter().find(|(n, _)| *n == double) {
-        return state.clone();
+        return state.clone().into();
     }
     let started = Instant::now();
     let budget = ctx.client.budgets().request * 2;
     match wait_for(ctx, &spec.until, budget).await {
-        Ok(()) => json!({"reached": true, "waitedMs": started.elapsed().as_millis() as u64}),
-        Err(seen) => blocked(format!(
+        Ok(()) => Observation::Made(WaitObservation {
+            reached: true,
+            waited_ms: started.elapsed().as_millis() as u64,
+        }),
+        Err(seen) => NotObserved::blocked(format!(
             "the point was not reached within {} ms: {seen}",
             budget.as_millis()
-        )),
+        ))
+        .into(),
     }
 }
 

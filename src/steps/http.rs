@@ -4,21 +4,28 @@ use serde_json::Value;
 
 use super::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::HostRequest;
+use crate::observation::{HttpObservation, NotObserved, Observation};
 use crate::suite::HttpCall;
 
-pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &HttpCall) -> (Value, Flow) {
+pub(super) async fn run(
+    ctx: &mut ScenarioCtx<'_>,
+    call: &HttpCall,
+) -> (Observation<HttpObservation>, Flow) {
     let req = match build(ctx, call) {
         Ok(r) => r,
-        Err(obs) => return (obs, Flow::Continue),
+        Err(obs) => return (obs.into(), Flow::Continue),
     };
     match ctx.send(&call.name, &req).await {
-        Ok(resp) => (resp.observation(), Flow::Continue),
-        Err(e) => transport_failure(&e),
+        Ok(resp) => (Observation::Made((&resp).into()), Flow::Continue),
+        Err(e) => {
+            let (obs, flow) = transport_failure(&e);
+            (obs.into(), flow)
+        }
     }
 }
 
 /// Render a request, or the observation saying why it cannot be made.
-pub(super) fn build(ctx: &ScenarioCtx<'_>, call: &HttpCall) -> Result<HostRequest, Value> {
+pub(super) fn build(ctx: &ScenarioCtx<'_>, call: &HttpCall) -> Result<HostRequest, NotObserved> {
     if let Some(role) = &call.role
         && let Some(obs) = require_role(ctx, role)
     {
@@ -31,7 +38,7 @@ pub(super) fn build(ctx: &ScenarioCtx<'_>, call: &HttpCall) -> Result<HostReques
     // A path can come from the host profile (`{{facts.mcpServerPath}}`): one that is not
     // absolute is the operator's to fix, and nothing is sent.
     if !path.starts_with('/') {
-        return Err(super::blocked(format!(
+        return Err(NotObserved::blocked(format!(
             "the path {:?} renders to {path:?}, which does not start with /; fix the host profile value it names",
             call.path
         )));
@@ -43,7 +50,7 @@ pub(super) fn build(ctx: &ScenarioCtx<'_>, call: &HttpCall) -> Result<HostReques
     };
     let method = match call.method.parse::<reqwest::Method>() {
         Ok(m) => m,
-        Err(_) => return Err(super::error(format!("bad method {}", call.method))),
+        Err(_) => return Err(NotObserved::error(format!("bad method {}", call.method))),
     };
     let mut req = HostRequest::get(path);
     req.method = method;

@@ -5,13 +5,19 @@
 //! arguments, `inputResponses`, `requestState`, `Idempotency-Key` and protocol version),
 //! `distinctRpcIds`, `distinctIdempotencyKeys` and `problems`.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{ScenarioCtx, error};
+use super::ScenarioCtx;
+use crate::observation::{McpCall, McpServerObservation, NotObserved, Observation};
 use crate::suite::McpServerSpec;
 use crate::witness::{McpRequest, McpServer};
 
-pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &McpServerSpec) -> Value {
+/// Register the endpoint and record its first observation at `/mcpServers/NAME`; scenario
+/// data that does not render is an `error` no check sees (nothing is recorded, as before).
+pub(super) fn run(
+    ctx: &mut ScenarioCtx<'_>,
+    spec: &McpServerSpec,
+) -> Observation<McpServerObservation> {
     // Answers are templated (`{{scopes.granted}}` in a `_meta` a peer should not be trusted on).
     let answers = serde_json::to_value(&spec.answers)
         .map_err(|e| e.to_string())
@@ -19,39 +25,56 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &McpServerSpec) -> Value {
         .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()));
     let answers = match answers {
         Ok(a) => a,
-        Err(e) => return error(format!("scenario data: mcpServer {}: {e}", spec.name)),
+        Err(e) => {
+            return NotObserved::error(format!("scenario data: mcpServer {}: {e}", spec.name))
+                .into();
+        }
     };
     let id = format!("{}-{}", ctx.nonce, spec.name);
     let url = ctx.mcp.register(&id, answers);
     ctx.mcp_servers.push((spec.name.clone(), id));
-    let obs = json!({"url": url, "count": 0, "calls": [], "problems": []});
-    ctx.doc["mcpServers"][&spec.name] = obs.clone();
+    let obs = Observation::Made(McpServerObservation {
+        url: Value::String(url),
+        count: 0,
+        calls: Vec::new(),
+        distinct_rpc_ids: None,
+        distinct_idempotency_keys: None,
+        requests: None,
+        problems: Vec::new(),
+    });
+    ctx.doc["mcpServers"][&spec.name] = obs.to_value();
     obs
 }
 
 /// What an endpoint has seen, as an observation.
-pub(super) fn observe(mcp: &McpServer, id: &str, url: &Value) -> Value {
+pub(super) fn observe(mcp: &McpServer, id: &str, url: Value) -> McpServerObservation {
     let (requests, problems) = mcp.seen(id);
     let calls: Vec<&McpRequest> = requests
         .iter()
         .filter(|r| r.method == "tools/call")
         .collect();
-    json!({
-        "url": url,
-        "count": calls.len(),
-        "calls": calls.iter().map(|r| json!({
-            "rpcId": r.id,
-            "name": r.params.get("name"),
-            "arguments": r.params.get("arguments"),
-            "inputResponses": r.params.get("inputResponses"),
-            "requestState": r.params.get("requestState"),
-            "idempotencyKey": r.idempotency_key,
-            "protocolVersion": r.protocol_version,
-            "atMs": r.at_ms,
-        })).collect::<Vec<_>>(),
-        "distinctRpcIds": super::distinct_non_null(calls.iter().map(|r| &r.id)),
-        "distinctIdempotencyKeys": super::distinct_non_null(calls.iter().map(|r| &r.idempotency_key)),
-        "requests": requests.len(),
-        "problems": problems,
-    })
+    let param = |r: &McpRequest, key: &str| r.params.get(key).cloned().unwrap_or(Value::Null);
+    McpServerObservation {
+        url,
+        count: calls.len(),
+        calls: calls
+            .iter()
+            .map(|r| McpCall {
+                rpc_id: r.id.clone(),
+                name: param(r, "name"),
+                arguments: param(r, "arguments"),
+                input_responses: param(r, "inputResponses"),
+                request_state: param(r, "requestState"),
+                idempotency_key: r.idempotency_key.clone(),
+                protocol_version: r.protocol_version.clone(),
+                at_ms: r.at_ms,
+            })
+            .collect(),
+        distinct_rpc_ids: Some(super::distinct_non_null(calls.iter().map(|r| &r.id))),
+        distinct_idempotency_keys: Some(super::distinct_non_null(
+            calls.iter().map(|r| &r.idempotency_key),
+        )),
+        requests: Some(requests.len()),
+        problems,
+    }
 }

@@ -1,9 +1,10 @@
 //! The step kinds a scenario may use, one file each. A step drives the host (or sets up a
 //! double) and records one observation under its name; it never judges.
 //!
-//! An observation that could not be made is recorded as `{"$blocked": reason}` (a fact about
-//! the host's setup: seam not wired, role not configured) or `{"$error": reason}` (transport
-//! or toolcert broke). Checks that read through such an observation inherit its status.
+//! Each step builds its kind's typed observation ([`crate::observation`]); one that could not
+//! be made is a [`NotObserved`]: `blocked` (a fact about the host's setup: seam not wired,
+//! role not configured) or `error` (transport or toolcert broke), rarely `fail`. Checks that
+//! read through such an observation inherit its state.
 
 mod burst;
 mod discovery;
@@ -19,9 +20,11 @@ mod release;
 mod repeat;
 mod seam;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::host::{Discovery, HostClient, HostRequest, HostResponse, TransportError};
+use crate::observation::{NotObserved, Observation, ReceiverObservation, Unobserved};
 use crate::suite::Step;
 use crate::template::{self, TemplateError};
 use crate::transcript::Transcript;
@@ -56,7 +59,7 @@ pub struct ScenarioCtx<'a> {
     pub receivers: Vec<(String, String)>,
     /// Doubles (`receivers.NAME`, `providers.NAME`) whose driving step could not be made: what
     /// they saw witnesses nothing, so their observation carries that step's state instead.
-    pub tainted: Vec<(String, Value)>,
+    pub tainted: Vec<(String, NotObserved)>,
     /// The scenario's own host process, when it kills and restarts one (`host` steps).
     pub spawned: Option<crate::host::SpawnedHost>,
     /// Why there is no spawned host for a scenario that needs one.
@@ -72,63 +75,73 @@ pub enum Flow {
     HostLost(String),
 }
 
-/// A `$blocked` observation.
-pub fn blocked(reason: impl Into<String>) -> Value {
-    json!({"$blocked": reason.into()})
+/// The JSON form of an `error` observation, for a value recorded outside a step (the
+/// runner's `vars`).
+pub fn error(reason: impl Into<String>) -> Value {
+    NotObserved::error(reason).to_value()
 }
 
-/// An `$error` observation.
-pub fn error(reason: impl Into<String>) -> Value {
-    json!({"$error": reason.into()})
+/// A step's observation in its JSON form, with its state when it was not made.
+struct Recorded {
+    value: Value,
+    not_made: Option<(Unobserved, String)>,
+}
+
+/// Record a step's typed observation.
+fn record<T: Serialize>((obs, flow): (Observation<T>, Flow)) -> (Recorded, Flow) {
+    let not_made = obs.not_made().map(|n| (n.state, n.reason.clone()));
+    (
+        Recorded {
+            value: obs.to_value(),
+            not_made,
+        },
+        flow,
+    )
 }
 
 impl ScenarioCtx<'_> {
     /// Run one step and record its observation.
     pub async fn run(&mut self, step: &Step) -> Flow {
+        let go = Flow::Continue;
         let (obs, flow) = match step {
-            Step::Receiver(spec) => (receiver::run(self, spec), Flow::Continue),
-            Step::Seam(call) => seam::run(self, call).await,
-            Step::Http(call) => http::run(self, call).await,
-            Step::Events(read) => events::run(self, read).await,
-            Step::Discovery(_) => discovery::run(self, step.name()).await,
-            Step::Repeat(spec) => repeat::run(self, spec).await,
-            Step::Provider(spec) => (provider::run(self, spec), Flow::Continue),
-            Step::Foreach(spec) => foreach::run(self, spec).await,
-            Step::Burst(spec) => burst::run(self, spec).await,
-            Step::Host(spec) => host::run(self, spec).await,
-            Step::Release(spec) => (release::run(self, spec), Flow::Continue),
-            Step::Wait(spec) => (host::wait(self, spec).await, Flow::Continue),
-            Step::McpServer(spec) => (mcp_server::run(self, spec), Flow::Continue),
-            Step::FireEffectSeams(spec) => fire_effect_seams::run(self, spec).await,
-        };
-        if let Step::Provider(spec) = step {
-            self.doc["providers"][&spec.name] = obs;
-            return flow;
-        }
-        if !matches!(step, Step::Receiver(_) | Step::McpServer(_)) {
-            if obs.get("$blocked").is_some() || obs.get("$error").is_some() {
-                self.taint_doubles_of(step, &obs);
+            // The doubles record their own observations (under `receivers`, `mcpServers`).
+            Step::Receiver(spec) => {
+                receiver::run(self, spec);
+                return go;
             }
-            self.doc["steps"][step.name()] = obs;
+            Step::McpServer(spec) => {
+                mcp_server::run(self, spec);
+                return go;
+            }
+            Step::Provider(spec) => {
+                let obs = provider::run(self, spec).to_value();
+                self.doc["providers"][&spec.name] = obs;
+                return go;
+            }
+            Step::Seam(call) => record(seam::run(self, call).await),
+            Step::Http(call) => record(http::run(self, call).await),
+            Step::Events(read) => record(events::run(self, read).await),
+            Step::Discovery(_) => record(discovery::run(self, step.name()).await),
+            Step::Repeat(spec) => record(repeat::run(self, spec).await),
+            Step::Foreach(spec) => record(foreach::run(self, spec).await),
+            Step::Burst(spec) => record(burst::run(self, spec).await),
+            Step::Host(spec) => host::run(self, spec).await,
+            Step::Release(spec) => record((release::run(self, spec), go)),
+            Step::Wait(spec) => record((host::wait(self, spec).await, go)),
+            Step::FireEffectSeams(spec) => record(fire_effect_seams::run(self, spec).await),
+        };
+        if let Some((state @ (Unobserved::Blocked | Unobserved::Error), reason)) = &obs.not_made {
+            self.taint_doubles_of(step, *state, reason);
         }
+        self.doc["steps"][step.name()] = obs.value;
         flow
     }
 
     /// Mark every double the step refers to (`{{receivers.NAME.…}}`, `{{providers.NAME.…}}`)
     /// with the step's state: what a double saw cannot be judged when the step that should
     /// have driven the host to it was never made.
-    fn taint_doubles_of(&mut self, step: &Step, obs: &Value) {
+    fn taint_doubles_of(&mut self, step: &Step, state: Unobserved, reason: &str) {
         let text = serde_json::to_string(step).unwrap_or_default();
-        let key = if obs.get("$blocked").is_some() {
-            "$blocked"
-        } else {
-            "$error"
-        };
-        let reason = obs
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
         let doubles: Vec<(String, String)> = self
             .receivers
             .iter()
@@ -146,7 +159,7 @@ impl ScenarioCtx<'_> {
                     "{qualified} witnesses nothing: step {} was not made ({reason})",
                     step.name()
                 );
-                self.tainted.push((qualified, json!({ key: why })));
+                self.tainted.push((qualified, NotObserved::new(state, why)));
             }
         }
     }
@@ -159,13 +172,12 @@ impl ScenarioCtx<'_> {
         );
     }
 
-    /// Record that a step was not made (or not finished), with the reason: an `$error`
+    /// Record that a step was not made (or not finished), with the reason: an `error`
     /// observation, and the doubles it would have driven witness nothing.
     pub fn abandon(&mut self, step: &Step, reason: &str) {
         if !matches!(step, Step::Receiver(_) | Step::McpServer(_)) {
-            let obs = error(reason);
-            self.taint_doubles_of(step, &obs);
-            self.doc["steps"][step.name()] = obs;
+            self.taint_doubles_of(step, Unobserved::Error, reason);
+            self.doc["steps"][step.name()] = NotObserved::error(reason).to_value();
         }
     }
 
@@ -174,10 +186,11 @@ impl ScenarioCtx<'_> {
         for (name, id) in self.mcp_servers.clone() {
             let qualified = format!("mcpServers.{name}");
             let obs = match self.tainted.iter().find(|(n, _)| n == &qualified) {
-                Some((_, state)) => state.clone(),
+                Some((_, state)) => state.to_value(),
                 None => {
                     let url = self.doc["mcpServers"][&name]["url"].clone();
-                    mcp_server::observe(self.mcp, &id, &url)
+                    serde_json::to_value(mcp_server::observe(self.mcp, &id, url))
+                        .unwrap_or(Value::Null)
                 }
             };
             self.doc["mcpServers"][&name] = obs;
@@ -192,8 +205,8 @@ impl ScenarioCtx<'_> {
                 .iter()
                 .find(|(n, _)| n == &format!("providers.{name}"));
             let obs = match tainted {
-                Some((_, state)) => state.clone(),
-                None => provider::observe(self.provider, &model),
+                Some((_, state)) => state.to_value(),
+                None => provider::observe(self.provider, &model).to_value(),
             };
             self.doc["providers"][&name] = obs;
         }
@@ -207,7 +220,7 @@ impl ScenarioCtx<'_> {
                 .iter()
                 .find(|(n, _)| n == &format!("receivers.{name}"))
             {
-                self.doc["receivers"][name] = state.clone();
+                self.doc["receivers"][name] = state.to_value();
                 continue;
             }
             let arrivals = self.receiver.arrivals(id);
@@ -223,14 +236,15 @@ impl ScenarioCtx<'_> {
                 })
                 .collect();
             let distinct_count = distinct_non_null(&keys);
-            self.doc["receivers"][name] = json!({
-                "urlViaUnspecified": receiver::via_unspecified(&url),
-                "url": url,
-                "count": arrivals.len(),
-                "idempotencyKeys": keys,
-                "distinctIdempotencyKeys": distinct_count,
-                "arrivals": arrivals,
-            });
+            let seen = ReceiverObservation {
+                url_via_unspecified: receiver::via_unspecified(&url),
+                url,
+                count: arrivals.len(),
+                idempotency_keys: Some(keys),
+                distinct_idempotency_keys: Some(distinct_count),
+                arrivals,
+            };
+            self.doc["receivers"][name] = Observation::Made(seen).to_value();
         }
     }
 
@@ -265,22 +279,22 @@ impl ScenarioCtx<'_> {
     /// (`blocked`, saying how to provide it); a value missing because an earlier step was not
     /// made inherits that step's state and reason; anything else is a bug in the scenario
     /// data (`error`).
-    fn template_failure(&self, e: &TemplateError) -> Value {
+    fn template_failure(&self, e: &TemplateError) -> NotObserved {
         let doc = &self.doc;
         match e.path() {
-            Some(p) if p.starts_with("roles.") || p.starts_with("scopes.") => blocked(format!(
-                "the host profile does not configure {p} (add it to the profile file)"
-            )),
+            Some(p) if p.starts_with("roles.") || p.starts_with("scopes.") => NotObserved::blocked(
+                format!("the host profile does not configure {p} (add it to the profile file)"),
+            ),
             Some(p) if p.starts_with("facts.") => {
                 let name = p.split('.').nth(1).unwrap_or("");
-                blocked(format!(
+                NotObserved::blocked(format!(
                     "the host cannot advertise {p} and the host profile does not state it: {}",
                     self.surfaces.reason(&crate::suite::fact_id(name))
                 ))
             }
             Some(p) if p.starts_with("fixtures.") => {
                 let id = p.split('.').nth(1).unwrap_or("");
-                blocked(format!(
+                NotObserved::blocked(format!(
                     "fixture {id} is not advertised by the host (discovery fixtures[]) nor mapped in the host profile: {}",
                     self.surfaces.reason(&crate::suite::fixture_id(id))
                 ))
@@ -292,37 +306,44 @@ impl ScenarioCtx<'_> {
             {
                 let mut parts = p.splitn(3, '.');
                 let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-                let earlier = &doc[kind][name];
-                for key in ["$blocked", "$error"] {
-                    if let Some(reason) = earlier.get(key).and_then(Value::as_str) {
-                        return json!({ key: format!("{kind}.{name} was not made: {reason}") });
-                    }
+                // An earlier step that was blocked or broke passes its state on; one that the
+                // host failed (`fail`) leaves a value missing, which blocks this step.
+                if let Some((state @ (Unobserved::Blocked | Unobserved::Error), reason)) =
+                    NotObserved::state_of(&doc[kind][name])
+                {
+                    return NotObserved::new(
+                        state,
+                        format!("{kind}.{name} was not made: {reason}"),
+                    );
                 }
-                blocked(format!(
+                NotObserved::blocked(format!(
                     "an earlier observation has no {p}, so this step cannot be made"
                 ))
             }
-            _ => error(format!("scenario data: {e}")),
+            _ => NotObserved::error(format!("scenario data: {e}")),
         }
     }
 }
 
 /// Check a role has a token, else the `blocked` observation to record.
-fn require_role(ctx: &ScenarioCtx<'_>, role: &str) -> Option<Value> {
+fn require_role(ctx: &ScenarioCtx<'_>, role: &str) -> Option<NotObserved> {
     (!ctx.client.has_role(role)).then(|| {
-        blocked(format!(
+        NotObserved::blocked(format!(
             "no token for role \"{role}\": pass --token {role}=TOKEN or add it to the profile"
         ))
     })
 }
 
 /// The observation and flow of a transport failure.
-fn transport_failure(e: &TransportError) -> (Value, Flow) {
+fn transport_failure(e: &TransportError) -> (NotObserved, Flow) {
     let flow = match e {
         TransportError::Connect { .. } | TransportError::Timeout { .. } => {
             Flow::HostLost(e.to_string())
         }
         _ => Flow::Continue,
     };
-    (error(format!("could not observe the host: {e}")), flow)
+    (
+        NotObserved::error(format!("could not observe the host: {e}")),
+        flow,
+    )
 }

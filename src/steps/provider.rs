@@ -6,48 +6,62 @@
 
 use serde_json::{Value, json};
 
-use super::{ScenarioCtx, error};
+use super::ScenarioCtx;
+use crate::observation::{Context, NotObserved, Observation, ProviderObservation};
 use crate::suite::ProviderScript;
 
-pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ProviderScript) -> Value {
+pub(super) fn run(
+    ctx: &mut ScenarioCtx<'_>,
+    spec: &ProviderScript,
+) -> Observation<ProviderObservation> {
     let model = format!("tc-{}-{}", ctx.nonce, spec.name);
     let rounds = match ctx.render(&Value::Array(spec.rounds.clone())) {
         Ok(r) => r,
-        Err(e) => return ctx.template_failure(&e),
+        Err(e) => return ctx.template_failure(&e).into(),
     };
     let script = json!({"model": model, "rounds": rounds});
     let loaded = mock_provider::Script::from_json(&script).and_then(|s| ctx.provider.load(s));
     if let Err(e) = loaded {
-        return error(format!("scenario data: provider script {}: {e}", spec.name));
+        return NotObserved::error(format!("scenario data: provider script {}: {e}", spec.name))
+            .into();
     }
     ctx.providers.push((spec.name.clone(), model.clone()));
-    json!({"model": model, "count": 0, "requests": [], "problems": []})
+    Observation::Made(ProviderObservation {
+        model,
+        count: 0,
+        requests: Vec::new(),
+        problems: Vec::new(),
+    })
 }
 
 /// The observation of a provider script after the scenario ran: every request the host
 /// sent for its key, normalized so checks read both wire formats the same way.
-pub(super) fn observe(provider: &mock_provider::MockProvider, model: &str) -> Value {
+pub(super) fn observe(
+    provider: &mock_provider::MockProvider,
+    model: &str,
+) -> Observation<ProviderObservation> {
     let requests: Vec<Value> = provider
         .requests(model)
         .into_iter()
         .map(|r| normalize(&serde_json::to_value(r).unwrap_or(Value::Null)))
         .collect();
-    let problems = provider.problems(model);
-    let mut obs = json!({
-        "model": model,
-        "count": requests.len(),
-        "requests": requests,
-        "problems": problems,
-    });
-    if !problems.is_empty() {
-        // A malformed request, or one the script has no round for, is the host's doing:
-        // every check that reads this provider fails with what the provider saw.
-        obs["$fail"] = json!(format!(
-            "the mock provider recorded: {}",
-            problems.join("; ")
-        ));
+    let seen = ProviderObservation {
+        model: model.to_string(),
+        count: requests.len(),
+        requests,
+        problems: provider.problems(model),
+    };
+    if seen.problems.is_empty() {
+        return Observation::Made(seen);
     }
-    obs
+    // A malformed request, or one the script has no round for, is the host's doing: every
+    // check that reads this provider fails with what the provider saw, kept beside the reason.
+    NotObserved::fail(format!(
+        "the mock provider recorded: {}",
+        seen.problems.join("; ")
+    ))
+    .with(Context::Provider(Box::new(seen)))
+    .into()
 }
 
 /// Add wire-independent views to a recorded request: `toolResults` (`{toolCallId, text,
@@ -152,9 +166,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(answer.status().as_u16(), 400);
-        let obs = observe(&provider, "k");
-        let why = obs["$fail"].as_str().unwrap();
-        assert!(why.contains("messages"), "{why}");
+        let Observation::NotMade(not_made) = observe(&provider, "k") else {
+            panic!("a malformed request is not an observation");
+        };
+        assert_eq!(not_made.state, crate::observation::Unobserved::Fail);
+        assert!(not_made.reason.contains("messages"), "{}", not_made.reason);
     }
 
     #[test]

@@ -5,17 +5,20 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::ScenarioCtx;
+use crate::observation::{NotObserved, Observation, ReceiverObservation};
 use crate::suite::ReceiverSpec;
 
-pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
+/// Register the receiver and record its first observation at `/receivers/NAME`.
+pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) {
+    let obs = register(ctx, spec);
+    ctx.doc["receivers"][&spec.name] = obs.to_value();
+}
+
+fn register(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Observation<ReceiverObservation> {
     let body = match spec.body.as_ref().map(|b| ctx.render(b)) {
         None => json!({"ok": true}),
         Some(Ok(b)) => b,
-        Some(Err(e)) => {
-            let obs = ctx.template_failure(&e);
-            ctx.doc["receivers"][&spec.name] = obs.clone();
-            return obs;
-        }
+        Some(Err(e)) => return ctx.template_failure(&e).into(),
     };
     let mut body = body;
     if let Some(pad) = &spec.pad_bytes {
@@ -23,20 +26,15 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
             Ok(Value::Number(n)) => n.as_u64(),
             Ok(Value::String(s)) => s.trim().parse::<u64>().ok(),
             Ok(_) => None,
-            Err(e) => {
-                let obs = ctx.template_failure(&e);
-                ctx.doc["receivers"][&spec.name] = obs.clone();
-                return obs;
-            }
+            Err(e) => return ctx.template_failure(&e).into(),
         };
         // Bounded: a pad is for crossing a record limit, not for load.
         let Some(bytes) = bytes.filter(|b| *b <= 16 << 20) else {
-            let obs = super::error(format!(
+            return NotObserved::error(format!(
                 "scenario data: receiver {}: padBytes must be a byte count up to 16 MiB",
                 spec.name
-            ));
-            ctx.doc["receivers"][&spec.name] = obs.clone();
-            return obs;
+            ))
+            .into();
         };
         if let Value::Object(map) = &mut body {
             map.insert("pad".into(), Value::String("x".repeat(bytes as usize)));
@@ -57,14 +55,15 @@ pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Value {
         ctx.receiver.delay_first_only(&id);
     }
     ctx.receivers.push((spec.name.clone(), id));
-    let obs = json!({
-        "url": url,
-        "urlViaUnspecified": via_unspecified(&Value::String(url.clone())),
-        "count": 0,
-        "arrivals": []
-    });
-    ctx.doc["receivers"][&spec.name] = obs.clone();
-    obs
+    let url = Value::String(url);
+    Observation::Made(ReceiverObservation {
+        url_via_unspecified: via_unspecified(&url),
+        url,
+        count: 0,
+        idempotency_keys: None,
+        distinct_idempotency_keys: None,
+        arrivals: Vec::new(),
+    })
 }
 
 /// The receiver's URL with its host written as the unspecified address `0.0.0.0`. Linux

@@ -1,16 +1,21 @@
 //! `release`: a holding receiver answers the calls it holds (and every later one at once).
 
-use serde_json::{Value, json};
-
-use super::{ScenarioCtx, error};
+use super::ScenarioCtx;
+use crate::observation::{NotObserved, Observation, ReleaseObservation};
 use crate::suite::ReleaseSpec;
 
-pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReleaseSpec) -> Value {
+pub(super) fn run(
+    ctx: &mut ScenarioCtx<'_>,
+    spec: &ReleaseSpec,
+) -> Observation<ReleaseObservation> {
     let Some((_, id)) = ctx.receivers.iter().find(|(n, _)| n == &spec.receiver) else {
-        return error(format!("no receiver is named {}", spec.receiver));
+        return NotObserved::error(format!("no receiver is named {}", spec.receiver)).into();
     };
     match ctx.receiver.release(id) {
-        Some(held) => json!({"released": true, "arrivedBefore": held}),
-        None => error(format!("receiver {} is not registered", spec.receiver)),
+        Some(held) => Observation::Made(ReleaseObservation {
+            released: true,
+            arrived_before: held,
+        }),
+        None => NotObserved::error(format!("receiver {} is not registered", spec.receiver)).into(),
     }
 }

@@ -5,73 +5,77 @@
 //! observation lifts them to the top so checks read one place: `/http`, `/body`, `/runId`,
 //! `/toolCalled`, `/toolReturned`.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{Flow, ScenarioCtx, blocked, require_role, transport_failure};
-use crate::host::HostRequest;
+use super::{Flow, ScenarioCtx, require_role, transport_failure};
+use crate::host::{HostRequest, HostResponse};
+use crate::observation::{HttpHead, NotObserved, Observation, SeamObservation};
 use crate::suite::{SeamCall, SurfaceKind, field_id, seam_id};
 
-pub(super) async fn run(ctx: &mut ScenarioCtx<'_>, call: &SeamCall) -> (Value, Flow) {
+pub(super) async fn run(
+    ctx: &mut ScenarioCtx<'_>,
+    call: &SeamCall,
+) -> (Observation<SeamObservation>, Flow) {
+    match answer(ctx, call).await {
+        Ok(resp) => (Observation::Made(normalize(&resp)), Flow::Continue),
+        Err((obs, flow)) => (obs.into(), flow),
+    }
+}
+
+/// Make the call; the host's answer when it is one to observe, else why there is none.
+async fn answer(
+    ctx: &mut ScenarioCtx<'_>,
+    call: &SeamCall,
+) -> Result<HostResponse, (NotObserved, Flow)> {
+    let blocked = |reason: String| Err((NotObserved::blocked(reason), Flow::Continue));
     if let Some(obs) = require_role(ctx, &call.role) {
-        return (obs, Flow::Continue);
+        return Err((obs, Flow::Continue));
     }
     let body = match ctx.render(&call.body) {
         Ok(b) => b,
-        Err(e) => return (ctx.template_failure(&e), Flow::Continue),
+        Err(e) => return Err((ctx.template_failure(&e), Flow::Continue)),
     };
     let path = ctx.client.wire().seam_path(&call.seam);
     let req = HostRequest::post(path.clone(), body.clone()).role(call.role.clone());
     let resp = match ctx.send(&call.name, &req).await {
         Ok(r) => r,
-        Err(e) => return transport_failure(&e),
+        Err(e) => return Err(transport_failure(&e)),
     };
     match resp.status {
         404 | 405 | 501 => {
-            return (
-                blocked(format!(
-                    "seam {path} is not served on this host (HTTP {}): {}",
-                    resp.status,
-                    ctx.surfaces.reason(&seam_id(&call.seam))
-                )),
-                Flow::Continue,
-            );
+            return blocked(format!(
+                "seam {path} is not served on this host (HTTP {}): {}",
+                resp.status,
+                ctx.surfaces.reason(&seam_id(&call.seam))
+            ));
         }
         400 if let Some(field) = refused_extension(ctx, call, &body, &resp.body) => {
             // An upstream host that refuses members it does not know: the extension is what
             // is missing, not a wrong answer.
-            return (
-                blocked(format!(
-                    "the host refused toolcert's extension member {field} of seam {path} (HTTP 400: {}): {}",
-                    resp.body["message"].as_str().unwrap_or("no message"),
-                    ctx.surfaces.reason(&field_id(&call.seam, &field))
-                )),
-                Flow::Continue,
-            );
+            return blocked(format!(
+                "the host refused toolcert's extension member {field} of seam {path} (HTTP 400: {}): {}",
+                resp.body["message"].as_str().unwrap_or("no message"),
+                ctx.surfaces.reason(&field_id(&call.seam, &field))
+            ));
         }
         401 => {
-            return (
-                blocked(format!(
-                    "the host refused role \"{}\"'s credentials at {path} (HTTP 401); check its token",
-                    call.role
-                )),
-                Flow::Continue,
-            );
+            return blocked(format!(
+                "the host refused role \"{}\"'s credentials at {path} (HTTP 401); check its token",
+                call.role
+            ));
         }
         422 if refused_as_not_provided(&resp.body) => {
             // The host serves the seam but says it cannot provide what this request asks
             // (e.g. an inbound channel it does not speak): nothing can be witnessed, and that is
             // `blocked` with the host's own words, never a failure of the rows behind it.
-            return (
-                blocked(format!(
-                    "the host cannot provide what seam {path} was asked for (HTTP 422 capability_not_provided: {})",
-                    resp.body["message"].as_str().unwrap_or("no message")
-                )),
-                Flow::Continue,
-            );
+            return blocked(format!(
+                "the host cannot provide what seam {path} was asked for (HTTP 422 capability_not_provided: {})",
+                resp.body["message"].as_str().unwrap_or("no message")
+            ));
         }
         _ => {}
     }
-    (normalize(&resp.observation()), Flow::Continue)
+    Ok(resp)
 }
 
 /// The toolcert extension member of an upstream seam request that a 400 answer names, if any.
@@ -100,26 +104,39 @@ fn refused_as_not_provided(body: &Value) -> bool {
 }
 
 /// Lift `runId`, `toolCalled`, `toolReturned` from the body or its `details`.
-pub(super) fn normalize(observation: &Value) -> Value {
-    let body = &observation["body"];
-    let mut obs = json!({
-        "http": {"status": observation["status"], "headers": observation["headers"]},
-        "body": body,
-    });
-    for key in ["runId", "toolCalled", "toolReturned"] {
-        if let Some(v) = body
-            .get(key)
+pub(super) fn normalize(resp: &HostResponse) -> SeamObservation {
+    let body = &resp.body;
+    let lift = |key: &str| {
+        body.get(key)
             .or_else(|| body.get("details").and_then(|d| d.get(key)))
-        {
-            obs[key] = v.clone();
-        }
+            .cloned()
+    };
+    SeamObservation {
+        http: HttpHead {
+            status: resp.status,
+            headers: resp.headers.clone(),
+        },
+        run_id: lift("runId"),
+        tool_called: lift("toolCalled"),
+        tool_returned: lift("toolReturned"),
+        body: body.clone(),
     }
-    obs
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn answer(status: u16, body: Value) -> Value {
+        let resp = HostResponse {
+            status,
+            headers: Default::default(),
+            body,
+            body_bytes: 0,
+        };
+        Observation::Made(normalize(&resp)).to_value()
+    }
 
     #[test]
     fn not_provided_is_read_from_the_envelope() {
@@ -134,13 +151,12 @@ mod tests {
 
     #[test]
     fn lifts_from_root_or_details() {
-        let ok = normalize(
-            &json!({"status": 200, "headers": {}, "body": {"runId": "r", "toolReturned": {"status": "ok"}}}),
-        );
+        let ok = answer(200, json!({"runId": "r", "toolReturned": {"status": "ok"}}));
         assert_eq!(ok["toolReturned"]["status"], "ok");
         assert_eq!(ok["http"]["status"], 200);
-        let denied = normalize(
-            &json!({"status": 403, "headers": {}, "body": {"error": "forbidden", "details": {"toolReturned": {"status": "forbidden"}}}}),
+        let denied = answer(
+            403,
+            json!({"error": "forbidden", "details": {"toolReturned": {"status": "forbidden"}}}),
         );
         assert_eq!(denied["toolReturned"]["status"], "forbidden");
         assert!(denied.get("runId").is_none());

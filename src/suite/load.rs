@@ -11,6 +11,7 @@ use super::surfaces::{self, SurfaceKind, Surfaces};
 use super::{Registry, Scenario, SchemaSet, Step, Suite, SuiteError};
 use crate::canonical::parse_strict;
 use crate::expect::reads::{self, Reads};
+use crate::observation::fields as observation_fields;
 
 pub(crate) const REGISTRY_FILE: &str = "scenarios/requirements.json";
 pub(crate) const REGISTRY_SCHEMA: &str = "schemas/requirements.schema.json";
@@ -356,6 +357,24 @@ fn check_reads(s: &Scenario) -> Result<(), SuiteError> {
                         ),
                     ));
                 }
+                let field = pointer
+                    .split('/')
+                    .nth(3)
+                    .map(|f| f.replace("~1", "/").replace("~0", "~"));
+                check_field(s, check, &at, &pointer, root, &name, field.as_deref())?;
+            }
+        }
+        // Placeholders of expected values name fields too (`{{steps.call.runId}}`).
+        for path in &r.placeholders {
+            let mut parts = path.split('.');
+            let (Some(root), Some(name)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            if matches!(root, "steps" | "receivers" | "providers" | "mcpServers")
+                && made(root, name)
+            {
+                let shown = format!("{{{{{path}}}}}");
+                check_field(s, check, &at, &shown, root, name, parts.next())?;
             }
         }
         for pattern in &r.patterns {
@@ -413,6 +432,45 @@ fn check_reads(s: &Scenario) -> Result<(), SuiteError> {
         }
     }
     Ok(())
+}
+
+/// A check reading `/ROOT/NAME/FIELD/…` (or `{{ROOT.NAME.FIELD…}}`) names a field the
+/// observation of step NAME's kind has: a typo would otherwise read as "not observed" and
+/// make the check `blocked` (or a `notPresent` pass) on every host.
+fn check_field(
+    s: &Scenario,
+    check: &crate::suite::Check,
+    at: &str,
+    shown: &str,
+    root: &str,
+    name: &str,
+    field: Option<&str>,
+) -> Result<(), SuiteError> {
+    let Some(field) = field else {
+        return Ok(());
+    };
+    let Some((step, fields)) = s.steps.iter().find_map(|step| {
+        let (r, fields) = observation_fields::of_step(step);
+        (step.name() == name && r.name() == root).then_some((step, fields))
+    }) else {
+        return Ok(());
+    };
+    if fields.is_empty() || fields.contains(&field) {
+        return Ok(());
+    }
+    let kind = serde_json::to_value(step)
+        .ok()
+        .and_then(|v| v.get("step").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_default();
+    Err(reference(
+        &s.file,
+        at.to_string(),
+        format!(
+            "check {}: {shown} names field \"{field}\" of {root} \"{name}\", which a {kind} step's observation does not have (its fields: {})",
+            check.id,
+            fields.join(", ")
+        ),
+    ))
 }
 
 /// Every check of the scenario is guarded by a positive control (one that guards its row, or
@@ -765,6 +823,53 @@ mod tests {
             err.contains("not guarded by a positive control") && err.contains("HOOKS-AUTH-1"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_pointer_naming_a_field_the_step_kind_lacks_is_rejected() {
+        let text = GUARDED.replacen("/steps/call/http/status", "/steps/call/htpp/status", 1);
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("scenarios/test/g.json: at JSON pointer \"/checks/1\"")
+                && err.contains("check c: /steps/call/htpp/status names field \"htpp\"")
+                && err.contains("a seam step's observation does not have")
+                && err.contains("(its fields: http, body, runId, toolCalled, toolReturned)"),
+            "{err}"
+        );
+        // In an expected value's placeholder, and under a double's root, alike.
+        let text = GUARDED.replacen(
+            r#""expect": {"equals": 200}"#,
+            r#""expect": {"equals": "{{steps.call.runid}}"}"#,
+            1,
+        );
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("{{steps.call.runid}} names field \"runid\""),
+            "{err}"
+        );
+        let text = GUARDED
+            .replacen(
+                r#""steps": ["#,
+                r#""steps": [{"step": "receiver", "name": "r"}, "#,
+                1,
+            )
+            .replacen("/steps/call/http/status", "/receivers/r/cuont", 1);
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("names field \"cuont\" of receivers \"r\"")
+                && err.contains("a receiver step's")
+                && err.contains("count"),
+            "{err}"
+        );
+        // A field the kind has, at any depth below it, loads.
+        let text = GUARDED.replacen("/steps/call/http/status", "/steps/call/body/anything", 1);
+        embedded_with("scenarios/test/g.json", &text).unwrap();
     }
 
     #[test]

@@ -10,14 +10,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loopback_http::{Request, Response, Router, Server, StatusCode, response};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// Longest an endpoint may delay its answer.
 const MAX_DELAY: Duration = Duration::from_secs(30);
 
 /// One recorded call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Arrival {
     /// HTTP method.
