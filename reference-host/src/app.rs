@@ -1,36 +1,33 @@
 //! Shared state, the router, and the running server.
 
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::FromRef;
 use axum::http::{Method, Uri};
 use axum::routing::{delete, get, post};
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::catalog::{self, Catalog};
+use crate::catalog;
 use crate::config::HostConfig;
 use crate::discovery::{self, DiscoveryDoc};
+use crate::domain::Domain;
 use crate::effect_seams;
 use crate::effects;
 use crate::error::{ApiError, HostError};
-use crate::http_client::SafeFetch;
-use crate::interrupts::{self, Interrupts};
-use crate::invoker::ToolInvoker;
+use crate::interrupts;
 use crate::mcp_server::{self, McpServer};
-use crate::mutant::Mutant;
-use crate::principals::{Principal, PrincipalDirectory};
-use crate::rate_limit::RateLimiter;
 use crate::runs;
 use crate::seams;
 use crate::sse;
 use crate::storage::Storage;
 use crate::turn;
-use crate::turn::control::RunControls;
-use crate::turn::provider::ProviderClient;
+use crate::turn::state::LoopState;
 use crate::upstream;
 use crate::webhooks;
 use crate::workflows;
@@ -49,7 +46,9 @@ pub const STORE_SCHEMAS: &[crate::storage::Schema] = &[
 /// How long [`RunningHost::shutdown`] waits for in-flight requests.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// Everything a request handler needs; cheap to clone.
+/// Everything a request handler needs; cheap to clone. It derefs to the
+/// tool loop's [`LoopState`] (and that to the domain's [`Domain`]), so a
+/// handler passes `&AppState` wherever a lower layer takes its own state.
 #[derive(Debug, Clone)]
 pub struct AppState {
     inner: Arc<Inner>,
@@ -57,36 +56,11 @@ pub struct AppState {
 
 #[derive(Debug)]
 struct Inner {
-    mutant: Option<Mutant>,
+    turn: LoopState,
     seams_enabled: bool,
     /// Serving as a plain upstream v1 host ([`crate::upstream`]).
     upstream_only: bool,
-    principals: PrincipalDirectory,
-    storage: Storage,
-    /// Webhook subscriptions and their delivery queue, fed by the store
-    /// after every commit (RPL-8).
-    fanout: Arc<webhooks::Fanout>,
-    limiter: RateLimiter,
-    invoker: ToolInvoker,
-    /// `ctx.http.safeFetch` (guard and client).
-    safe_fetch: SafeFetch,
     discovery: DiscoveryDoc,
-    default_tool_timeout: Duration,
-    catalog: Catalog,
-    provider: ProviderClient,
-    /// Open approval interrupts (TTC §C).
-    interrupts: Interrupts,
-    /// How long a held call waits for approval.
-    approval_timeout: Duration,
-    /// Set once the host is shutting down; background tool loops watch it.
-    shutdown: watch::Sender<bool>,
-    /// Whether the store is durable (`--data-dir`): then a shutdown leaves
-    /// in-flight turn runs `running`, to be recovered at the next start.
-    durable: bool,
-    /// Largest whole tool record (TURN-D10).
-    record_limit_bytes: usize,
-    /// Cancel signals of the turn loops running here.
-    run_controls: RunControls,
     /// The MCP server mount's templates and request-state key (TURN-E4).
     mcp_server: McpServer,
 }
@@ -99,35 +73,16 @@ impl AppState {
             Some(dir) => Storage::open_dir(dir, STORE_SCHEMAS)?,
             None => Storage::open_in_memory(STORE_SCHEMAS)?,
         };
-        let fanout = Arc::new(webhooks::Fanout::new());
-        fanout.set_mutant(config.mutant);
-        // A fresh store: the slot is free.
-        storage.set_commit_listener(fanout.clone());
+        let domain = Domain::new(config, storage)?;
         let inner = Inner {
-            mutant: config.mutant,
+            turn: LoopState::new(config, domain)?,
             seams_enabled: config.seams_enabled,
             upstream_only: config.upstream_only,
-            principals: PrincipalDirectory::new(config.principals.clone())?,
-            storage,
-            fanout,
-            limiter: RateLimiter::new(config.rate_limit, config.mutant),
-            invoker: ToolInvoker::new().map_err(HostError::HttpClient)?,
-            // Test mode (seams on) is what lets loopback through the guard.
-            safe_fetch: SafeFetch::new(config.seams_enabled).map_err(HostError::HttpClient)?,
             discovery: if config.upstream_only {
                 upstream::discovery::render(config.mutant)
             } else {
                 DiscoveryDoc::render(config.seams_enabled, config.mutant)
             },
-            default_tool_timeout: config.default_tool_timeout,
-            catalog: Catalog::new(),
-            provider: ProviderClient::new().map_err(HostError::HttpClient)?,
-            interrupts: Interrupts::new(),
-            approval_timeout: config.approval_timeout,
-            shutdown: watch::Sender::new(false),
-            durable: config.data_dir.is_some(),
-            record_limit_bytes: config.record_limit_bytes,
-            run_controls: RunControls::new(),
             mcp_server: McpServer::new(),
         };
         Ok(Self {
@@ -135,14 +90,14 @@ impl AppState {
         })
     }
 
-    /// The active mutant, if any.
-    pub fn mutant(&self) -> Option<Mutant> {
-        self.inner.mutant
+    /// The tool loop's state underneath.
+    pub fn loop_state(&self) -> &LoopState {
+        &self.inner.turn
     }
 
-    /// Whether `mutant` is the active one.
-    pub fn mutant_is(&self, mutant: Mutant) -> bool {
-        self.inner.mutant == Some(mutant)
+    /// The domain's state underneath.
+    pub fn domain(&self) -> &Domain {
+        self.inner.turn.domain()
     }
 
     /// Whether the conformance seams are mounted.
@@ -156,91 +111,9 @@ impl AppState {
         self.inner.upstream_only
     }
 
-    /// Known principals.
-    pub fn principals(&self) -> &PrincipalDirectory {
-        &self.inner.principals
-    }
-
-    /// The tenant a run attributed to `attributed` belongs to: that
-    /// principal's tenant, or the caller's when the principal is unknown
-    /// (a seam may attribute a call to a principal the host does not know,
-    /// to show fail-closed authorization).
-    pub fn run_tenant(&self, attributed: &str, caller: &Principal) -> String {
-        self.principals()
-            .tenant_of(attributed)
-            .unwrap_or(&caller.tenant)
-            .to_owned()
-    }
-
-    /// The run/event store.
-    pub fn storage(&self) -> &Storage {
-        &self.inner.storage
-    }
-
-    /// The webhook fan-out (subscriptions and delivery queue, RPL-8).
-    pub fn fanout(&self) -> &webhooks::Fanout {
-        &self.inner.fanout
-    }
-
-    /// The per-tool rate limiter.
-    pub fn limiter(&self) -> &RateLimiter {
-        &self.inner.limiter
-    }
-
-    /// The tool invoker.
-    pub fn invoker(&self) -> &ToolInvoker {
-        &self.inner.invoker
-    }
-
-    /// `ctx.http.safeFetch`: the SSRF guard and its client.
-    pub fn safe_fetch(&self) -> &SafeFetch {
-        &self.inner.safe_fetch
-    }
-
     /// The rendered discovery document.
     pub fn discovery(&self) -> &DiscoveryDoc {
         &self.inner.discovery
-    }
-
-    /// Tool timeout when a call gives none.
-    pub fn default_tool_timeout(&self) -> Duration {
-        self.inner.default_tool_timeout
-    }
-
-    /// The tool catalog (run-scoped fixture tools).
-    pub fn catalog(&self) -> &Catalog {
-        &self.inner.catalog
-    }
-
-    /// The model provider client.
-    pub fn provider(&self) -> &ProviderClient {
-        &self.inner.provider
-    }
-
-    /// The open approval interrupts.
-    pub fn interrupts(&self) -> &Interrupts {
-        &self.inner.interrupts
-    }
-
-    /// How long a call held for approval waits before its run fails with
-    /// `approval_expired`.
-    pub fn approval_timeout(&self) -> Duration {
-        self.inner.approval_timeout
-    }
-
-    /// Whether the store survives a restart (`--data-dir`).
-    pub fn durable(&self) -> bool {
-        self.inner.durable
-    }
-
-    /// Largest serialized tool record kept whole (TURN-D10).
-    pub fn record_limit_bytes(&self) -> usize {
-        self.inner.record_limit_bytes
-    }
-
-    /// The cancel signals of the turn loops running in this process.
-    pub fn run_controls(&self) -> &RunControls {
-        &self.inner.run_controls
     }
 
     /// The MCP server mount (`POST /mcp`): its run templates and its
@@ -248,18 +121,26 @@ impl AppState {
     pub fn mcp_server(&self) -> &McpServer {
         &self.inner.mcp_server
     }
+}
 
-    /// Tells background work (tool loops) that the host is stopping.
-    pub fn request_shutdown(&self) {
-        self.inner.shutdown.send_replace(true);
+impl Deref for AppState {
+    type Target = LoopState;
+
+    fn deref(&self) -> &LoopState {
+        &self.inner.turn
     }
+}
 
-    /// Resolves once [`AppState::request_shutdown`] has been called.
-    pub async fn shutdown_requested(&self) {
-        let mut stopping = self.inner.shutdown.subscribe();
-        // The sender lives as long as this state, so the wait only ends on
-        // a shutdown request.
-        let _ = stopping.wait_for(|stopping| *stopping).await;
+// Handlers of the lower layers extract their own state from the router's.
+impl FromRef<AppState> for LoopState {
+    fn from_ref(state: &AppState) -> Self {
+        state.loop_state().clone()
+    }
+}
+
+impl FromRef<AppState> for Domain {
+    fn from_ref(state: &AppState) -> Self {
+        state.domain().clone()
     }
 }
 
@@ -365,9 +246,9 @@ pub async fn start(config: HostConfig) -> Result<RunningHost, HostError> {
         turn::recovery::recover(&state)?;
     }
     // Retention: every 10 minutes, until shutdown (it watches the signal).
-    effects::sweeper::spawn_background(state.clone());
+    effects::sweeper::spawn_background(state.domain().clone());
     // RPL-8: the host's one webhook dispatcher, until shutdown.
-    webhooks::spawn_dispatcher(state.clone());
+    webhooks::spawn_dispatcher(state.domain().clone());
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {

@@ -17,9 +17,9 @@ use reqwest::Url;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
 use crate::args_schema::ArgsSchema;
 use crate::auth::authenticate;
+use crate::domain::Domain;
 use crate::error::ApiError;
 use crate::mutant::{Mutant, MutantInfo};
 
@@ -126,7 +126,25 @@ pub enum ToolEndpoint {
     /// One of the host's own knowledge store tools of a turn run
     /// (`memory`, TRUST-2, see [`crate::turn::memory`]); never registered
     /// in the catalog.
-    Memory(crate::turn::memory::MemoryEndpoint),
+    Memory(MemoryEndpoint),
+}
+
+/// Which of the two tools a call reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryOp {
+    /// Writes a segment.
+    Store,
+    /// Reads a segment.
+    Recall,
+}
+
+/// The [`ToolEndpoint::Memory`] of a knowledge store tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryEndpoint {
+    /// Store or recall.
+    pub op: MemoryOp,
+    /// The namespace (the tenant is the run's).
+    pub namespace: String,
 }
 
 /// The `mcp` member of a turn-seam tool: which server tool plays it.
@@ -294,7 +312,7 @@ impl Catalog {
 }
 
 /// The caller's resolved scopes; an unresolvable set fails closed (403).
-pub fn caller_scopes(state: &AppState, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
+pub fn caller_scopes(state: &Domain, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
     let caller = authenticate(headers, state.principals())?;
     caller
         .resolve_scopes()
@@ -309,7 +327,7 @@ pub fn caller_scopes(state: &AppState, headers: &HeaderMap) -> Result<Vec<String
 
 /// Handler for `GET /tools`.
 pub async fn list_tools(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let scopes = caller_scopes(&state, &headers)?;
@@ -324,7 +342,7 @@ pub async fn list_tools(
 
 /// Handler for `GET /tools/{toolId}`.
 pub async fn get_tool(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path(tool_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {

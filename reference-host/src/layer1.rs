@@ -30,9 +30,9 @@ use axum::response::{IntoResponse, Response};
 use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
-use crate::app::AppState;
 use crate::args_hash::sha256_hex;
 use crate::clock::{now_unix_ms, secs_to_ms};
+use crate::domain::Domain;
 use crate::effects::sweeper::cutoff_ms;
 use crate::error::{ApiError, ErrorCode};
 use crate::mutant::{Mutant, MutantInfo};
@@ -519,7 +519,7 @@ pub fn sweep(storage: &Storage, now_ms: i64) -> Result<usize, StorageError> {
 /// above. The caller has already authenticated and authorized the request
 /// (401 and 403 are never cached because they never get here).
 pub async fn guard<F, Fut>(
-    state: &AppState,
+    state: &Domain,
     tenant: &str,
     endpoint: &'static str,
     headers: &HeaderMap,

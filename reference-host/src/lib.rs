@@ -16,6 +16,7 @@ pub mod clock;
 pub mod config;
 pub mod content_trust;
 pub mod discovery;
+pub mod domain;
 pub mod effect_seams;
 pub mod effects;
 pub mod error;

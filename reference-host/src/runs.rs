@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use tokio::time::Instant;
 
-use crate::app::AppState;
 use crate::auth::{authenticate, require_scope};
+use crate::domain::Domain;
 use crate::error::ApiError;
 use crate::events::{RunEventDoc, visible_in_updates};
 use crate::principals::Principal;
@@ -98,14 +98,14 @@ impl PollQuery {
 }
 
 /// Authenticates the caller and checks `runs:read`.
-pub fn authorize_read(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+pub fn authorize_read(state: &Domain, headers: &HeaderMap) -> Result<(), ApiError> {
     authorize_reader(state, headers).map(|_| ())
 }
 
 /// Authenticates the caller, checks `runs:read`, and returns the caller
 /// (whose tenant decides which runs it can see).
 pub fn authorize_reader<'s>(
-    state: &'s AppState,
+    state: &'s Domain,
     headers: &HeaderMap,
 ) -> Result<&'s Principal, ApiError> {
     let caller = authenticate(headers, state.principals())?;
@@ -121,7 +121,7 @@ fn unknown_run(run_id: &str) -> ApiError {
 }
 
 /// The run, or 404 (no tenant check: for host-internal lookups).
-pub fn find_run(state: &AppState, run_id: &str) -> Result<RunRecord, ApiError> {
+pub fn find_run(state: &Domain, run_id: &str) -> Result<RunRecord, ApiError> {
     state
         .storage()
         .run(run_id)?
@@ -131,11 +131,7 @@ pub fn find_run(state: &AppState, run_id: &str) -> Result<RunRecord, ApiError> {
 /// The run when it belongs to `tenant`. Another tenant's run gets exactly
 /// the 404 of an unknown run, message included, so a caller cannot probe
 /// for run ids that exist elsewhere.
-pub fn find_visible_run(
-    state: &AppState,
-    tenant: &str,
-    run_id: &str,
-) -> Result<RunRecord, ApiError> {
+pub fn find_visible_run(state: &Domain, tenant: &str, run_id: &str) -> Result<RunRecord, ApiError> {
     state
         .storage()
         .run(run_id)?
@@ -145,7 +141,7 @@ pub fn find_visible_run(
 
 /// Handler for `GET /runs/{runId}`.
 pub async fn get_run(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -171,7 +167,7 @@ pub async fn get_run(
 
 /// Handler for `GET /runs/{runId}/events/poll`.
 pub async fn poll_events(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
@@ -212,7 +208,7 @@ impl PollPage {
 /// when there is one or when the run is terminal. Shared by the v2 poll and
 /// the upstream-only mode's v1 poll ([`crate::upstream`]).
 pub async fn poll_page(
-    state: &AppState,
+    state: &Domain,
     tenant: &str,
     run_id: &str,
     query: &PollQuery,

@@ -27,8 +27,8 @@ use rusqlite::params;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use crate::app::AppState;
 use crate::auth::authenticate;
+use crate::domain::Domain;
 use crate::error::{ApiError, json_response};
 use crate::invoker::outbound_client_builder;
 use crate::json_body::require_loopback_http;
@@ -317,7 +317,7 @@ fn parse_webhook(body: &[u8]) -> Result<WebhookRequest, ApiError> {
 /// Handler for `POST /webhooks`: any authenticated principal subscribes a
 /// loopback URL to its tenant's events; 201 `{webhookId, url, events?}`.
 pub async fn post_webhook(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -368,7 +368,7 @@ fn subscribe(
 /// Handler for `DELETE /webhooks/{webhookId}`: 204, or 404 when no
 /// subscription of the caller's tenant has that id.
 pub async fn delete_webhook(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path(webhook_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -398,7 +398,7 @@ pub async fn delete_webhook(
 /// order, each with a 2 s timeout and at most 3 attempts (on a transport
 /// error or a 5xx); a delivery still failing after that is dropped. It
 /// stops at shutdown. A second call does nothing (the queue has one reader).
-pub fn spawn_dispatcher(state: AppState) {
+pub fn spawn_dispatcher(state: Domain) {
     let receiver = state
         .fanout()
         .receiver

@@ -22,8 +22,8 @@ use reqwest::Url;
 use rusqlite::params;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
 use crate::auth::{authenticate, require_scope};
+use crate::domain::Domain;
 use crate::effects::{self, EffectReport, EffectSpec};
 use crate::error::{ApiError, ErrorCode};
 use crate::events::{NewEvent, RUN_COMPLETED, RUN_FAILED, RUN_STARTED};
@@ -171,7 +171,7 @@ impl Workflow {
 
 /// Handler for `POST /runs`.
 pub async fn post_runs(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -187,7 +187,7 @@ pub async fn post_runs(
 /// (IDEM-L1-6) and an unscoped caller learns nothing about its key; then `start` runs under
 /// Layer 1.
 pub async fn serve_post_runs<F, Fut>(
-    state: &AppState,
+    state: &Domain,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
     start: F,
@@ -221,7 +221,7 @@ where
 
 /// Starts and runs the workflow named by `body` for `caller`.
 pub async fn start(
-    state: &AppState,
+    state: &Domain,
     caller: &Principal,
     body: &[u8],
 ) -> Result<(StatusCode, Value), ApiError> {
@@ -276,7 +276,7 @@ pub async fn start(
 /// Performs the effects of a `conformance-effect` run, in order, through
 /// the one effect path; `Err` when one of them escaped.
 async fn run_effects(
-    state: &AppState,
+    state: &Domain,
     tenant: &str,
     run_id: &str,
     business_key: &str,
@@ -327,7 +327,7 @@ pub fn effect_summary(reports: &[EffectReport]) -> Value {
 }
 
 /// Counts one start of a flaky nonce; returns the count including it.
-fn count_start(state: &AppState, tenant: &str, nonce: &str) -> Result<u64, StorageError> {
+fn count_start(state: &Domain, tenant: &str, nonce: &str) -> Result<u64, StorageError> {
     // One upsert statement: concurrent starts each get their own number.
     let starts: i64 = state.storage().with_conn(|conn| {
         conn.query_row_cached(
@@ -369,7 +369,7 @@ pub fn new_run_id() -> String {
 /// Creates a run of `tenant` attributed to `principal` and appends
 /// `run.started` with `started`.
 pub fn begin_run(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     principal: &str,
     tenant: &str,
@@ -385,7 +385,7 @@ pub fn begin_run(
 /// Ends a run: `run.completed {result}` or `run.failed {error}`, event and
 /// status in one transaction. Returns the terminal status.
 pub fn end_run(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     ended: Result<Value, RunFailure>,
 ) -> Result<RunStatus, StorageError> {

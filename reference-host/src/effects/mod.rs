@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use reqwest::Url;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
+use crate::domain::Domain;
 use crate::effects::claim::{AwaitPoint, ClaimOutcome, ClaimRequest, ClaimState};
 use crate::effects::identity::{Activity, BusinessOperation, EffectIdentity, Keying};
 use crate::error::ApiError;
@@ -229,7 +229,7 @@ impl PreparedEffect {
     /// only if this executor won, invokes the provider with retries.
     pub async fn execute(
         &self,
-        state: &AppState,
+        state: &Domain,
         await_point: AwaitPoint,
     ) -> Result<EffectReport, EffectError> {
         let request = ClaimRequest {
@@ -304,7 +304,7 @@ fn reference_state(holder: ClaimState) -> ledger::AttemptState {
 }
 
 /// Prepares and executes `spec` with the default await point.
-pub async fn perform(state: &AppState, spec: EffectSpec) -> Result<EffectReport, EffectError> {
+pub async fn perform(state: &Domain, spec: EffectSpec) -> Result<EffectReport, EffectError> {
     prepare(spec, state.mutant())?
         .execute(state, AwaitPoint::yield_once())
         .await
@@ -314,7 +314,7 @@ pub async fn perform(state: &AppState, spec: EffectSpec) -> Result<EffectReport,
 /// content-free, one per attempt. Another tenant's run gets the same 404 as
 /// an unknown one.
 pub async fn list_run_effects(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {

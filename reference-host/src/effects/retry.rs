@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use crate::app::AppState;
+use crate::domain::Domain;
 use crate::effects::claim::{self, ClaimState};
 use crate::effects::identity;
 use crate::effects::ledger::{self, AttemptState, NewAttempt};
@@ -76,7 +76,7 @@ pub struct Attempts {
 /// Runs the attempts of an effect whose claim this executor won, writing
 /// one ledger row per attempt and settling the claim at the end.
 pub async fn run_attempts(
-    state: &AppState,
+    state: &Domain,
     effect: &PreparedEffect,
 ) -> Result<Attempts, EffectError> {
     let mutant = state.mutant();

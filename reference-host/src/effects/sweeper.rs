@@ -12,8 +12,8 @@ use std::time::Duration;
 use rusqlite::params;
 use tokio::task::JoinHandle;
 
-use crate::app::AppState;
 use crate::clock::{now_unix_ms, secs_to_ms};
+use crate::domain::Domain;
 use crate::layer1;
 use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::{Storage, StorageError};
@@ -126,7 +126,7 @@ pub fn sweep_all(
 
 /// Starts the background sweeper: every [`SWEEP_EVERY`], with no offset,
 /// until the host shuts down.
-pub fn spawn_background(state: AppState) -> JoinHandle<()> {
+pub fn spawn_background(state: Domain) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(SWEEP_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

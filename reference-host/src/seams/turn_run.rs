@@ -79,6 +79,6 @@ pub fn start_run(state: &AppState, caller: &Principal, body: &[u8]) -> Result<St
     let raw = String::from_utf8_lossy(body);
     records::save_plan(state.storage(), &run_id, &raw, None, RunMode::Live)?;
     let plan = TurnPlan::new(run_id.clone(), request, state.mutant());
-    driver::start(state.clone(), plan)?;
+    driver::start(state.loop_state().clone(), plan)?;
     Ok(run_id)
 }

@@ -34,11 +34,11 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
 use crate::args_hash::{ArgsHashError, args_hash};
 use crate::args_schema::Violation;
 use crate::authz::{self, Decision, DenyReason};
 use crate::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
+use crate::domain::Domain;
 use crate::event_codes;
 use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
@@ -136,7 +136,7 @@ impl Stop {
 #[derive(Debug, Clone, Copy)]
 pub struct TurnScope<'a> {
     /// Host state.
-    pub state: &'a AppState,
+    pub state: &'a Domain,
     /// The run.
     pub run_id: &'a str,
     /// The principal every call is attributed to.
@@ -963,7 +963,7 @@ pub(crate) async fn dispatch(
 /// Calls the tool's receiver with the arguments and the tool identity as
 /// `Idempotency-Key` (TURN-D2); every arm has a duration.
 async fn dispatch_to_receiver(
-    state: &AppState,
+    state: &Domain,
     tool: &FixtureTool,
     receiver: &reqwest::Url,
     args: &Value,
@@ -1089,6 +1089,7 @@ pub const MUTANTS: &[MutantInfo] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::AppState;
     use crate::args_schema::ArgsSchema;
     use crate::catalog::{Approval, ReplayPolicy, SafetyTier};
     use crate::config::{HostConfig, RateLimitConfig};

@@ -19,8 +19,8 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use crate::app::AppState;
 use crate::args_hash::{args_hash, sha256_hex};
+use crate::domain::Domain;
 use crate::events::{NewEvent, TOOL_CALLED, TOOL_RETURNED};
 use crate::mutant::{Mutant, MutantInfo};
 use crate::tool_events::{
@@ -72,7 +72,7 @@ pub fn refusal_payload(entry: &str, principal: &str) -> ReturnPayload {
 
 /// Writes the refusal of every unresolvable entry of `plan` not refused
 /// yet in this run, in allowlist order.
-pub fn refuse_unresolved(state: &AppState, plan: &TurnPlan) -> Result<(), RunFailure> {
+pub fn refuse_unresolved(state: &Domain, plan: &TurnPlan) -> Result<(), RunFailure> {
     if plan.unresolved_refs.is_empty() {
         return Ok(());
     }
@@ -149,6 +149,7 @@ pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::AppState;
     use crate::config::HostConfig;
     use crate::turn::request::TurnRunRequest;
 

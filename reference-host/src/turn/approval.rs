@@ -18,8 +18,8 @@
 
 use serde_json::Value;
 
-use crate::app::AppState;
 use crate::catalog::{Approval, FixtureTool, SafetyTier};
+use crate::domain::Domain;
 use crate::interrupts::{Action, HoldRequest, Resolution, Via, WaitEnd};
 use crate::mutant::{Mutant, MutantInfo};
 use crate::storage::StorageError;
@@ -115,7 +115,7 @@ impl<'a> RoundContext<'a> {
 /// `waiting-approval`) and waits, bounded by the host's approval timeout,
 /// for the bound principal's decision.
 pub async fn hold(
-    state: &AppState,
+    state: &Domain,
     request: HoldRequest<'_>,
     round: &RoundContext<'_>,
 ) -> Result<WaitEnd, StorageError> {

@@ -208,7 +208,7 @@ fn fork(
             state.catalog().register(&parsed.tools);
             let mut plan = TurnPlan::new(run_id.clone(), *parsed, state.mutant());
             plan.replay = Some(replay);
-            driver::start(state.clone(), plan)?;
+            driver::start(state.loop_state().clone(), plan)?;
         }
     }
     Ok(json_response(

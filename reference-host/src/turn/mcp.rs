@@ -30,9 +30,9 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use crate::app::AppState;
 use crate::args_hash::sha256_hex;
 use crate::catalog::{FixtureTool, McpEndpoint};
+use crate::domain::Domain;
 use crate::interrupts::{HoldRequest, InputPrompt, InterruptKind, WaitEnd};
 use crate::invoker::{JsonExchange, millis};
 use crate::mutant::{Mutant, MutantInfo};
@@ -299,7 +299,7 @@ fn input_required(result: &Map<String, Value>) -> Answer {
 #[derive(Debug, Clone, Copy)]
 pub struct McpCall<'a> {
     /// Host state.
-    pub state: &'a AppState,
+    pub state: &'a Domain,
     /// The run.
     pub run_id: &'a str,
     /// The run's acting principal (the one who answers input requests).
@@ -481,7 +481,7 @@ impl McpCall<'_> {
 
 /// POSTs one prepared `tools/call` body with the wire's headers.
 async fn send_body(
-    state: &AppState,
+    state: &Domain,
     url: &reqwest::Url,
     key: &str,
     id: &str,
@@ -504,7 +504,7 @@ async fn send_body(
 /// again; the answer is ignored and the record is served anyway. RPL-10
 /// says a replay sends nothing.
 pub async fn reissue_recorded_retry(
-    state: &AppState,
+    state: &Domain,
     tool: &FixtureTool,
     args: &Value,
     idempotency_key: &str,

@@ -41,6 +41,7 @@ pub mod records;
 pub mod recovery;
 pub mod replay;
 pub mod request;
+pub mod state;
 pub mod tool_support;
 pub mod trust;
 
