@@ -34,22 +34,24 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::args_hash::{ArgsHashError, args_hash};
-use crate::args_schema::Violation;
-use crate::authz::{self, Decision, DenyReason};
-use crate::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
-use crate::domain::Domain;
-use crate::event_codes;
-use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
-use crate::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
-use crate::invoker::{InvokeResult, MAX_RECEIVER_BODY};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::rate_limit::Acquire;
-use crate::storage::StorageError;
-use crate::tool_events::{
+use crate::base::args_hash::{ArgsHashError, args_hash};
+use crate::base::args_schema::Violation;
+use crate::base::event_codes;
+use crate::base::events::{
+    AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED,
+};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{
     AuthorizationDecidedPayload, CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode,
     ToolReturn, ToolStatus, Transport,
 };
+use crate::domain::Domain;
+use crate::domain::authz::{self, Decision, DenyReason};
+use crate::domain::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
+use crate::domain::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
+use crate::domain::invoker::{InvokeResult, MAX_RECEIVER_BODY};
+use crate::domain::rate_limit::Acquire;
+use crate::store::storage::StorageError;
 use crate::turn::Outcome;
 use crate::turn::approval::{self, AGENT_NODE_ID, RoundContext, Verdict};
 use crate::turn::channels::minted_call_id;
@@ -1032,7 +1034,7 @@ fn append<P: Serialize>(
     Ok(scope.state.storage().append_event(scope.run_id, event)?)
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::TruncatedArgsExecuted,
@@ -1089,10 +1091,10 @@ pub const MUTANTS: &[MutantInfo] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::AppState;
-    use crate::args_schema::ArgsSchema;
-    use crate::catalog::{Approval, ReplayPolicy, SafetyTier};
-    use crate::config::{HostConfig, RateLimitConfig};
+    use crate::base::args_schema::ArgsSchema;
+    use crate::base::config::{HostConfig, RateLimitConfig};
+    use crate::domain::catalog::{Approval, ReplayPolicy, SafetyTier};
+    use crate::surface::app::AppState;
     use reqwest::Url;
     use std::time::Duration;
 
@@ -1126,7 +1128,7 @@ mod tests {
             required_scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             approval: Approval::Never,
             // Port 9 (discard) is never dispatched to in these tests.
-            endpoint: crate::catalog::ToolEndpoint::Receiver(
+            endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
                 Url::parse("http://127.0.0.1:9/t").expect("url"),
             ),
         })
@@ -1344,7 +1346,7 @@ mod tests {
             required_scopes: vec!["tools:write".into()],
             approval: Approval::Always,
             // Never dispatched: the hold expires.
-            endpoint: crate::catalog::ToolEndpoint::Receiver(
+            endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
                 Url::parse("http://127.0.0.1:9/t").expect("url"),
             ),
         })];
@@ -1373,7 +1375,7 @@ mod tests {
             types,
             [
                 TOOL_CALLED,
-                crate::events::INTERRUPT_REQUESTED,
+                crate::base::events::INTERRUPT_REQUESTED,
                 TOOL_RETURNED
             ]
         );
@@ -1437,7 +1439,7 @@ mod tests {
         .expect("admitted");
         assert_eq!(admitted.outcome, Outcome::Invalid);
         let events = state.storage().events_after("run_t", 2).expect("events");
-        let expected = crate::args_hash::jcs_sha256(&json!("{\"n\":")).expect("hash");
+        let expected = crate::base::args_hash::jcs_sha256(&json!("{\"n\":")).expect("hash");
         assert_eq!(events[0].payload["argsHash"], expected);
         assert_eq!(events[1].payload["error"]["code"], "validation_error");
     }

@@ -19,13 +19,13 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use crate::args_hash::{args_hash, sha256_hex};
-use crate::domain::Domain;
-use crate::events::{NewEvent, TOOL_CALLED, TOOL_RETURNED};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::tool_events::{
+use crate::base::args_hash::{args_hash, sha256_hex};
+use crate::base::events::{NewEvent, TOOL_CALLED, TOOL_RETURNED};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{
     CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
+use crate::domain::Domain;
 use crate::turn::driver::{INTERNAL_ERROR, RunFailure, TurnPlan};
 
 /// `details.service` of a forbidden-at-load refusal.
@@ -139,7 +139,7 @@ fn placeholder_call(
     serde_json::to_value(&call).map_err(|_| failed())
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
     mutant: Mutant::ForbiddenAtLoadPlaceholderCall,
     name: "forbidden-at-load-placeholder-call",
@@ -149,8 +149,8 @@ pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::AppState;
-    use crate::config::HostConfig;
+    use crate::base::config::HostConfig;
+    use crate::surface::app::AppState;
     use crate::turn::request::TurnRunRequest;
 
     fn plan(state: &AppState, allowlist: Value) -> TurnPlan {
@@ -201,7 +201,7 @@ mod tests {
         assert_eq!(events[0].payload["callId"], events[1].payload["callId"]);
         assert_eq!(
             events[0].payload["argsHash"],
-            crate::args_hash::jcs_sha256(&json!({})).expect("hash")
+            crate::base::args_hash::jcs_sha256(&json!({})).expect("hash")
         );
     }
 

@@ -27,11 +27,11 @@
 
 use serde_json::{Value, json};
 
+use crate::base::event_codes;
+use crate::base::events::{self, NewEvent, REPLAY_DIVERGED, RunEventDoc};
+use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
-use crate::event_codes;
-use crate::events::{self, NewEvent, REPLAY_DIVERGED, RunEventDoc};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::storage::{StorageError, event_id_at_or_before};
+use crate::store::storage::{StorageError, event_id_at_or_before};
 use crate::turn::driver::{ReplaySource, RunFailure};
 use crate::turn::provider::{Completion, ModelResponse};
 use crate::turn::records;
@@ -236,7 +236,7 @@ fn record(
     })
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::ReplayDivergenceSilent,

@@ -48,16 +48,16 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::catalog::FixtureTool;
-use crate::domain::Domain;
-use crate::event_codes;
-use crate::events::{
+use crate::base::event_codes;
+use crate::base::events::{
     NODE_FAILED, NODE_RETRYING, NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED,
     RUN_COMPLETED, RUN_FAILED, RUN_STARTED, VOICE_TRANSCRIPT,
 };
-use crate::mutant::{Mutant, MutantInfo};
-use crate::storage::{RunStatus, StorageError, insert_event};
-use crate::tool_events::{HOST_AGENT_ID, Transport};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{HOST_AGENT_ID, Transport};
+use crate::domain::Domain;
+use crate::domain::catalog::FixtureTool;
+use crate::store::storage::{RunStatus, StorageError, insert_event};
 use crate::turn::Outcome;
 use crate::turn::admission::{
     self, AdmissionError, Admitted, Deferred, Journal, NodeHalt, RepeatMemory, TurnScope,
@@ -1139,7 +1139,7 @@ async fn ask_model(
     Ok(response)
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::RefusalRetried,

@@ -30,13 +30,13 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use crate::args_hash::sha256_hex;
-use crate::catalog::{FixtureTool, McpEndpoint};
+use crate::base::args_hash::sha256_hex;
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
 use crate::domain::Domain;
-use crate::interrupts::{HoldRequest, InputPrompt, InterruptKind, WaitEnd};
-use crate::invoker::{JsonExchange, millis};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
+use crate::domain::catalog::{FixtureTool, McpEndpoint};
+use crate::domain::interrupts::{HoldRequest, InputPrompt, InterruptKind, WaitEnd};
+use crate::domain::invoker::{JsonExchange, millis};
 use crate::turn::admission::AdmissionError;
 use crate::turn::approval::AGENT_NODE_ID;
 use crate::turn::feedback::{self, CallToolResult};
@@ -188,7 +188,7 @@ pub fn parse_answer(id: &str, exchange: JsonExchange, mutant: Option<Mutant>) ->
         } => {
             return Answer::Failed(format!(
                 "the MCP server's answer exceeds {} bytes",
-                crate::invoker::MAX_RECEIVER_BODY
+                crate::domain::invoker::MAX_RECEIVER_BODY
             ));
         }
         JsonExchange::Answered { status, .. } => {
@@ -519,7 +519,7 @@ pub async fn reissue_recorded_retry(
     let _ = send_body(state, &endpoint.server_url, idempotency_key, &id, &body).await;
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::McpResultUnwrapped,

@@ -25,19 +25,19 @@
 //! knowledge stored after reading untrusted content is recalled untrusted,
 //! in any later run.
 
-use crate::storage::Cached;
+use crate::store::storage::Cached;
 use std::sync::Arc;
 use std::time::Instant;
 
 use rusqlite::{OptionalExtension, params};
 use serde_json::{Value, json};
 
-use crate::args_schema::ArgsSchema;
-use crate::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
-use crate::clock::now_unix_ms;
+use crate::base::args_schema::ArgsSchema;
+use crate::base::clock::now_unix_ms;
+use crate::base::tool_events::ToolReturn;
 use crate::domain::Domain;
-use crate::storage::StorageError;
-use crate::tool_events::ToolReturn;
+use crate::domain::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
+use crate::store::storage::StorageError;
 use crate::turn::feedback::CallToolResult;
 use crate::turn::trust::{self, ContentTrust};
 
@@ -81,7 +81,7 @@ pub struct MemorySpec {
 
 // The endpoint of the two tools is the catalog's (layer 2): a tool entry
 // names it without knowing the store.
-pub use crate::catalog::{MemoryEndpoint, MemoryOp};
+pub use crate::domain::catalog::{MemoryEndpoint, MemoryOp};
 
 /// The store tool's input schema: `{key, text}`, nothing else.
 pub fn store_schema() -> Value {
@@ -282,9 +282,9 @@ pub fn get(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::AppState;
-    use crate::config::HostConfig;
-    use crate::mutant::Mutant;
+    use crate::base::config::HostConfig;
+    use crate::base::mutant::Mutant;
+    use crate::surface::app::AppState;
 
     fn spec() -> MemorySpec {
         MemorySpec {

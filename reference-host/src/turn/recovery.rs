@@ -14,10 +14,10 @@
 
 use serde_json::Value;
 
-use crate::catalog::ReplayPolicy;
-use crate::mutant::{Mutant, MutantInfo};
-use crate::storage::{RunStatus, StorageError};
-use crate::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
+use crate::domain::catalog::ReplayPolicy;
+use crate::store::storage::{RunStatus, StorageError};
 use crate::turn::Outcome;
 use crate::turn::admission::{
     AdmissionError, Admitted, Journal, NodeHalt, On, RepeatMemory, Returned, TOOL_OUTCOME_UNKNOWN,
@@ -216,7 +216,7 @@ pub async fn resume_in_doubt(
     Ok(admitted)
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::RecoveryFromScratch,

@@ -2,15 +2,15 @@
 //! plus what only the loop uses (the provider client, the loops' cancel
 //! signals, the record limit).
 //!
-//! The app's [`crate::app::AppState`] wraps it and derefs to it, so a loop
+//! The app's [`crate::surface::app::AppState`] wraps it and derefs to it, so a loop
 //! function takes `&LoopState` and the surface passes its own state.
 
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::config::HostConfig;
+use crate::base::config::HostConfig;
 use crate::domain::Domain;
-use crate::error::HostError;
+use crate::domain::error::HostError;
 use crate::turn::control::RunControls;
 use crate::turn::provider::ProviderClient;
 
