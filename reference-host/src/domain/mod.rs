@@ -13,6 +13,7 @@ pub mod authz;
 pub mod catalog;
 pub mod effects;
 pub mod error;
+pub mod gates;
 pub mod http_client;
 pub mod interrupts;
 pub mod invoker;

@@ -29,28 +29,23 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::base::args_hash::{ArgsHashError, args_hash};
 use crate::base::args_schema::Violation;
 use crate::base::event_codes;
-use crate::base::events::{
-    AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED,
-};
+use crate::base::events::{NewEvent, TOOL_CALLED, TOOL_RETURNED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::tool_events::{
-    AuthorizationDecidedPayload, CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode,
-    ToolReturn, ToolStatus, Transport,
+    CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
 use crate::domain::Domain;
-use crate::domain::authz::{self, Decision, DenyReason};
+use crate::domain::authz::{Decision, DenyReason};
 use crate::domain::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
+use crate::domain::gates::{self, Grant};
 use crate::domain::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
 use crate::domain::invoker::{InvokeResult, MAX_RECEIVER_BODY};
-use crate::domain::rate_limit::Acquire;
 use crate::store::storage::StorageError;
 use crate::turn::Outcome;
 use crate::turn::approval::{self, AGENT_NODE_ID, RoundContext, Verdict};
@@ -286,22 +281,20 @@ pub fn check_gates<'t>(
                     .filter(|required| !memory.meta_scopes.contains(required))
                     .cloned()
                     .collect();
-                if let Decision::Deny { reason, message } = authz::decide(
-                    scope.state.principals(),
+                if let Decision::Deny { reason, message } = gates::authorize(
+                    scope.state,
                     scope.principal,
                     &tool.tool_id,
                     &required,
-                    mutant,
+                    Grant::Resolved,
                 ) {
                     return Err(Stop::Forbidden { reason, message });
                 }
             }
             Gate::Limits => {
                 let tool = tool.ok_or(Stop::UnknownTool)?;
-                let limiter = scope.state.limiter();
-                let key = limiter.key(scope.principal, &tool.tool_id);
-                if let Acquire::Exhausted { retry_after_secs } =
-                    limiter.try_acquire(key, Instant::now())
+                if let Some(retry_after_secs) =
+                    gates::take_token(scope.state, scope.principal, &tool.tool_id)
                 {
                     return Err(Stop::RateLimited { retry_after_secs });
                 }
@@ -846,14 +839,7 @@ pub(crate) fn settle_stop(
         ),
         Stop::Forbidden { reason, message } => {
             // HOOKS-AUTH: every deny is recorded before the return.
-            let decided = AuthorizationDecidedPayload {
-                principal: scope.principal.to_owned(),
-                action: "tool.invoke",
-                resource: format!("tool:{name}"),
-                allowed: false,
-                reason: reason.as_str(),
-            };
-            append(scope, AUTHORIZATION_DECIDED, &decided, None)?;
+            gates::record_denial(scope.state, scope.run_id, scope.principal, name, reason)?;
             (
                 // The tool did not run: no durationMs.
                 ToolReturn::failed(
@@ -869,10 +855,7 @@ pub(crate) fn settle_stop(
             ToolReturn::failed(
                 ToolStatus::RateLimited,
                 ToolErrorCode::RateLimited,
-                format!(
-                    "rate limit for principal `{}` on tool `{name}` is exhausted; retry after {retry_after_secs} s",
-                    scope.principal
-                ),
+                gates::rate_limited_message(scope.principal, name, retry_after_secs),
                 None,
             ),
             failure(feedback::rate_limited_text(name, retry_after_secs)),
@@ -1023,17 +1006,6 @@ async fn dispatch_to_receiver(
     }
 }
 
-/// Appends one event of the loop to the run's log.
-fn append<P: Serialize>(
-    scope: &TurnScope<'_>,
-    event_type: &'static str,
-    payload: &P,
-    causation: Option<String>,
-) -> Result<RunEventDoc, AdmissionError> {
-    let event = NewEvent::new(event_type, serde_json::to_value(payload)?).caused_by(causation);
-    Ok(scope.state.storage().append_event(scope.run_id, event)?)
-}
-
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
@@ -1093,6 +1065,7 @@ mod tests {
     use super::*;
     use crate::base::args_schema::ArgsSchema;
     use crate::base::config::{HostConfig, RateLimitConfig};
+    use crate::base::events::AUTHORIZATION_DECIDED;
     use crate::domain::catalog::{Approval, ReplayPolicy, SafetyTier};
     use crate::surface::app::AppState;
     use reqwest::Url;

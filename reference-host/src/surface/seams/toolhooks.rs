@@ -8,8 +8,6 @@
 //! (§F). Every arm writes both tool events, so the log always pairs a call
 //! with its return.
 
-use std::time::Instant;
-
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -20,19 +18,16 @@ use serde_json::{Map, Value, json};
 
 use crate::base::args_hash::args_hash;
 use crate::base::args_schema::ArgsSchema;
-use crate::base::events::{
-    AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED,
-};
+use crate::base::events::{RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::redaction::{ResolvedArgs, Scrubber, resolve_credentials};
 use crate::base::tool_events::{
-    AuthorizationDecidedPayload, CallPayload, ReturnPayload, SYSTEM_AGENT_ID, ToolErrorCode,
-    ToolReturn, ToolStatus,
+    CallPayload, ReturnPayload, SYSTEM_AGENT_ID, ToolErrorCode, ToolReturn, ToolStatus,
 };
-use crate::domain::authz::{self, Decision};
+use crate::domain::authz::Decision;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
+use crate::domain::gates::{self, Grant};
 use crate::domain::invoker::InvokeResult;
-use crate::domain::rate_limit::Acquire;
 use crate::store::storage::RunStatus;
 use crate::surface::app::AppState;
 use crate::surface::seams::request::InvokeRequest;
@@ -227,22 +222,17 @@ impl<'s> ToolCall<'s> {
         // Step 5, RFC 0064 §C: fail-closed authorization of the attributed
         // principal: against the grant the caller states (`grantedScopes`, the
         // upstream seam contract), else against the scopes the host resolves.
-        let decision = match &request.granted_scopes {
-            Some(granted) => authz::decide_stated(
-                &request.principal,
-                &request.tool_name,
-                &request.required_scopes,
-                Some(granted),
-                self.state.mutant(),
-            ),
-            None => authz::decide(
-                self.state.principals(),
-                &request.principal,
-                &request.tool_name,
-                &request.required_scopes,
-                self.state.mutant(),
-            ),
-        };
+        let grant = request
+            .granted_scopes
+            .as_deref()
+            .map_or(Grant::Resolved, |granted| Grant::Stated(Some(granted)));
+        let decision = gates::authorize(
+            self.state,
+            &request.principal,
+            &request.tool_name,
+            &request.required_scopes,
+            grant,
+        );
         if let Decision::Deny { reason, message } = decision {
             if self.state.mutant_is(Mutant::InvokeThenCheck) {
                 // Bug: the side effect happens before the decision is honoured.
@@ -253,19 +243,12 @@ impl<'s> ToolCall<'s> {
             // own answer; neither this event nor the return reaches the log.
             let durable = !self.state.mutant_is(Mutant::DenialUnlogged);
             if durable {
-                let decided = AuthorizationDecidedPayload {
-                    principal: request.principal.clone(),
-                    action: "tool.invoke",
-                    resource: format!("tool:{}", request.tool_name),
-                    allowed: false,
-                    reason: reason.as_str(),
-                };
-                append_event(
+                gates::record_denial(
                     self.state,
                     &self.run_id,
-                    AUTHORIZATION_DECIDED,
-                    to_value(&decided)?,
-                    None,
+                    &request.principal,
+                    &request.tool_name,
+                    reason,
                 )?;
             }
             // The tool did not run, so there is no duration to report.
@@ -285,23 +268,17 @@ impl<'s> ToolCall<'s> {
         }
 
         // Step 6, RFC 0064 §D: per-(principal, tool) token bucket.
-        let exhausted = if request.simulate_rate_limit_exhausted {
-            Some(self.state.limiter().refill_interval_secs())
-        } else if self.state.mutant_is(Mutant::RateLimitAbsent) {
-            // Bug: no bucket is consulted at all.
-            None
-        } else {
-            let limiter = self.state.limiter();
-            let key = limiter.key(&request.principal, &request.tool_name);
-            match limiter.try_acquire(key, Instant::now()) {
-                Acquire::Granted => None,
-                Acquire::Exhausted { retry_after_secs } => Some(retry_after_secs),
-            }
-        };
+        let exhausted = gates::seam_token(
+            self.state,
+            &request.principal,
+            &request.tool_name,
+            request.simulate_rate_limit_exhausted,
+        );
         if let Some(retry_after_secs) = exhausted {
-            let message = format!(
-                "rate limit for principal `{}` on tool `{}` is exhausted; retry after {retry_after_secs} s",
-                request.principal, request.tool_name
+            let message = gates::rate_limited_message(
+                &request.principal,
+                &request.tool_name,
+                retry_after_secs,
             );
             return Ok(Arm::RateLimited {
                 ret: ToolReturn::failed(
@@ -497,19 +474,9 @@ fn append_tool_event<P: Serialize>(
         // from the unmodified payload, keeps it).
         object.remove("agentId");
     }
-    append_event(state, run_id, event_type, payload, causation)
-}
-
-/// Appends one event to the run's log.
-fn append_event(
-    state: &AppState,
-    run_id: &str,
-    event_type: &'static str,
-    payload: Value,
-    causation: Option<String>,
-) -> Result<RunEventDoc, ApiError> {
-    let event = NewEvent::new(event_type, payload).caused_by(causation);
-    Ok(state.storage().append_event(run_id, event)?)
+    Ok(gates::record(
+        state, run_id, event_type, payload, causation,
+    )?)
 }
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].

@@ -41,10 +41,10 @@ use crate::base::args_hash::args_hash;
 use crate::base::event_codes;
 use crate::base::mutant::Mutant;
 use crate::base::tool_events::{SYSTEM_AGENT_ID, ToolStatus, Transport};
-use crate::domain::authz::{self, Decision};
+use crate::domain::authz::Decision;
 use crate::domain::error::{ApiError, json_response};
+use crate::domain::gates::{self, Grant};
 use crate::domain::json_body::Fields;
-use crate::domain::rate_limit::Acquire;
 use crate::surface::app::AppState;
 use crate::surface::seams::{seam_body, seam_caller};
 use crate::surface::upstream::known_members;
@@ -226,12 +226,12 @@ fn tool_called(request: &UpstreamInvokeRequest, args_hash: &str, mutant: Option<
 fn evaluate(state: &AppState, request: &UpstreamInvokeRequest) -> Arm {
     let mutant = state.mutant();
     // Step 2: fail-closed authorization against the stated grant.
-    let decision = authz::decide_stated(
+    let decision = gates::authorize(
+        state,
         &request.principal,
         &request.tool_name,
         &request.required_scopes,
-        request.granted_scopes.as_deref(),
-        mutant,
+        Grant::Stated(request.granted_scopes.as_deref()),
     );
     if let Decision::Deny { message, .. } = decision {
         // The tool did not run, so there is no duration to report.
@@ -244,19 +244,12 @@ fn evaluate(state: &AppState, request: &UpstreamInvokeRequest) -> Arm {
     }
 
     // Step 3: the per-(principal, tool) token bucket.
-    let exhausted = if request.simulate_rate_limit_exhausted {
-        Some(state.limiter().refill_interval_secs())
-    } else if mutant == Some(Mutant::RateLimitAbsent) {
-        // Bug: no bucket is consulted at all.
-        None
-    } else {
-        let limiter = state.limiter();
-        let key = limiter.key(&request.principal, &request.tool_name);
-        match limiter.try_acquire(key, Instant::now()) {
-            Acquire::Granted => None,
-            Acquire::Exhausted { retry_after_secs } => Some(retry_after_secs),
-        }
-    };
+    let exhausted = gates::seam_token(
+        state,
+        &request.principal,
+        &request.tool_name,
+        request.simulate_rate_limit_exhausted,
+    );
     if let Some(retry_after_secs) = exhausted {
         let retry_after_secs = retry_after_secs.max(1);
         return Arm::RateLimited {
@@ -265,9 +258,10 @@ fn evaluate(state: &AppState, request: &UpstreamInvokeRequest) -> Arm {
                 duration_ms: None,
                 error: Some((
                     event_codes::RATE_LIMITED,
-                    format!(
-                        "rate limit for principal `{}` on tool `{}` is exhausted; retry after {retry_after_secs} s",
-                        request.principal, request.tool_name
+                    gates::rate_limited_message(
+                        &request.principal,
+                        &request.tool_name,
+                        retry_after_secs,
                     ),
                 )),
             },
