@@ -229,7 +229,6 @@ async fn probe_reach(
     opts: &RunOptions,
     upstream_only: bool,
 ) -> Result<(Reach, Vec<crate::runner::ScenarioResult>), TargetError> {
-    use reference_host::mutant::probe;
     let _window = PROBE_WINDOW.lock().await;
     let mut reach = Reach::new();
     let mut results = Vec::new();
@@ -238,7 +237,7 @@ async fn probe_reach(
             reach.insert(scenario.id.clone(), None);
             continue;
         }
-        probe::reset();
+        reference_host::mutants::probe_reset();
         let run = run_reference(
             suite,
             ReferenceVariant {

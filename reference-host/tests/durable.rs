@@ -1017,7 +1017,7 @@ async fn fork_requests_are_checked() {
                 // EFF-10: branches are served for effect-seam fire runs only.
                 assert_eq!(
                     answer["message"],
-                    reference_host::seams::effect_fire::BRANCH_SOURCE_UNSUPPORTED
+                    reference_host::surface::seams::effect_fire::BRANCH_SOURCE_UNSUPPORTED
                 );
             }
         }

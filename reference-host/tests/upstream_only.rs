@@ -18,11 +18,11 @@ use common::{
     ALICE, CAROL, ERIN, LabelReceiver, Loopback, OPERATOR, assert_observable, bounded, client,
     discovery, seam_host, sha256_jcs,
 };
-use reference_host::events::{
+use reference_host::base::events::{
     NewEvent, REPLAY_DIVERGED_AT_REFUSAL, RUN_COMPLETED, TOOL_CALLED, TOOL_RETURNED,
 };
 use reference_host::mutants::Mutant;
-use reference_host::storage::RunStatus;
+use reference_host::store::storage::RunStatus;
 use reference_host::{AppState, HostConfig, RateLimitConfig, RunningHost, router, start};
 use serde_json::{Value, json};
 

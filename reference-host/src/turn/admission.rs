@@ -29,27 +29,24 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
-use crate::args_hash::{ArgsHashError, args_hash};
-use crate::args_schema::Violation;
-use crate::authz::{self, Decision, DenyReason};
-use crate::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
-use crate::event_codes;
-use crate::events::{AUTHORIZATION_DECIDED, NewEvent, RunEventDoc, TOOL_CALLED, TOOL_RETURNED};
-use crate::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
-use crate::invoker::{InvokeResult, MAX_RECEIVER_BODY};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::rate_limit::Acquire;
-use crate::storage::StorageError;
-use crate::tool_events::{
-    AuthorizationDecidedPayload, CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode,
-    ToolReturn, ToolStatus, Transport,
+use crate::base::args_hash::{ArgsHashError, args_hash};
+use crate::base::args_schema::Violation;
+use crate::base::event_codes;
+use crate::base::events::{NewEvent, TOOL_CALLED, TOOL_RETURNED};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{
+    CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
+use crate::domain::Domain;
+use crate::domain::authz::{Decision, DenyReason};
+use crate::domain::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
+use crate::domain::gates::{self, Grant};
+use crate::domain::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
+use crate::domain::invoker::{InvokeResult, MAX_RECEIVER_BODY};
+use crate::store::storage::StorageError;
 use crate::turn::Outcome;
 use crate::turn::approval::{self, AGENT_NODE_ID, RoundContext, Verdict};
 use crate::turn::channels::minted_call_id;
@@ -138,7 +135,7 @@ impl Stop {
 #[derive(Debug, Clone, Copy)]
 pub struct TurnScope<'a> {
     /// Host state.
-    pub state: &'a AppState,
+    pub state: &'a Domain,
     /// The run.
     pub run_id: &'a str,
     /// The principal every call is attributed to.
@@ -286,22 +283,20 @@ pub fn check_gates<'t>(
                     .filter(|required| !memory.meta_scopes.contains(required))
                     .cloned()
                     .collect();
-                if let Decision::Deny { reason, message } = authz::decide(
-                    scope.state.principals(),
+                if let Decision::Deny { reason, message } = gates::authorize(
+                    scope.state,
                     scope.principal,
                     &tool.tool_id,
                     &required,
-                    mutant,
+                    Grant::Resolved,
                 ) {
                     return Err(Stop::Forbidden { reason, message });
                 }
             }
             Gate::Limits => {
                 let tool = tool.ok_or(Stop::UnknownTool)?;
-                let limiter = scope.state.limiter();
-                let key = limiter.key(scope.principal, &tool.tool_id);
-                if let Acquire::Exhausted { retry_after_secs } =
-                    limiter.try_acquire(key, Instant::now())
+                if let Some(retry_after_secs) =
+                    gates::take_token(scope.state, scope.principal, &tool.tool_id)
                 {
                     return Err(Stop::RateLimited { retry_after_secs });
                 }
@@ -846,14 +841,7 @@ pub(crate) fn settle_stop(
         ),
         Stop::Forbidden { reason, message } => {
             // HOOKS-AUTH: every deny is recorded before the return.
-            let decided = AuthorizationDecidedPayload {
-                principal: scope.principal.to_owned(),
-                action: "tool.invoke",
-                resource: format!("tool:{name}"),
-                allowed: false,
-                reason: reason.as_str(),
-            };
-            append(scope, AUTHORIZATION_DECIDED, &decided, None)?;
+            gates::record_denial(scope.state, scope.run_id, scope.principal, name, reason)?;
             (
                 // The tool did not run: no durationMs.
                 ToolReturn::failed(
@@ -869,10 +857,7 @@ pub(crate) fn settle_stop(
             ToolReturn::failed(
                 ToolStatus::RateLimited,
                 ToolErrorCode::RateLimited,
-                format!(
-                    "rate limit for principal `{}` on tool `{name}` is exhausted; retry after {retry_after_secs} s",
-                    scope.principal
-                ),
+                gates::rate_limited_message(scope.principal, name, retry_after_secs),
                 None,
             ),
             failure(feedback::rate_limited_text(name, retry_after_secs)),
@@ -965,7 +950,7 @@ pub(crate) async fn dispatch(
 /// Calls the tool's receiver with the arguments and the tool identity as
 /// `Idempotency-Key` (TURN-D2); every arm has a duration.
 async fn dispatch_to_receiver(
-    state: &AppState,
+    state: &Domain,
     tool: &FixtureTool,
     receiver: &reqwest::Url,
     args: &Value,
@@ -1023,18 +1008,7 @@ async fn dispatch_to_receiver(
     }
 }
 
-/// Appends one event of the loop to the run's log.
-fn append<P: Serialize>(
-    scope: &TurnScope<'_>,
-    event_type: &'static str,
-    payload: &P,
-    causation: Option<String>,
-) -> Result<RunEventDoc, AdmissionError> {
-    let event = NewEvent::new(event_type, serde_json::to_value(payload)?).caused_by(causation);
-    Ok(scope.state.storage().append_event(scope.run_id, event)?)
-}
-
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::TruncatedArgsExecuted,
@@ -1091,9 +1065,11 @@ pub const MUTANTS: &[MutantInfo] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args_schema::ArgsSchema;
-    use crate::catalog::{Approval, ReplayPolicy, SafetyTier};
-    use crate::config::{HostConfig, RateLimitConfig};
+    use crate::base::args_schema::ArgsSchema;
+    use crate::base::config::{HostConfig, RateLimitConfig};
+    use crate::base::events::AUTHORIZATION_DECIDED;
+    use crate::domain::catalog::{Approval, ReplayPolicy, SafetyTier};
+    use crate::surface::app::AppState;
     use reqwest::Url;
     use std::time::Duration;
 
@@ -1127,7 +1103,7 @@ mod tests {
             required_scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             approval: Approval::Never,
             // Port 9 (discard) is never dispatched to in these tests.
-            endpoint: crate::catalog::ToolEndpoint::Receiver(
+            endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
                 Url::parse("http://127.0.0.1:9/t").expect("url"),
             ),
         })
@@ -1345,7 +1321,7 @@ mod tests {
             required_scopes: vec!["tools:write".into()],
             approval: Approval::Always,
             // Never dispatched: the hold expires.
-            endpoint: crate::catalog::ToolEndpoint::Receiver(
+            endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
                 Url::parse("http://127.0.0.1:9/t").expect("url"),
             ),
         })];
@@ -1374,7 +1350,7 @@ mod tests {
             types,
             [
                 TOOL_CALLED,
-                crate::events::INTERRUPT_REQUESTED,
+                crate::base::events::INTERRUPT_REQUESTED,
                 TOOL_RETURNED
             ]
         );
@@ -1438,7 +1414,7 @@ mod tests {
         .expect("admitted");
         assert_eq!(admitted.outcome, Outcome::Invalid);
         let events = state.storage().events_after("run_t", 2).expect("events");
-        let expected = crate::args_hash::jcs_sha256(&json!("{\"n\":")).expect("hash");
+        let expected = crate::base::args_hash::jcs_sha256(&json!("{\"n\":")).expect("hash");
         assert_eq!(events[0].payload["argsHash"], expected);
         assert_eq!(events[1].payload["error"]["code"], "validation_error");
     }

@@ -19,13 +19,13 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use crate::app::AppState;
-use crate::args_hash::{args_hash, sha256_hex};
-use crate::events::{NewEvent, TOOL_CALLED, TOOL_RETURNED};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::tool_events::{
+use crate::base::args_hash::{args_hash, sha256_hex};
+use crate::base::events::{NewEvent, TOOL_CALLED, TOOL_RETURNED};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{
     CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
+use crate::domain::Domain;
 use crate::turn::driver::{INTERNAL_ERROR, RunFailure, TurnPlan};
 
 /// `details.service` of a forbidden-at-load refusal.
@@ -72,7 +72,7 @@ pub fn refusal_payload(entry: &str, principal: &str) -> ReturnPayload {
 
 /// Writes the refusal of every unresolvable entry of `plan` not refused
 /// yet in this run, in allowlist order.
-pub fn refuse_unresolved(state: &AppState, plan: &TurnPlan) -> Result<(), RunFailure> {
+pub fn refuse_unresolved(state: &Domain, plan: &TurnPlan) -> Result<(), RunFailure> {
     if plan.unresolved_refs.is_empty() {
         return Ok(());
     }
@@ -139,7 +139,7 @@ fn placeholder_call(
     serde_json::to_value(&call).map_err(|_| failed())
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
     mutant: Mutant::ForbiddenAtLoadPlaceholderCall,
     name: "forbidden-at-load-placeholder-call",
@@ -149,7 +149,8 @@ pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::HostConfig;
+    use crate::base::config::HostConfig;
+    use crate::surface::app::AppState;
     use crate::turn::request::TurnRunRequest;
 
     fn plan(state: &AppState, allowlist: Value) -> TurnPlan {
@@ -200,7 +201,7 @@ mod tests {
         assert_eq!(events[0].payload["callId"], events[1].payload["callId"]);
         assert_eq!(
             events[0].payload["argsHash"],
-            crate::args_hash::jcs_sha256(&json!({})).expect("hash")
+            crate::base::args_hash::jcs_sha256(&json!({})).expect("hash")
         );
     }
 

@@ -18,12 +18,12 @@
 
 use serde_json::Value;
 
-use crate::app::AppState;
-use crate::catalog::{Approval, FixtureTool, SafetyTier};
-use crate::interrupts::{Action, HoldRequest, Resolution, Via, WaitEnd};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::storage::StorageError;
-use crate::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
+use crate::domain::Domain;
+use crate::domain::catalog::{Approval, FixtureTool, SafetyTier};
+use crate::domain::interrupts::{Action, HoldRequest, Resolution, Via, WaitEnd};
+use crate::store::storage::StorageError;
 use crate::turn::feedback::{self, CallToolResult, ToolResult};
 use crate::turn::provider::Round;
 use crate::turn::trust::ContentTrust;
@@ -115,7 +115,7 @@ impl<'a> RoundContext<'a> {
 /// `waiting-approval`) and waits, bounded by the host's approval timeout,
 /// for the bound principal's decision.
 pub async fn hold(
-    state: &AppState,
+    state: &Domain,
     request: HoldRequest<'_>,
     round: &RoundContext<'_>,
 ) -> Result<WaitEnd, StorageError> {
@@ -188,7 +188,7 @@ pub fn refused_outright(tool: &str, mutant: Option<Mutant>) -> (ToolReturn, Call
     )
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::ApprovalFromContent,
@@ -205,8 +205,8 @@ pub const MUTANTS: &[MutantInfo] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args_schema::ArgsSchema;
-    use crate::catalog::ReplayPolicy;
+    use crate::base::args_schema::ArgsSchema;
+    use crate::domain::catalog::ReplayPolicy;
     use reqwest::Url;
     use serde_json::json;
 
@@ -222,7 +222,7 @@ mod tests {
             safety_tier,
             required_scopes: Vec::new(),
             approval,
-            endpoint: crate::catalog::ToolEndpoint::Receiver(
+            endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
                 Url::parse("http://127.0.0.1:9/t").expect("url"),
             ),
         }

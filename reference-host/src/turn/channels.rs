@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::args_schema::ArgsSchema;
-use crate::catalog::FixtureTool;
-use crate::mutant::{Mutant, MutantInfo};
+use crate::base::args_schema::ArgsSchema;
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::catalog::FixtureTool;
 use crate::turn::provider::{ModelResponse, ToolEmission, Wire};
 use crate::turn::request::OutputSpec;
 
@@ -260,7 +260,7 @@ pub fn minted_call_id() -> String {
     format!("call_{}", uuid::Uuid::new_v4().simple())
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::PromptedOutputDispatched,
@@ -282,7 +282,7 @@ pub const MUTANTS: &[MutantInfo] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{Approval, ReplayPolicy, SafetyTier};
+    use crate::domain::catalog::{Approval, ReplayPolicy, SafetyTier};
     use crate::turn::provider::{AssistantBlock, Completion};
     use reqwest::Url;
     use serde_json::json;
@@ -319,7 +319,7 @@ mod tests {
             safety_tier: SafetyTier::Write,
             required_scopes: vec![],
             approval: Approval::Never,
-            endpoint: crate::catalog::ToolEndpoint::Receiver(
+            endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
                 Url::parse("http://127.0.0.1:9/t").expect("url"),
             ),
         })]

@@ -33,11 +33,11 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::args_schema::ArgsSchema;
-use crate::authz::{self, Decision};
-use crate::interrupts::{HoldRequest, InterruptKind, Pending, WaitEnd};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::tool_events::{ToolErrorCode, ToolReturn, ToolStatus, Transport};
+use crate::base::args_schema::ArgsSchema;
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{ToolErrorCode, ToolReturn, ToolStatus, Transport};
+use crate::domain::authz::{self, Decision};
+use crate::domain::interrupts::{HoldRequest, InterruptKind, Pending, WaitEnd};
 use crate::turn::Outcome;
 use crate::turn::admission::{self, AdmissionError, Admitted, Journal, Returned, Stop, TurnScope};
 use crate::turn::approval::AGENT_NODE_ID;
@@ -357,7 +357,7 @@ pub fn ended_turn(
     admission::record_return(scope, journal, emission, returned)
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
     mutant: Mutant::ClarificationUnbounded,
     name: "clarification-unbounded",

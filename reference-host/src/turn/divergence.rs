@@ -27,11 +27,11 @@
 
 use serde_json::{Value, json};
 
-use crate::app::AppState;
-use crate::event_codes;
-use crate::events::{self, NewEvent, REPLAY_DIVERGED, RunEventDoc};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::storage::{StorageError, event_id_at_or_before};
+use crate::base::event_codes;
+use crate::base::events::{self, NewEvent, REPLAY_DIVERGED, RunEventDoc};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::Domain;
+use crate::store::storage::{StorageError, event_id_at_or_before};
 use crate::turn::driver::{ReplaySource, RunFailure};
 use crate::turn::provider::{Completion, ModelResponse};
 use crate::turn::records;
@@ -141,7 +141,7 @@ pub fn divergence_point(round: u32) -> String {
 /// Checks live round `round` of replay fork `run_id` against its source and
 /// writes what RPL-7 asks for. `Err` ends the run (divergence at a refusal).
 pub fn check(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     source: &ReplaySource,
     round: u32,
@@ -199,7 +199,7 @@ pub fn check(
 }
 
 /// Whether the fork already wrote its `replay.diverged`.
-fn already_diverged(state: &AppState, run_id: &str) -> Result<bool, StorageError> {
+fn already_diverged(state: &Domain, run_id: &str) -> Result<bool, StorageError> {
     Ok(state
         .storage()
         .events_after(run_id, -1)?
@@ -211,7 +211,7 @@ fn already_diverged(state: &AppState, run_id: &str) -> Result<bool, StorageError
 /// `replayEventId`, and the source's event at the same sequence (or its
 /// last one before it) as `originalEventId`.
 fn record(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     source_run_id: &str,
     event_type: &'static str,
@@ -236,7 +236,7 @@ fn record(
     })
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::ReplayDivergenceSilent,

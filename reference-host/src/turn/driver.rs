@@ -48,16 +48,16 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::app::AppState;
-use crate::catalog::FixtureTool;
-use crate::event_codes;
-use crate::events::{
+use crate::base::event_codes;
+use crate::base::events::{
     NODE_FAILED, NODE_RETRYING, NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED,
     RUN_COMPLETED, RUN_FAILED, RUN_STARTED, VOICE_TRANSCRIPT,
 };
-use crate::mutant::{Mutant, MutantInfo};
-use crate::storage::{RunStatus, StorageError, insert_event};
-use crate::tool_events::{HOST_AGENT_ID, Transport};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{HOST_AGENT_ID, Transport};
+use crate::domain::Domain;
+use crate::domain::catalog::FixtureTool;
+use crate::store::storage::{RunStatus, StorageError, insert_event};
 use crate::turn::Outcome;
 use crate::turn::admission::{
     self, AdmissionError, Admitted, Deferred, Journal, NodeHalt, RepeatMemory, TurnScope,
@@ -79,6 +79,7 @@ use crate::turn::records::{self, ToolRecord};
 use crate::turn::recovery;
 use crate::turn::replay;
 use crate::turn::request::{Inbound, ProviderTool, TurnFaults, TurnLimits, TurnRunRequest};
+use crate::turn::state::LoopState;
 use crate::turn::tool_support::{self, ToolMode, ToolNeeds};
 use crate::turn::trust::{self, ContentTrust};
 
@@ -314,7 +315,7 @@ enum Ended {
 /// Writes `run.started` and the first `node.started` (one transaction) and
 /// spawns the loop. Returns once the run is visibly started; the loop ends
 /// the run with a terminal event.
-pub fn start(state: AppState, plan: TurnPlan) -> Result<(), StorageError> {
+pub fn start(state: LoopState, plan: TurnPlan) -> Result<(), StorageError> {
     let tool_ids: Vec<&str> = plan.tools.iter().map(|t| t.tool_id.as_str()).collect();
     let mut payload = json!({
         "agentId": HOST_AGENT_ID,
@@ -376,7 +377,7 @@ fn voice_transcript(inbound: Option<&Inbound>, mutant: Option<Mutant>) -> Option
 }
 
 /// Spawns the loop of a run that is already started (recovery).
-pub fn resume(state: AppState, plan: TurnPlan) {
+pub fn resume(state: LoopState, plan: TurnPlan) {
     tokio::spawn(drive(state, plan));
 }
 
@@ -390,7 +391,7 @@ fn node_started(attempt: u32) -> NewEvent {
 }
 
 /// Runs the loop to its end and records how it ended.
-pub async fn drive(state: AppState, plan: TurnPlan) {
+pub async fn drive(state: LoopState, plan: TurnPlan) {
     let cancel = state.run_controls().register(&plan.run_id);
     let ended = tokio::select! {
         ended = run_loop(&state, &plan) => Ended::Done(ended),
@@ -426,7 +427,7 @@ async fn cancelled(mut cancel: watch::Receiver<Option<String>>) -> String {
 }
 
 /// Appends the terminal event and settles the status in one transaction.
-fn settle(state: &AppState, run_id: &str, ended: Ended) -> Result<(), StorageError> {
+fn settle(state: &Domain, run_id: &str, ended: Ended) -> Result<(), StorageError> {
     match ended {
         Ended::Suspended => {}
         Ended::Cancelled(by) => {
@@ -456,7 +457,7 @@ fn settle(state: &AppState, run_id: &str, ended: Ended) -> Result<(), StorageErr
 
 /// Fails the run: `node.failed` first when the node failed, then
 /// `run.failed` with the same code (and the status) in one transaction.
-pub fn fail_run(state: &AppState, run_id: &str, failure: &RunFailure) -> Result<(), StorageError> {
+pub fn fail_run(state: &Domain, run_id: &str, failure: &RunFailure) -> Result<(), StorageError> {
     let error = failure.error();
     if failure.node_failed {
         state.storage().append_event(
@@ -479,7 +480,7 @@ pub fn fail_run(state: &AppState, run_id: &str, failure: &RunFailure) -> Result<
 
 /// Writes the TRUST-1 witness of the request about to be sent.
 fn record_prompt(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     trust: ContentTrust,
     round: u32,
@@ -504,7 +505,7 @@ fn record_prompt(
 /// The node attempts: a transient tool failure ends an attempt while
 /// attempts remain; the next one starts from round 1 with fresh state
 /// (TURN-D9).
-async fn run_loop(state: &AppState, plan: &TurnPlan) -> Result<RunAnswer, RunFailure> {
+async fn run_loop(state: &LoopState, plan: &TurnPlan) -> Result<RunAnswer, RunFailure> {
     // HOOKS-AUTH-7: unresolvable allowlist entries are refused at load,
     // before any provider request; the run goes on with the rest.
     allowlist::refuse_unresolved(state, plan)?;
@@ -555,7 +556,7 @@ enum AttemptEnd {
 
 /// One node attempt: fresh conversation state, its own records.
 struct Attempt<'a> {
-    state: &'a AppState,
+    state: &'a LoopState,
     plan: &'a TurnPlan,
     scope: TurnScope<'a>,
     attempt: u32,
@@ -574,7 +575,7 @@ struct Attempt<'a> {
 
 impl<'a> Attempt<'a> {
     fn new(
-        state: &'a AppState,
+        state: &'a LoopState,
         plan: &'a TurnPlan,
         attempt: u32,
         resume: bool,
@@ -1067,7 +1068,7 @@ impl<'a> Attempt<'a> {
 /// The rounds of `attempt` whose `prompt.composed` is already in the log,
 /// so a resumed attempt does not write them twice.
 fn composed_rounds(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     attempt: u32,
 ) -> Result<HashSet<u32>, StorageError> {
@@ -1090,7 +1091,7 @@ fn composed_rounds(
 
 /// One provider request for the next round.
 async fn ask_model(
-    state: &AppState,
+    state: &LoopState,
     plan: &TurnPlan,
     transcript: &Transcript,
 ) -> Result<ModelResponse, RunFailure> {
@@ -1138,7 +1139,7 @@ async fn ask_model(
     Ok(response)
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::RefusalRetried,

@@ -11,8 +11,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::args_schema::Violation;
-use crate::mutant::{Mutant, MutantInfo};
+use crate::base::args_schema::Violation;
+use crate::base::mutant::{Mutant, MutantInfo};
 use crate::turn::trust::ContentTrust;
 
 /// An MCP `CallToolResult`, reduced to what this host sends (serializable:
@@ -187,7 +187,7 @@ pub fn not_executed_text(tool: &str) -> String {
     format!("Tool {tool} was not executed: its completion did not end cleanly.")
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::RepairEchoesModelText,

@@ -30,13 +30,13 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use crate::app::AppState;
-use crate::args_hash::sha256_hex;
-use crate::catalog::{FixtureTool, McpEndpoint};
-use crate::interrupts::{HoldRequest, InputPrompt, InterruptKind, WaitEnd};
-use crate::invoker::{JsonExchange, millis};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
+use crate::base::args_hash::sha256_hex;
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
+use crate::domain::Domain;
+use crate::domain::catalog::{FixtureTool, McpEndpoint};
+use crate::domain::interrupts::{HoldRequest, InputPrompt, InterruptKind, WaitEnd};
+use crate::domain::invoker::{JsonExchange, millis};
 use crate::turn::admission::AdmissionError;
 use crate::turn::approval::AGENT_NODE_ID;
 use crate::turn::feedback::{self, CallToolResult};
@@ -188,7 +188,7 @@ pub fn parse_answer(id: &str, exchange: JsonExchange, mutant: Option<Mutant>) ->
         } => {
             return Answer::Failed(format!(
                 "the MCP server's answer exceeds {} bytes",
-                crate::invoker::MAX_RECEIVER_BODY
+                crate::domain::invoker::MAX_RECEIVER_BODY
             ));
         }
         JsonExchange::Answered { status, .. } => {
@@ -299,7 +299,7 @@ fn input_required(result: &Map<String, Value>) -> Answer {
 #[derive(Debug, Clone, Copy)]
 pub struct McpCall<'a> {
     /// Host state.
-    pub state: &'a AppState,
+    pub state: &'a Domain,
     /// The run.
     pub run_id: &'a str,
     /// The run's acting principal (the one who answers input requests).
@@ -481,7 +481,7 @@ impl McpCall<'_> {
 
 /// POSTs one prepared `tools/call` body with the wire's headers.
 async fn send_body(
-    state: &AppState,
+    state: &Domain,
     url: &reqwest::Url,
     key: &str,
     id: &str,
@@ -504,7 +504,7 @@ async fn send_body(
 /// again; the answer is ignored and the record is served anyway. RPL-10
 /// says a replay sends nothing.
 pub async fn reissue_recorded_retry(
-    state: &AppState,
+    state: &Domain,
     tool: &FixtureTool,
     args: &Value,
     idempotency_key: &str,
@@ -519,7 +519,7 @@ pub async fn reissue_recorded_retry(
     let _ = send_body(state, &endpoint.server_url, idempotency_key, &id, &body).await;
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::McpResultUnwrapped,

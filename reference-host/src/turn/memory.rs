@@ -25,19 +25,19 @@
 //! knowledge stored after reading untrusted content is recalled untrusted,
 //! in any later run.
 
-use crate::storage::Cached;
+use crate::store::storage::Cached;
 use std::sync::Arc;
 use std::time::Instant;
 
 use rusqlite::{OptionalExtension, params};
 use serde_json::{Value, json};
 
-use crate::app::AppState;
-use crate::args_schema::ArgsSchema;
-use crate::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
-use crate::clock::now_unix_ms;
-use crate::storage::StorageError;
-use crate::tool_events::ToolReturn;
+use crate::base::args_schema::ArgsSchema;
+use crate::base::clock::now_unix_ms;
+use crate::base::tool_events::ToolReturn;
+use crate::domain::Domain;
+use crate::domain::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
+use crate::store::storage::StorageError;
 use crate::turn::feedback::CallToolResult;
 use crate::turn::trust::{self, ContentTrust};
 
@@ -79,23 +79,9 @@ pub struct MemorySpec {
     pub namespace: String,
 }
 
-/// Which of the two tools a call reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemoryOp {
-    /// Writes a segment.
-    Store,
-    /// Reads a segment.
-    Recall,
-}
-
-/// The [`ToolEndpoint::Memory`] of a knowledge store tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemoryEndpoint {
-    /// Store or recall.
-    pub op: MemoryOp,
-    /// The namespace (the tenant is the run's).
-    pub namespace: String,
-}
+// The endpoint of the two tools is the catalog's (layer 2): a tool entry
+// names it without knowing the store.
+pub use crate::domain::catalog::{MemoryEndpoint, MemoryOp};
 
 /// The store tool's input schema: `{key, text}`, nothing else.
 pub fn store_schema() -> Value {
@@ -181,7 +167,7 @@ pub struct MemoryOutcome {
 /// turn of trust `turn` (the arguments passed the tool's schema). A store
 /// failure is the host's own and fails the run.
 pub fn dispatch(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     endpoint: &MemoryEndpoint,
     args: &Value,
@@ -238,7 +224,7 @@ pub struct Segment {
 /// Writes (or replaces) segment (`tenant`, `namespace`, `key`), stored by
 /// `run_id`.
 pub fn put(
-    state: &AppState,
+    state: &Domain,
     tenant: &str,
     namespace: &str,
     key: &str,
@@ -269,7 +255,7 @@ pub fn put(
 
 /// The segment (`tenant`, `namespace`, `key`), if one was stored.
 pub fn get(
-    state: &AppState,
+    state: &Domain,
     tenant: &str,
     namespace: &str,
     key: &str,
@@ -296,8 +282,9 @@ pub fn get(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::HostConfig;
-    use crate::mutant::Mutant;
+    use crate::base::config::HostConfig;
+    use crate::base::mutant::Mutant;
+    use crate::surface::app::AppState;
 
     fn spec() -> MemorySpec {
         MemorySpec {

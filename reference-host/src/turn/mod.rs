@@ -11,7 +11,7 @@
 //! until the run's principal resolves its interrupt ([`approval`]). A
 //! `toolAllowlist` narrows the tools offered, and its entries that resolve
 //! to no tool are refused at loop start ([`allowlist`]). The seam itself
-//! ([`crate::seams::turn_run`], [`request`]) only sets a run up; it never calls admission
+//! ([`crate::surface::seams::turn_run`], [`request`]) only sets a run up; it never calls admission
 //! directly. A tool played by an MCP server is admitted the same way and
 //! dispatched by the host's own MCP client ([`mcp`]). A run may offer the
 //! host's knowledge store tools, whose segments keep the trust they were
@@ -32,7 +32,6 @@ pub mod control;
 pub mod divergence;
 pub mod driver;
 pub mod feedback;
-pub mod fork;
 pub mod mcp;
 pub mod memory;
 pub mod provider;
@@ -41,6 +40,7 @@ pub mod records;
 pub mod recovery;
 pub mod replay;
 pub mod request;
+pub mod state;
 pub mod tool_support;
 pub mod trust;
 

@@ -18,8 +18,8 @@
 
 use serde_json::{Value, json};
 
-use crate::mutant::{Mutant, MutantInfo};
-use crate::storage::{Storage, StorageError};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::store::storage::{Storage, StorageError};
 use crate::turn::driver::ReplaySource;
 use crate::turn::provider::{AssistantBlock, ModelResponse};
 use crate::turn::records;
@@ -108,7 +108,7 @@ pub fn recorded_round(
     )
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::ProviderToolUnlisted,

@@ -16,18 +16,18 @@
 //! attempt's records (TURN-D9).
 //!
 //! - `node_records` keeps the outcome of each pack node dispatch of a
-//!   packs-test run (`crate::seams::packs`), keyed `(run, nodeId, n)` where
+//!   packs-test run (`crate::surface::seams::packs`), keyed `(run, nodeId, n)` where
 //!   `n` counts that node's `node.started` in the run: what a replay fork
 //!   serves a side-effecting node instead of dispatching it (RPL-2).
 
-use crate::storage::Cached;
+use crate::store::storage::Cached;
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::args_hash::sha256_hex;
-use crate::mutant::{Mutant, MutantInfo};
-use crate::storage::{Storage, StorageError};
+use crate::base::args_hash::sha256_hex;
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::store::storage::{Storage, StorageError};
 use crate::turn::feedback::CallToolResult;
 use crate::turn::provider::ModelResponse;
 
@@ -545,7 +545,7 @@ fn row(
     })
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
     mutant: Mutant::ToolKeyPerRun,
     name: "tool-key-per-run",
@@ -594,7 +594,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_per_attempt() {
-        let storage = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("store");
+        let storage = Storage::open_in_memory(crate::surface::app::STORE_SCHEMAS).expect("store");
         save_plan(&storage, "run_a", "{}", None, RunMode::Live).expect("plan");
         let row = RecordRow::of(&recorded("x"), 65_536).expect("row");
         storage
@@ -622,7 +622,7 @@ mod tests {
 
     #[test]
     fn node_outcomes_are_keyed_by_run_node_and_n() {
-        let storage = Storage::open_in_memory(crate::app::STORE_SCHEMAS).expect("store");
+        let storage = Storage::open_in_memory(crate::surface::app::STORE_SCHEMAS).expect("store");
         let outcome = NodeOutcome {
             status: 201,
             body: json!({"ok": true}),

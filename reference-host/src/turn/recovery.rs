@@ -14,11 +14,10 @@
 
 use serde_json::Value;
 
-use crate::app::AppState;
-use crate::catalog::ReplayPolicy;
-use crate::mutant::{Mutant, MutantInfo};
-use crate::storage::{RunStatus, StorageError};
-use crate::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{ToolErrorCode, ToolReturn, ToolStatus};
+use crate::domain::catalog::ReplayPolicy;
+use crate::store::storage::{RunStatus, StorageError};
 use crate::turn::Outcome;
 use crate::turn::admission::{
     AdmissionError, Admitted, Journal, NodeHalt, On, RepeatMemory, Returned, TOOL_OUTCOME_UNKNOWN,
@@ -29,6 +28,7 @@ use crate::turn::feedback::{self, CallToolResult, ToolResult};
 use crate::turn::provider::{Completion, ToolEmission};
 use crate::turn::records::{self, RunMode};
 use crate::turn::request::TurnRunRequest;
+use crate::turn::state::LoopState;
 use crate::turn::trust::ContentTrust;
 
 /// What start-up recovery did.
@@ -42,7 +42,7 @@ pub struct Recovered {
 
 /// Resumes or fails every run found in flight. Must run inside the async
 /// runtime (resumed loops are spawned).
-pub fn recover(state: &AppState) -> Result<Recovered, StorageError> {
+pub fn recover(state: &LoopState) -> Result<Recovered, StorageError> {
     let mut recovered = Recovered::default();
     for run in state.storage().runs_in_flight()? {
         let run_id = run.run_id.clone();
@@ -78,7 +78,7 @@ pub fn recover(state: &AppState) -> Result<Recovered, StorageError> {
 /// The plan that resumes `run_id` in its current attempt, or `None` when
 /// its stored request no longer parses.
 fn resumable(
-    state: &AppState,
+    state: &LoopState,
     run_id: &str,
     stored: records::StoredPlan,
 ) -> Result<Option<TurnPlan>, StorageError> {
@@ -216,7 +216,7 @@ pub async fn resume_in_doubt(
     Ok(admitted)
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::RecoveryFromScratch,

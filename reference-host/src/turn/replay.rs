@@ -8,9 +8,11 @@
 
 use serde_json::{Value, json};
 
-use crate::events::{NewEvent, TOOL_RETURNED};
-use crate::mutant::{Mutant, MutantInfo};
-use crate::tool_events::{HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus};
+use crate::base::events::{NewEvent, TOOL_RETURNED};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::tool_events::{
+    HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus,
+};
 use crate::turn::Outcome;
 use crate::turn::admission::{
     AdmissionError, Admitted, Journal, NodeHalt, REPLAY_SOURCE_MISSING, TurnScope, append_return,
@@ -168,7 +170,7 @@ pub fn serve_replay(
     })
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::OversizedServedOnReplay,

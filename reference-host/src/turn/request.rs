@@ -12,11 +12,13 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::args_schema::ArgsSchema;
-use crate::catalog::{Approval, FixtureTool, McpEndpoint, ReplayPolicy, SafetyTier, ToolEndpoint};
-use crate::error::ApiError;
-use crate::json_body::require_loopback_http;
-use crate::json_body::{Fields, kind, parse_object};
+use crate::base::args_schema::ArgsSchema;
+use crate::domain::catalog::{
+    Approval, FixtureTool, McpEndpoint, ReplayPolicy, SafetyTier, ToolEndpoint,
+};
+use crate::domain::error::ApiError;
+use crate::domain::json_body::require_loopback_http;
+use crate::domain::json_body::{Fields, kind, parse_object};
 use crate::turn::channels::OutputMode;
 use crate::turn::memory::MemorySpec;
 use crate::turn::provider::{ProviderSpec, Wire};
@@ -1138,7 +1140,7 @@ mod tests {
             let mut body = minimal();
             body["toolAllowlist"] = allowlist.clone();
             let err = parse(&body).expect_err("rejected");
-            assert_eq!(err.code, crate::error::ErrorCode::ValidationError);
+            assert_eq!(err.code, crate::domain::error::ErrorCode::ValidationError);
             assert!(
                 err.message.contains(&format!("({pointer})")) && err.message.contains(fix),
                 "{allowlist}: {}",
@@ -1213,7 +1215,7 @@ mod tests {
             let mut bad = body.clone();
             bad["memory"] = memory.clone();
             let err = parse(&bad).expect_err("rejected");
-            assert_eq!(err.code, crate::error::ErrorCode::ValidationError);
+            assert_eq!(err.code, crate::domain::error::ErrorCode::ValidationError);
             assert!(
                 err.message.contains(&format!("`{field}`")),
                 "{memory}: {}",
@@ -1357,7 +1359,7 @@ mod tests {
             body.as_object_mut().map(|o| o.remove("input"));
             body["inbound"] = inbound.clone();
             let err = parse(&body).expect_err("rejected");
-            assert_eq!(err.code, crate::error::ErrorCode::ValidationError);
+            assert_eq!(err.code, crate::domain::error::ErrorCode::ValidationError);
             assert!(err.message.contains(field), "{inbound}: {}", err.message);
         }
         // Exactly one of `input` and `inbound`: both, or neither, names both.

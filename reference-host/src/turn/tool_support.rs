@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::catalog::FixtureTool;
-use crate::event_codes;
-use crate::mutant::{Mutant, MutantInfo};
+use crate::base::event_codes;
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::catalog::FixtureTool;
 use crate::turn::channels::minted_call_id;
 use crate::turn::driver::RunFailure;
 use crate::turn::provider::ToolEmission;
@@ -112,7 +112,7 @@ pub fn guessed_calls(text: &str, tools: &[Arc<FixtureTool>]) -> Vec<ToolEmission
     }]
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
     mutant: Mutant::ToolSupportGuessed,
     name: "tool-support-guessed",

@@ -29,8 +29,8 @@
 //! [`after_model_output`], [`after_tool_results`], [`after_provider_tools`],
 //! [`of_recall`] and [`at_start`].
 
-pub use crate::content_trust::ContentTrust;
-use crate::mutant::{Mutant, MutantInfo};
+pub use crate::base::content_trust::ContentTrust;
+use crate::base::mutant::{Mutant, MutantInfo};
 use crate::turn::feedback::{CallToolResult, ToolResult};
 use crate::turn::provider::ModelResponse;
 use crate::turn::request::{A2aRole, Inbound};
@@ -182,7 +182,7 @@ fn claims_trusted(text: &str) -> bool {
     compact.contains(r#""contentTrust":"trusted""#)
 }
 
-/// The mutants planted in this module, gathered by [`crate::mutants::ALL`].
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::TrustFromModelOutput,

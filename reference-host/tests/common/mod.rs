@@ -500,7 +500,7 @@ pub fn nonconformant_codes(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .filter_map(|event| event["payload"]["error"]["code"].as_str())
-        .filter(|code| !reference_host::event_codes::is_conformant(code))
+        .filter(|code| !reference_host::base::event_codes::is_conformant(code))
         .map(str::to_owned)
         .collect()
 }

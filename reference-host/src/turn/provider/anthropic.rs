@@ -517,15 +517,15 @@ mod tests {
     }
 
     /// A run tool played by an MCP server.
-    fn mcp_tool() -> std::sync::Arc<crate::catalog::FixtureTool> {
-        use crate::catalog::{
+    fn mcp_tool() -> std::sync::Arc<crate::domain::catalog::FixtureTool> {
+        use crate::domain::catalog::{
             Approval, FixtureTool, McpEndpoint, ReplayPolicy, SafetyTier, ToolEndpoint,
         };
         let input_schema = json!({"type": "object"});
         std::sync::Arc::new(FixtureTool {
             tool_id: "weather".into(),
             description: "weather".into(),
-            input_validator: crate::args_schema::ArgsSchema::compile(&input_schema)
+            input_validator: crate::base::args_schema::ArgsSchema::compile(&input_schema)
                 .expect("compiles"),
             input_schema,
             output_schema: None,

@@ -18,7 +18,7 @@ use reqwest::Url;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::FixtureTool;
+use crate::domain::catalog::FixtureTool;
 use crate::turn::feedback::ToolResult;
 use crate::turn::request::ProviderTool;
 use event_stream::{SseDecoder, SseEvent};
@@ -238,9 +238,9 @@ pub struct ProviderClient {
 impl ProviderClient {
     /// Builds the client: no proxy and no redirects (providers are loopback
     /// only here and must stay so), bounded connect and request time, and
-    /// no TLS roots (see [`crate::invoker::outbound_client_builder`]).
+    /// no TLS roots (see [`crate::domain::invoker::outbound_client_builder`]).
     pub fn new() -> Result<Self, reqwest::Error> {
-        let client = crate::invoker::outbound_client_builder()
+        let client = crate::domain::invoker::outbound_client_builder()
             .timeout(REQUEST_TIMEOUT)
             .build()?;
         Ok(Self { client })

@@ -1,0 +1,362 @@
+//! The mutant vocabulary: which deliberately broken variant is planted.
+//!
+//! It imports nothing, so every layer may use it. Each mutant's name and the
+//! line saying what it breaks are declared next to the code it breaks, in
+//! that module's `MUTANTS` table; [`crate::surface::mutants`] gathers the tables into
+//! [`crate::surface::mutants::ALL`].
+//!
+//! A mutant site tests `mutant == Some(Mutant::X)` (or `!=`, or
+//! `mutant_is`), never a `match` pattern: the comparison is what tells the
+//! [`Mutant::Probe`] host that the site was reached (see [`probe`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One deliberately broken variant of the host, switched on by name.
+#[derive(Debug, Clone, Copy, Eq)]
+pub enum Mutant {
+    /// A scope-resolver error is treated as "allowed" (fails open).
+    AuthzFailOpenOnResolverError,
+    /// The tool is invoked first, then authorization is checked.
+    InvokeThenCheck,
+    /// argsHash is computed over the resolved raw args (secret included).
+    ArgsHashRaw,
+    /// argsHash is computed over non-canonical `serde_json::to_string` output.
+    ArgsHashNoncanonical,
+    /// A failed tool call is reported as `{status: "ok"}` with no error.
+    FailureBareSuccess,
+    /// A forbidden return carries `durationMs: 0`.
+    ForbiddenWithDuration,
+    /// The token bucket is keyed by tool name only.
+    RateLimitKeyedByTool,
+    /// No token bucket at all.
+    RateLimitAbsent,
+    /// 429 responses lack `Retry-After` and put `retryAfterSeconds` in details.
+    RateLimitNoRetryAfter,
+    /// The 429 body is `{"status": "rate_limited"}` instead of the envelope.
+    RateLimitBareBody,
+    /// Every authorization check denies.
+    AuthzAlwaysDeny,
+    /// No `authorization.decided` event is written on a deny.
+    DenialUnlogged,
+    /// `agent.tool-called` also carries the full redacted `inputs`.
+    CallEventCarriesInputs,
+    /// `agent.tool-called` omits `principal`.
+    CallEventMissingPrincipal,
+    /// `agent.tool-returned` has no `causationId`.
+    ReturnCausationMissing,
+    /// Tool events in the events log omit `agentId`.
+    EventAgentidMissing,
+    /// Seam (non-agent) tool events use agentId `refhost.agent`.
+    SeamAgentidNotSystem,
+    /// A failed return carries both `error` and `outcome: {}`.
+    ErrorWithOutcome,
+    /// An argument-validation failure reports `status: "invalid_args"`.
+    StatusInvalidArgs,
+    /// Discovery never answers 304 to a matching `If-None-Match`.
+    DiscoveryEtagIgnored,
+    /// The toolHooks record carries `"perToolRateLimit": "yes"`.
+    ToolhooksFacetNotBoolean,
+    /// `preferredVersion` is `"2.1"`, not in `protocolVersions`.
+    DiscoveryPreferredUnlisted,
+    /// The toolHooks record has no `witness` key.
+    DiscoveryRecordMissingWitness,
+    /// The authorization record advertises `failClosed: false`.
+    AuthorizationFailclosedFalse,
+    /// A tool call in a truncated completion is dispatched with `{}` as its arguments.
+    TruncatedArgsExecuted,
+    /// A prompted/structured JSON answer shaped like a tool call is dispatched.
+    PromptedOutputDispatched,
+    /// Tool calls written inline in assistant text are parsed and executed.
+    InlineToolParser,
+    /// Authorization runs before argument validation.
+    AuthzBeforeArgs,
+    /// The rate limit (a token consumed) is checked before authorization.
+    LimitsBeforeAuthz,
+    /// A refused completion is retried once with the same request.
+    RefusalRetried,
+    /// The invalid-arguments repair text quotes the model's raw arguments.
+    RepairEchoesModelText,
+    /// A failed tool result is fed back with `isError: false`.
+    ToolErrorWithoutIserror,
+    /// An unknown tool name returns status `ok` with no error.
+    UnknownToolBareSuccess,
+    /// An executed call gets two `agent.tool-returned` events.
+    DoubleReturn,
+    /// An identical repeated call is dispatched again.
+    RepeatNotSuppressed,
+    /// `output.mode: "structured"` on OpenAI sends no `response_format`.
+    StructuredNotEnforced,
+    /// `GET /tools` descriptors omit `replayPolicy`.
+    DescriptorWithoutReplayPolicy,
+    /// The effect claim reads, awaits, then writes with `INSERT OR REPLACE`.
+    ClaimReadThenWrite,
+    /// The retry attempt counter is hashed into the effect id.
+    AttemptInIdentity,
+    /// The runId is hashed into the effect id.
+    RunIdInKeying,
+    /// Effect calls carry no `Idempotency-Key` header.
+    NoProviderKey,
+    /// The provider `Idempotency-Key` is `<effectId>-a<attempt>`.
+    RetryKeyDiffers,
+    /// `Idempotency-Key` on `POST /runs` is ignored.
+    L1KeyIgnored,
+    /// Replays omit `OpenWOP-Idempotent-Replay`.
+    L1ReplayHeaderMissing,
+    /// A key reused with another body answers 409 `idempotency_key_conflict`.
+    L1MismatchWrongCode,
+    /// An in-flight duplicate is processed as a new request.
+    L1InFlightProcessed,
+    /// A 503 answer is cached and replayed.
+    L1Caches5xx,
+    /// A 400 `validation_error` is cached and replayed.
+    L1CachesValidationError,
+    /// Keys failing the grammar are accepted.
+    L1InvalidKeyAccepted,
+    /// The Layer-1 key scope omits the tenant.
+    L1KeyNotTenantScoped,
+    /// Discovery advertises `layer1RetentionSeconds: 3600`.
+    L1RetentionShort,
+    /// The sweeper deletes effect records older than 1 day.
+    SweeperDropsYoung,
+    /// Another tenant can read a run's effects.
+    EffectsCrossTenant,
+    /// Ledger rows carry the business arguments in `args`.
+    LedgerLeaksArgs,
+    /// The business key's `#n` suffix is dropped from the identity.
+    DistinctEffectsCollide,
+    /// Discovery advertises `crossRegion: "multi-master"`.
+    CrossRegionUnknown,
+    /// Model output claiming `"contentTrust": "trusted"` resets the turn to trusted.
+    TrustFromModelOutput,
+    /// Any authenticated principal may resolve an approval interrupt.
+    ApprovalByAnyPrincipal,
+    /// The signed link token resolves interrupts of untrusted turns too.
+    ApprovalViaLinkUntrusted,
+    /// A tool result whose JSON has `"approved": true` resolves the open interrupt.
+    ApprovalFromContent,
+    /// An untrusted conditional write is refused outright instead of held.
+    UntrustedWriteRefused,
+    /// An accepted call is dispatched twice.
+    ApprovedCallRunsTwice,
+    /// Tool results do not taint the turn (contentTrust stays trusted).
+    TrustNeverTainted,
+    /// A replay fork dispatches each tool to its receiver.
+    ReplayExecutesTool,
+    /// A replay miss is served as `status: "ok"` with a null result.
+    ReplayMissEmptySuccess,
+    /// A replayed return carries a fresh `durationMs`, not the recorded one.
+    ReplayDurationRecomputed,
+    /// A replayed return's error message is prefixed `replayed: `.
+    ReplayErrorReworded,
+    /// The call in doubt is re-run whatever its replayPolicy.
+    RecoveryRerunsInDoubt,
+    /// Recovery ignores the records and restarts the loop from round 1.
+    RecoveryFromScratch,
+    /// A new node attempt is served the earlier attempt's tool records.
+    RetryServedRecords,
+    /// A round's tool records are written only after the next model response.
+    RecordAfterNextRound,
+    /// A digest record is served on replay and recovery instead of a miss.
+    OversizedServedOnReplay,
+    /// A simulated record failure is ignored for every tool.
+    RecordFailureIgnored,
+    /// A clarification ask past `limits.clarificationRounds` raises another
+    /// interrupt instead of the typed refusal (TURN-E1).
+    ClarificationUnbounded,
+    /// Calls after a clarification ask in the same round are executed
+    /// (TURN-E2 says the ask ends the turn).
+    AskDoesNotEndTurn,
+    /// Without tool support the tools are described in the system prompt
+    /// and JSON in the answer text is dispatched (TURN-E3 says fail typed).
+    ToolSupportGuessed,
+    /// A provider-executed tool's output leaves the turn trusted (TURN-F3).
+    ProviderToolOutputTrusted,
+    /// The effect-seam manifest has no row for the provider-executed tool
+    /// (TURN-F1).
+    ProviderToolUnlisted,
+    /// A replay fork asks the provider live for a round that ran a
+    /// provider-executed tool, server tool definitions included (TURN-F2).
+    ProviderToolRefiredOnReplay,
+    /// A replay fork with a non-empty `runOptionsOverlay` is accepted (RPL-9).
+    ForkOverlayAccepted,
+    /// `GET /host/effect-seams` is not served (RPL-1).
+    EffectSeamsUnserved,
+    /// The tool identity leaves out the per-node ordinal: every call of a run
+    /// sends the same `Idempotency-Key` (TURN-D2).
+    ToolKeyPerRun,
+    /// `agent.tool-returned` carries the tool's result (TURN-D12).
+    ResultOnReturn,
+    /// A replay fork serves every recorded model round instead of asking the
+    /// model again (RPL-5).
+    ReplayModelFromRecord,
+    /// A receiver failure reports the bare `tool_execution_failed` and an
+    /// argument-validation failure the bare `invalid_args` (HOOKS-FAIL-7).
+    EventCodesUnregistered,
+    /// Forbidden-at-load also writes a placeholder `agent.tool-called` for
+    /// the unresolvable allowlist ref (HOOKS-AUTH-7).
+    ForbiddenAtLoadPlaceholderCall,
+    /// A blocked `ctx.http.safeFetch` writes no call/return pair
+    /// (HOOKS-EVT-5).
+    SafeFetchBlockedUnaudited,
+    /// The blocked safeFetch refusal omits `details.service` (HOOKS-AUTH-5).
+    ServiceRefusalWithoutService,
+    /// The blocked safeFetch refusal's `details.reason` is snake_case
+    /// (HOOKS-AUTH-5).
+    ServiceRefusalReasonSnake,
+    /// A replay fork whose live model round differs from the source's
+    /// carries on without `replay.diverged` (RPL-7).
+    ReplayDivergenceSilent,
+    /// A fork that refuses where the source answered is treated as a plain
+    /// divergence: `replay.diverged` and the ordinary refusal failure, not
+    /// `replay.diverged-at-refusal` and `replay_diverged_at_refusal` (RPL-7).
+    RefusalDivergenceContinues,
+    /// A replay fork's served `agent.tool-returned` payloads carry an extra
+    /// `replayed: true` (RPL-6 says inherited events are byte-equivalent).
+    ForkEventsAnnotated,
+    /// An MCP tool result is fed back without the UNTRUSTED marker
+    /// (TRUST-3).
+    McpResultUnwrapped,
+    /// An MCP result's `_meta.scopes` count as the principal's scopes for
+    /// the rest of the run (TRUST-5).
+    McpMetaGrantsScopes,
+    /// An MRTR retry carries a different `Idempotency-Key` than the request
+    /// it continues (EFF-12).
+    MrtrRetryNewIdentity,
+    /// An MRTR retry omits `requestState` (MCP-9).
+    MrtrStateDropped,
+    /// A replay fork sends the recorded final MRTR retry to the MCP server
+    /// again (RPL-10).
+    ReplayReissuesMrtr,
+    /// MCP tools are also declared to the provider as Anthropic
+    /// `mcp_servers` connectors (TURN-F4).
+    McpDelegatedToProvider,
+    /// A replay fork of an effect-seam fire run dispatches the
+    /// `tool-receiver` call again and writes a new ledger row (RPL-11).
+    FireSeamRefiresOnFork,
+    /// A fork's inherited effect ledger rows get the fork's creation time
+    /// as their `at` (RPL-11).
+    ForkLedgerRestamped,
+    /// A branch fork's Layer-2 claim is scoped without the run, so the
+    /// parent's claim suppresses the branch's effect (EFF-10).
+    Layer2DedupSpansFork,
+    /// Discovery carries `toolHooks.turnReplay` as a string, not the boolean
+    /// facet TURN-D11 defines.
+    TurnReplayFacetString,
+    /// With no `clarificationTool` named, a run tool called `openwop_clarify`
+    /// is taken as the clarification tool: a reserved name (TURN-E5).
+    ClarifyNameReserved,
+    /// The webhook fan-out ignores replay-ness and re-delivers a replay
+    /// fork's prefix events (RPL-8).
+    WebhookRefiresPrefix,
+    /// A pack's `role: "side-effect"` is ignored: the classifier alone
+    /// decides, so a `transform` node with a hidden effect re-fires in a
+    /// replay fork (RPL-4).
+    PackRoleIgnored,
+    /// A pack's `role: "pure"` overrides the classifier, so an `http` node
+    /// re-fires in a replay fork (RPL-4: classifiers only add).
+    PackPureRoleOverrides,
+    /// A recalled knowledge segment is trusted whatever trust it was stored
+    /// with, so store-then-recall raises trust (TRUST-2).
+    RecalledKnowledgeTrusted,
+    /// An inbound A2A message with role USER starts the run trusted, as if
+    /// it were the host user's input (TRUST-6).
+    A2aUserRoleTrusted,
+    /// `voice.transcript` says `contentTrust: "trusted"` and the run starts
+    /// trusted (TRUST-6).
+    VoiceTranscriptTrusted,
+    /// The MCP server mount answers a clarification interrupt as a complete
+    /// tool error ("input needed") instead of `input_required` (TURN-E4).
+    McpAskAsToolError,
+    /// The MCP server mount accepts any well-formed `requestState` naming
+    /// an open interrupt, unauthenticated and from any principal of the
+    /// tenant (MCP-9, TTC §C).
+    McpRequestStateUnbound,
+    /// The MCP server mount's retry resolves the clarification with `{}`
+    /// instead of the `inputResponses` content (MCP-9).
+    McpInputResponsesDropped,
+    /// Not a bug: a host that behaves as the clean one and records every
+    /// mutant site its code reaches ([`probe`]). The mutation matrix runs
+    /// each scenario once on a probe host and gives a mutant's column only
+    /// the scenarios that reached its site: elsewhere the mutant cannot
+    /// change what the host does. It is not in [`crate::surface::mutants::ALL`].
+    Probe,
+}
+
+impl Mutant {
+    /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
+    /// per variant, in variant order; the last variant is `McpInputResponsesDropped`
+    /// ([`Mutant::Probe`], after it, is not a mutant).
+    pub const COUNT: usize = Mutant::McpInputResponsesDropped as usize + 1;
+
+    /// Whether this is [`Mutant::Probe`] (without recording a site).
+    pub fn is_probe(self) -> bool {
+        self as usize == Mutant::Probe as usize
+    }
+}
+
+/// Equality is the variant's, and it is where a site is seen: comparing the
+/// probe with mutant `X` records that `X`'s site was reached (and is false).
+impl PartialEq for Mutant {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (*self as usize, *other as usize);
+        if a == Mutant::Probe as usize {
+            probe::reach(b);
+        } else if b == Mutant::Probe as usize {
+            probe::reach(a);
+        }
+        a == b
+    }
+}
+
+// Consistent with `eq`: equal variants hash alike.
+impl std::hash::Hash for Mutant {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (*self as usize).hash(state);
+    }
+}
+
+/// The mutant sites the [`Mutant::Probe`] host reached, process-wide.
+///
+/// Sound by construction: a host that never compares its mutant with `X`
+/// behaves the same with `X` switched on, so a scenario whose probe run
+/// reached no `X` site cannot be told apart by `X`. Reaching more is safe
+/// (the matrix just runs more), so leftovers of an earlier probe host only
+/// widen a later window; the caller runs one probe window at a time.
+pub mod probe {
+    use super::{AtomicBool, Mutant, Ordering};
+
+    #[allow(clippy::declare_interior_mutable_const)]
+    const UNSEEN: AtomicBool = AtomicBool::new(false);
+    static REACHED: [AtomicBool; Mutant::COUNT] = [UNSEEN; Mutant::COUNT];
+
+    pub(super) fn reach(index: usize) {
+        if let Some(flag) = REACHED.get(index) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Forget every site reached so far: a probe window starts.
+    pub fn reset() {
+        for flag in &REACHED {
+            flag.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// The indices (variant order) of the sites reached since [`reset`].
+    pub fn reached() -> Vec<usize> {
+        (0..Mutant::COUNT)
+            .filter(|&i| REACHED[i].load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+/// A mutant with its command-line name and a one-line statement of what it breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MutantInfo {
+    /// The mutant itself.
+    pub mutant: Mutant,
+    /// Its kebab-case name, as accepted by `--mutant`.
+    pub name: &'static str,
+    /// One short line saying what it breaks.
+    pub breaks: &'static str,
+}

@@ -1,0 +1,469 @@
+//! The tool catalog: `GET /tools` and `GET /tools/{toolId}`.
+//!
+//! The only tools this host knows are the run-scoped fixture tools that the
+//! turn seam registers (source `host-extension`). A caller sees a tool only
+//! when it holds every scope the tool requires (`auth.scopes` ⊆ the caller's
+//! scopes), and an unknown tool and a hidden one get the same 404, so the
+//! catalog never reveals what a caller may not invoke (RFC 0064 §C).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use reqwest::Url;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::base::args_schema::ArgsSchema;
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::Domain;
+use crate::domain::auth::authenticate;
+use crate::domain::error::ApiError;
+
+/// The `source` of every descriptor this host serves.
+pub const SOURCE_HOST_EXTENSION: &str = "host-extension";
+
+/// Whether running a tool twice with the same arguments is safe to replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplayPolicy {
+    /// Same args, same result, no side effect.
+    Deterministic,
+    /// Repeating has no further effect.
+    Idempotent,
+    /// Each run may differ or act again.
+    NonDeterministic,
+}
+
+impl ReplayPolicy {
+    /// Every wire name, in documented order.
+    pub const NAMES: &'static [&'static str] =
+        &["deterministic", "idempotent", "non-deterministic"];
+
+    /// Parses a wire name.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "deterministic" => Some(Self::Deterministic),
+            "idempotent" => Some(Self::Idempotent),
+            "non-deterministic" => Some(Self::NonDeterministic),
+            _ => None,
+        }
+    }
+}
+
+/// How dangerous a tool's effect is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SafetyTier {
+    /// No effect outside the call.
+    Pure,
+    /// Reads state.
+    Read,
+    /// Changes state.
+    Write,
+    /// Runs code.
+    Exec,
+}
+
+impl SafetyTier {
+    /// Every wire name, in documented order.
+    pub const NAMES: &'static [&'static str] = &["pure", "read", "write", "exec"];
+
+    /// Parses a wire name.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "pure" => Some(Self::Pure),
+            "read" => Some(Self::Read),
+            "write" => Some(Self::Write),
+            "exec" => Some(Self::Exec),
+            _ => None,
+        }
+    }
+}
+
+/// When a call needs human approval (TTC §C; see
+/// [`crate::turn::approval::needs_approval`]): a call that needs it is held
+/// until the run's acting principal resolves its interrupt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Approval {
+    /// Never.
+    #[default]
+    Never,
+    /// When the turn is untrusted and the tool's tier is `write` or `exec`.
+    Conditional,
+    /// Every call.
+    Always,
+}
+
+impl Approval {
+    /// Every wire name, in documented order.
+    pub const NAMES: &'static [&'static str] = &["never", "conditional", "always"];
+
+    /// Parses a wire name.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "never" => Some(Self::Never),
+            "conditional" => Some(Self::Conditional),
+            "always" => Some(Self::Always),
+            _ => None,
+        }
+    }
+}
+
+/// Where a run-scoped tool is played: exactly one of a receiver or an MCP
+/// server (EFF-12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolEndpoint {
+    /// A loopback HTTP receiver: the arguments are POSTed to it.
+    Receiver(Url),
+    /// A tool of a loopback MCP server, called with JSON-RPC `tools/call`
+    /// (see [`crate::turn::mcp`]).
+    Mcp(McpEndpoint),
+    /// One of the host's own knowledge store tools of a turn run
+    /// (`memory`, TRUST-2, see [`crate::turn::memory`]); never registered
+    /// in the catalog.
+    Memory(MemoryEndpoint),
+}
+
+/// Which of the two tools a call reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryOp {
+    /// Writes a segment.
+    Store,
+    /// Reads a segment.
+    Recall,
+}
+
+/// The [`ToolEndpoint::Memory`] of a knowledge store tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryEndpoint {
+    /// Store or recall.
+    pub op: MemoryOp,
+    /// The namespace (the tenant is the run's).
+    pub namespace: String,
+}
+
+/// The `mcp` member of a turn-seam tool: which server tool plays it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpEndpoint {
+    /// The server's endpoint (loopback `http` only).
+    pub server_url: Url,
+    /// The server's name for the tool (`params.name`), 1..=128 characters.
+    pub name: String,
+}
+
+/// A run-scoped tool played by a loopback HTTP receiver or MCP server.
+#[derive(Debug)]
+pub struct FixtureTool {
+    /// Provider-safe name (`^[A-Za-z0-9_-]{1,64}$`), unique within its run.
+    pub tool_id: String,
+    /// What the tool does (sent to the model).
+    pub description: String,
+    /// The input JSON Schema as given.
+    pub input_schema: Value,
+    /// The compiled input schema (arguments are validated before any gate).
+    pub input_validator: ArgsSchema,
+    /// The output JSON Schema, if declared (advertised only).
+    pub output_schema: Option<Value>,
+    /// Replay safety.
+    pub replay_policy: ReplayPolicy,
+    /// Effect class.
+    pub safety_tier: SafetyTier,
+    /// Scopes the attributed principal must hold (RFC 0064 §C).
+    pub required_scopes: Vec<String>,
+    /// Approval policy (enforced by the tool loop, TTC §C).
+    pub approval: Approval,
+    /// Where the tool is played (a loopback `http` receiver or MCP server,
+    /// or the host's knowledge store).
+    pub endpoint: ToolEndpoint,
+}
+
+/// `auth` of a descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DescriptorAuth {
+    /// Scopes required to invoke the tool.
+    pub scopes: Vec<String>,
+}
+
+/// A tool as `GET /tools` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDescriptor {
+    /// Tool id.
+    pub tool_id: String,
+    /// Always [`SOURCE_HOST_EXTENSION`].
+    pub source: &'static str,
+    /// Description.
+    pub description: String,
+    /// Input schema.
+    pub input_schema: Value,
+    /// Output schema, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Safety tier.
+    pub safety_tier: SafetyTier,
+    /// Replay policy (absent only under `descriptor-without-replay-policy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_policy: Option<ReplayPolicy>,
+    /// Approval policy.
+    pub approval: Approval,
+    /// Required scopes.
+    pub auth: DescriptorAuth,
+}
+
+impl FixtureTool {
+    /// The tool's descriptor.
+    pub fn descriptor(&self, mutant: Option<Mutant>) -> ToolDescriptor {
+        // A catalog reader decides whether a call may be replayed from
+        // `replayPolicy`, so every descriptor carries it.
+        // Bug under `descriptor-without-replay-policy`: it is left out.
+        let replay_policy =
+            (mutant != Some(Mutant::DescriptorWithoutReplayPolicy)).then_some(self.replay_policy);
+        ToolDescriptor {
+            tool_id: self.tool_id.clone(),
+            source: SOURCE_HOST_EXTENSION,
+            description: self.description.clone(),
+            input_schema: self.input_schema.clone(),
+            output_schema: self.output_schema.clone(),
+            safety_tier: self.safety_tier,
+            replay_policy,
+            approval: self.approval,
+            auth: DescriptorAuth {
+                scopes: self.required_scopes.clone(),
+            },
+        }
+    }
+
+    /// The MCP server tool that plays this tool, if it is an MCP tool.
+    pub fn mcp(&self) -> Option<&McpEndpoint> {
+        match &self.endpoint {
+            ToolEndpoint::Mcp(mcp) => Some(mcp),
+            ToolEndpoint::Receiver(_) | ToolEndpoint::Memory(_) => None,
+        }
+    }
+
+    /// Whether this is one of the host's own knowledge store tools.
+    pub fn is_memory(&self) -> bool {
+        matches!(self.endpoint, ToolEndpoint::Memory(_))
+    }
+
+    /// Whether a caller holding `scopes` may invoke this tool.
+    pub fn visible_to(&self, scopes: &[String]) -> bool {
+        self.required_scopes
+            .iter()
+            .all(|required| scopes.contains(required))
+    }
+}
+
+/// Every fixture tool registered so far, by tool id.
+///
+/// Tool ids are unique within a run, not across runs: when a later run
+/// registers an id again, the catalog shows the later registration (each
+/// run's loop keeps using its own copy).
+#[derive(Debug, Default)]
+pub struct Catalog {
+    tools: Mutex<BTreeMap<String, Arc<FixtureTool>>>,
+}
+
+impl Catalog {
+    /// An empty catalog.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Locks the map for one lookup or update (never across an await).
+    fn tools(&self) -> MutexGuard<'_, BTreeMap<String, Arc<FixtureTool>>> {
+        // Each operation is a single insert or read, so a poisoned map is
+        // still consistent.
+        self.tools
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Registers (or replaces) `tools`.
+    pub fn register(&self, tools: &[Arc<FixtureTool>]) {
+        let mut map = self.tools();
+        for tool in tools {
+            map.insert(tool.tool_id.clone(), Arc::clone(tool));
+        }
+    }
+
+    /// The tools a caller holding `scopes` may invoke, sorted by tool id.
+    pub fn visible(&self, scopes: &[String]) -> Vec<Arc<FixtureTool>> {
+        // BTreeMap iteration is already in tool-id order.
+        self.tools()
+            .values()
+            .filter(|tool| tool.visible_to(scopes))
+            .cloned()
+            .collect()
+    }
+
+    /// One tool, if it exists and the caller may invoke it.
+    pub fn visible_tool(&self, tool_id: &str, scopes: &[String]) -> Option<Arc<FixtureTool>> {
+        self.tools()
+            .get(tool_id)
+            .filter(|tool| tool.visible_to(scopes))
+            .cloned()
+    }
+}
+
+/// The caller's resolved scopes; an unresolvable set fails closed (403).
+pub fn caller_scopes(state: &Domain, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
+    let caller = authenticate(headers, state.principals())?;
+    caller
+        .resolve_scopes()
+        .map(<[String]>::to_vec)
+        .map_err(|err| {
+            // RFC 0064 §C: what cannot be evaluated is denied, never listed.
+            ApiError::forbidden(format!(
+                "{err}, so the catalog cannot be filtered and access is denied (fail-closed); retry when the resolver is available"
+            ))
+        })
+}
+
+/// Handler for `GET /tools`.
+pub async fn list_tools(
+    State(state): State<Domain>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let scopes = caller_scopes(&state, &headers)?;
+    let tools: Vec<ToolDescriptor> = state
+        .catalog()
+        .visible(&scopes)
+        .iter()
+        .map(|tool| tool.descriptor(state.mutant()))
+        .collect();
+    Ok(Json(json!({ "tools": tools })).into_response())
+}
+
+/// Handler for `GET /tools/{toolId}`.
+pub async fn get_tool(
+    State(state): State<Domain>,
+    Path(tool_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let scopes = caller_scopes(&state, &headers)?;
+    // Unknown and not-visible are the same answer: the 404 reveals nothing.
+    let tool = state
+        .catalog()
+        .visible_tool(&tool_id, &scopes)
+        .ok_or_else(|| {
+            ApiError::not_found(
+                "no such tool for this caller; list the tools you may invoke with GET /tools",
+            )
+        })?;
+    Ok(Json(tool.descriptor(state.mutant())).into_response())
+}
+
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
+    mutant: Mutant::DescriptorWithoutReplayPolicy,
+    name: "descriptor-without-replay-policy",
+    breaks: "GET /tools descriptors omit replayPolicy",
+}];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(id: &str, scopes: &[&str]) -> Arc<FixtureTool> {
+        let input_schema = json!({"type": "object"});
+        Arc::new(FixtureTool {
+            tool_id: id.to_owned(),
+            description: format!("tool {id}"),
+            input_validator: ArgsSchema::compile(&input_schema).expect("compiles"),
+            input_schema,
+            output_schema: None,
+            replay_policy: ReplayPolicy::Idempotent,
+            safety_tier: SafetyTier::Write,
+            required_scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            approval: Approval::Never,
+            endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
+                Url::parse("http://127.0.0.1:9/t").expect("url"),
+            ),
+        })
+    }
+
+    fn owned(scopes: &[&str]) -> Vec<String> {
+        scopes.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn visibility_is_scope_subset_and_order_is_by_id() {
+        let catalog = Catalog::new();
+        catalog.register(&[
+            tool("zeta", &[]),
+            tool("alpha", &["tools:write"]),
+            tool("mid", &["tools:read"]),
+        ]);
+        let ids = |scopes: &[&str]| -> Vec<String> {
+            catalog
+                .visible(&owned(scopes))
+                .iter()
+                .map(|t| t.tool_id.clone())
+                .collect()
+        };
+        assert_eq!(
+            ids(&["tools:read", "tools:write"]),
+            ["alpha", "mid", "zeta"]
+        );
+        assert_eq!(ids(&["tools:read"]), ["mid", "zeta"]);
+        assert_eq!(ids(&[]), ["zeta"]);
+        assert!(
+            catalog
+                .visible_tool("alpha", &owned(&["tools:read"]))
+                .is_none()
+        );
+        assert!(
+            catalog
+                .visible_tool("nope", &owned(&["tools:write"]))
+                .is_none()
+        );
+        assert!(
+            catalog
+                .visible_tool("alpha", &owned(&["tools:write"]))
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn descriptor_shape_and_the_replay_policy_mutant() {
+        let descriptor =
+            serde_json::to_value(tool("t", &["tools:write"]).descriptor(None)).expect("serialises");
+        assert_eq!(
+            descriptor,
+            json!({
+                "toolId": "t", "source": "host-extension", "description": "tool t",
+                "inputSchema": {"type": "object"}, "safetyTier": "write",
+                "replayPolicy": "idempotent", "approval": "never",
+                "auth": {"scopes": ["tools:write"]}
+            })
+        );
+        let mutated = serde_json::to_value(
+            tool("t", &[]).descriptor(Some(Mutant::DescriptorWithoutReplayPolicy)),
+        )
+        .expect("serialises");
+        assert!(mutated.get("replayPolicy").is_none());
+    }
+
+    #[test]
+    fn wire_names_parse() {
+        for name in ReplayPolicy::NAMES {
+            let parsed = ReplayPolicy::parse(name).expect("known");
+            assert_eq!(serde_json::to_value(parsed).expect("ser"), json!(name));
+        }
+        for name in SafetyTier::NAMES {
+            let parsed = SafetyTier::parse(name).expect("known");
+            assert_eq!(serde_json::to_value(parsed).expect("ser"), json!(name));
+        }
+        for name in Approval::NAMES {
+            let parsed = Approval::parse(name).expect("known");
+            assert_eq!(serde_json::to_value(parsed).expect("ser"), json!(name));
+        }
+        assert_eq!(ReplayPolicy::parse("sometimes"), None);
+    }
+}

@@ -1,0 +1,411 @@
+//! `GET /.well-known/openwop`: the v2 discovery document.
+//!
+//! The document is fixed for a host's lifetime (it depends only on whether
+//! seams are enabled and on the mutant), so it is rendered once with a strong
+//! ETag (quoted hex SHA-256 of the body) and served with conditional-GET
+//! support. This host only speaks v2, so the same closed root is served
+//! whether or not the request carries `OpenWOP-Version`. (Upstream-only
+//! mode serves its v1 document through the same handler instead,
+//! [`crate::surface::upstream::discovery`].)
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::base::args_hash::sha256_hex;
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::catalog::SOURCE_HOST_EXTENSION;
+use crate::domain::effects::sweeper::EFFECT_RETENTION_SECS;
+use crate::domain::http_client;
+use crate::domain::layer1::LAYER1_RETENTION_SECS;
+use crate::surface::app::AppState;
+use crate::surface::effect_seams::MANIFEST_PATH;
+use crate::surface::seams::SEAMS_PROFILE;
+
+/// The rendered document and its ETag.
+#[derive(Debug, Clone)]
+pub struct DiscoveryDoc {
+    body: Vec<u8>,
+    etag: String,
+}
+
+impl DiscoveryDoc {
+    /// Renders the document for this host's configuration.
+    pub fn render(seams_enabled: bool, mutant: Option<Mutant>) -> Self {
+        Self::from_document(&document(seams_enabled, mutant))
+    }
+
+    /// The served form of `document` (its bytes and their ETag); the
+    /// upstream-only mode renders its v1 document through this.
+    pub fn from_document(document: &Value) -> Self {
+        let body = serde_json::to_vec(document).unwrap_or_default();
+        let etag = format!("\"{}\"", sha256_hex(&body));
+        Self { body, etag }
+    }
+
+    /// The body bytes.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The strong ETag, quoted.
+    pub fn etag(&self) -> &str {
+        &self.etag
+    }
+
+    /// Whether an `If-None-Match` value matches this document (RFC 9110
+    /// §13.1.2: weak comparison, `*` matches any current representation).
+    pub fn matches(&self, if_none_match: &str) -> bool {
+        if_none_match
+            .split(',')
+            .map(str::trim)
+            .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == self.etag)
+    }
+}
+
+/// The document as JSON.
+fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
+    let preferred = if mutant == Some(Mutant::DiscoveryPreferredUnlisted) {
+        // Bug: advertises a preferred version it does not list.
+        "2.1"
+    } else {
+        "2.0"
+    };
+    let mut tool_hooks = json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-gated",
+        "prePostEvents": true,
+        "perToolAuthorization": true,
+        "perToolRateLimit": true,
+        // TURN-D11: tool-turn recovery and replay (TTC §D) is served.
+        "turnReplay": true,
+    });
+    if mutant == Some(Mutant::TurnReplayFacetString) {
+        // Bug: the §D facet carried as a string (TURN-D11 defines a boolean).
+        tool_hooks["turnReplay"] = json!("yes");
+    }
+    tool_hooks["perToolRateLimit"] = per_tool_rate_limit_facet(mutant);
+    if mutant == Some(Mutant::DiscoveryRecordMissingWitness)
+        && let Some(record) = tool_hooks.as_object_mut()
+    {
+        // Bug: every capability record must say how it is witnessed.
+        record.remove("witness");
+    }
+    let fail_closed = fail_closed_facet(mutant);
+    let mut root = json!({
+        "protocolVersions": ["2.0"],
+        "preferredVersion": preferred,
+        "toolHooks": tool_hooks,
+        "authorization": {
+            "status": "stable",
+            "since": "2.0",
+            "witness": "witnessable-gated",
+            "failClosed": fail_closed,
+        },
+        // `GET /tools`: the run-scoped fixture tools, filtered by scope.
+        "toolCatalog": {
+            "status": "stable",
+            "since": "2.0",
+            "witness": "witnessable-gated",
+            "sources": [SOURCE_HOST_EXTENSION],
+        },
+    });
+    if let Some(object) = root.as_object_mut() {
+        object.insert("idempotency".to_owned(), idempotency_record(mutant));
+        object.insert("replay".to_owned(), replay_record());
+        object.insert("httpClient".to_owned(), http_client_record());
+        // EFF-12: the host is an MCP client of its turn seam's MCP tools;
+        // TURN-E4: and an MCP server at `POST /mcp`.
+        object.insert("mcp".to_owned(), crate::turn::mcp::discovery_record());
+        // TRUST-2: the turn seam's knowledge store.
+        object.insert("memory".to_owned(), memory_record());
+    }
+    if seams_enabled && let Some(object) = root.as_object_mut() {
+        // The v2 root is closed, so conformance metadata (the seams profile, C-15, and the
+        // fixture workflows a harness may start) lives under `metadata`.
+        object.insert(
+            "metadata".to_owned(),
+            json!({
+                "conformance.seamsProfile": SEAMS_PROFILE,
+                "conformance.fixtures": crate::domain::workflows::WORKFLOWS,
+            }),
+        );
+    }
+    root
+}
+
+/// The `idempotency` capability record.
+///
+/// v2 has no retention facet of its own, so the two retention facets mirror
+/// the v1 names (`layer1RetentionSeconds`, `layer2RetentionSeconds`): Layer-1
+/// records are kept ≥ 24 h and effect records ≥ 14 days. `crossRegion:
+/// "single-region"` is the honest answer for one in-memory store; the claim's
+/// atomicity holds within it and nowhere else.
+fn idempotency_record(mutant: Option<Mutant>) -> Value {
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-gated",
+        "crossRegion": cross_region_facet(mutant),
+        "layer1RetentionSeconds": layer1_retention_facet(mutant),
+        "layer2RetentionSeconds": EFFECT_RETENTION_SECS,
+    })
+}
+
+// The facet values below are shared by the v2 document and the upstream-only
+// mode's v1 document ([`crate::surface::upstream::discovery`]), so each discovery
+// mutant alters both the same way from one place.
+
+/// `toolHooks.perToolRateLimit`: `true` (a boolean facet).
+pub fn per_tool_rate_limit_facet(mutant: Option<Mutant>) -> Value {
+    if mutant == Some(Mutant::ToolhooksFacetNotBoolean) {
+        // Bug: a boolean facet carried as a string.
+        json!("yes")
+    } else {
+        json!(true)
+    }
+}
+
+/// `authorization.failClosed`. RFC 0064 §C: this host denies whenever a
+/// decision cannot be evaluated.
+pub fn fail_closed_facet(mutant: Option<Mutant>) -> bool {
+    mutant != Some(Mutant::AuthorizationFailclosedFalse)
+}
+
+/// `idempotency.layer1RetentionSeconds`: 24 h.
+pub fn layer1_retention_facet(mutant: Option<Mutant>) -> u64 {
+    if mutant == Some(Mutant::L1RetentionShort) {
+        // Bug: advertises a retention below the 24 h Layer-1 floor.
+        3_600
+    } else {
+        LAYER1_RETENTION_SECS
+    }
+}
+
+/// `idempotency.crossRegion`.
+pub fn cross_region_facet(mutant: Option<Mutant>) -> &'static str {
+    if mutant == Some(Mutant::CrossRegionUnknown) {
+        // Bug: claims a topology this single in-memory store cannot back.
+        "multi-master"
+    } else {
+        "single-region"
+    }
+}
+
+/// The `replay` capability record (RPL-1): `replay` forks of turn and
+/// effect-seam fire runs, `branch` forks of `tool-receiver` fire runs
+/// (EFF-10), records kept 14 days, and the effect-seam manifest at
+/// `/host/effect-seams`.
+fn replay_record() -> Value {
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-gated",
+        "modes": ["replay", "branch"],
+        "retention": {"days": 14},
+        "effectSeamsManifest": MANIFEST_PATH,
+    })
+}
+
+/// The `memory` capability record (TRUST-2): the knowledge store the turn
+/// seam's `memory` member offers, witnessed through that seam only. Its
+/// `recallTrust` names the recall tool's per-tool trust decision: a recall
+/// result is as trusted as the segment was when stored.
+fn memory_record() -> Value {
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "seam-gated",
+        "recallTrust": crate::turn::trust::RECALL_TRUST_DECISION,
+    })
+}
+
+/// The `httpClient` capability record (RFC 0076): `ctx.http.safeFetch` with
+/// its SSRF guard and limits. With `toolHooks.prePostEvents`, every fetch,
+/// blocked or not, writes a call/return pair (HOOKS-EVT-5).
+fn http_client_record() -> Value {
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-gated",
+        "ssrfGuard": true,
+        "maxResponseBodyBytes": http_client::MAX_RESPONSE_BODY_BYTES,
+        "requestTimeoutMs": http_client::REQUEST_TIMEOUT_MS,
+        "methods": http_client::METHODS,
+        "safeFetch": {},
+    })
+}
+
+/// Handler for `GET /.well-known/openwop`.
+pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let doc = state.discovery();
+    let etag =
+        HeaderValue::from_str(doc.etag()).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+    let if_none_match = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|value| value.to_str().ok());
+    // RFC 9110 §13.1.2: a matching If-None-Match on GET answers 304.
+    let not_modified = if_none_match.is_some_and(|value| doc.matches(value))
+        && !state.mutant_is(Mutant::DiscoveryEtagIgnored);
+    if not_modified {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+    }
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::ETAG, etag),
+        ],
+        doc.body().to_vec(),
+    )
+        .into_response()
+}
+
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::DiscoveryEtagIgnored,
+        name: "discovery-etag-ignored",
+        breaks: "discovery never answers 304 to a matching If-None-Match",
+    },
+    MutantInfo {
+        mutant: Mutant::ToolhooksFacetNotBoolean,
+        name: "toolhooks-facet-not-boolean",
+        breaks: "the toolHooks record carries \"perToolRateLimit\": \"yes\"",
+    },
+    MutantInfo {
+        mutant: Mutant::DiscoveryPreferredUnlisted,
+        name: "discovery-preferred-unlisted",
+        breaks: "preferredVersion is \"2.1\", not in protocolVersions",
+    },
+    MutantInfo {
+        mutant: Mutant::DiscoveryRecordMissingWitness,
+        name: "discovery-record-missing-witness",
+        breaks: "the toolHooks record has no witness key",
+    },
+    MutantInfo {
+        mutant: Mutant::AuthorizationFailclosedFalse,
+        name: "authorization-failclosed-false",
+        breaks: "the authorization record advertises failClosed: false",
+    },
+    MutantInfo {
+        mutant: Mutant::L1RetentionShort,
+        name: "l1-retention-short",
+        breaks: "discovery advertises idempotency.layer1RetentionSeconds 3600 (below 24 h)",
+    },
+    MutantInfo {
+        mutant: Mutant::CrossRegionUnknown,
+        name: "cross-region-unknown",
+        breaks: "discovery advertises idempotency.crossRegion \"multi-master\"",
+    },
+    MutantInfo {
+        mutant: Mutant::TurnReplayFacetString,
+        name: "turn-replay-facet-string",
+        breaks: "discovery carries toolHooks.turnReplay as the string \"yes\" instead of a boolean (TURN-D11)",
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(doc: &DiscoveryDoc) -> Value {
+        serde_json::from_slice(doc.body()).expect("json")
+    }
+
+    #[test]
+    fn correct_document_has_the_v2_root() {
+        let doc = DiscoveryDoc::render(false, None);
+        let value = parsed(&doc);
+        assert_eq!(value["protocolVersions"], json!(["2.0"]));
+        assert_eq!(value["preferredVersion"], "2.0");
+        assert_eq!(value["toolHooks"]["perToolRateLimit"], true);
+        assert_eq!(value["toolHooks"]["witness"], "witnessable-gated");
+        assert_eq!(value["authorization"]["failClosed"], true);
+        assert_eq!(
+            value["toolCatalog"],
+            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                   "sources": ["host-extension"]})
+        );
+        assert!(value.get("metadata").is_none());
+        assert_eq!(
+            value["idempotency"],
+            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                   "crossRegion": "single-region", "layer1RetentionSeconds": 86400,
+                   "layer2RetentionSeconds": 1209600})
+        );
+        assert_eq!(
+            value["httpClient"],
+            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                   "ssrfGuard": true, "maxResponseBodyBytes": 1048576,
+                   "requestTimeoutMs": 5000, "methods": ["GET", "POST"], "safeFetch": {}})
+        );
+        assert_eq!(
+            value["mcp"],
+            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                   "revisions": ["2026-07-28"], "preferredVersion": "2026-07-28",
+                   "minimumRevision": "2026-07-28", "refreshedAt": "2026-11-30T00:00:00Z",
+                   "client": true, "features": ["mrtr"], "mrtr": {"maxRounds": 2},
+                   "serverMount": {"transports": ["streamable-http"]}})
+        );
+        assert_eq!(
+            value["memory"],
+            json!({"status": "stable", "since": "2.0", "witness": "seam-gated",
+                   "recallTrust": "stored-segment"})
+        );
+        let with_seams = parsed(&DiscoveryDoc::render(true, None));
+        assert_eq!(
+            with_seams["metadata"]["conformance.seamsProfile"],
+            "openwop-conformance-seams-v2"
+        );
+    }
+
+    #[test]
+    fn etag_is_quoted_sha256_of_body() {
+        let doc = DiscoveryDoc::render(false, None);
+        assert_eq!(doc.etag(), format!("\"{}\"", sha256_hex(doc.body())));
+        assert!(doc.matches(doc.etag()));
+        assert!(doc.matches(&format!("\"nope\", W/{}", doc.etag())));
+        assert!(doc.matches("*"));
+        assert!(!doc.matches("\"nope\""));
+    }
+
+    #[test]
+    fn document_mutants_change_exactly_their_field() {
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::ToolhooksFacetNotBoolean),
+        ));
+        assert_eq!(value["toolHooks"]["perToolRateLimit"], "yes");
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::DiscoveryPreferredUnlisted),
+        ));
+        assert_eq!(value["preferredVersion"], "2.1");
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::DiscoveryRecordMissingWitness),
+        ));
+        assert!(value["toolHooks"].get("witness").is_none());
+        assert_eq!(value["authorization"]["witness"], "witnessable-gated");
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::AuthorizationFailclosedFalse),
+        ));
+        assert_eq!(value["authorization"]["failClosed"], false);
+        let value = parsed(&DiscoveryDoc::render(false, Some(Mutant::L1RetentionShort)));
+        assert_eq!(value["idempotency"]["layer1RetentionSeconds"], 3600);
+        assert_eq!(value["idempotency"]["crossRegion"], "single-region");
+        let value = parsed(&DiscoveryDoc::render(
+            false,
+            Some(Mutant::CrossRegionUnknown),
+        ));
+        assert_eq!(value["idempotency"]["crossRegion"], "multi-master");
+        assert_eq!(value["idempotency"]["layer1RetentionSeconds"], 86400);
+    }
+}

@@ -1,0 +1,573 @@
+//! `tools/call` on the MCP server mount (TURN-E4, MCP-9, TTC §C).
+//!
+//! - **First call** (no `requestState`): the caller's template of that name
+//!   (else `-32602` "Unknown tool") starts a turn run with `input` =
+//!   `arguments.input`, attributed to the caller, exactly as the turn seam
+//!   would ([`crate::surface::seams::turn_run::start_run`]). The call then waits, at most
+//!   [`CALL_WAIT`], until the run is terminal or waits on an interrupt, and
+//!   answers with where it stands ([`outcome`]).
+//! - **A clarification** the run's model asked (TURN-E1) is answered as an
+//!   MRTR `input_required` result (TURN-E4): one `inputRequests` entry,
+//!   keyed by the interrupt's node id, an `elicitation/create` form request
+//!   whose message is the model's question; and a `requestState` bound to
+//!   the run, that interrupt, the caller and its tenant, and the tool
+//!   ([`super::request_state`]).
+//! - **Retry** (`requestState` present, a new JSON-RPC id): the state must
+//!   open, verify, belong to the caller (principal and tenant) and the
+//!   tool, and name the interrupt that is STILL open; `inputResponses` must
+//!   answer every key. Anything else is `-32602` naming the problem, and
+//!   nothing changes (the run keeps waiting). Then the clarification is
+//!   resolved exactly as `POST /runs/{runId}/interrupts/{nodeId}` with
+//!   `{"answers": content}` by the bound principal would, and the call
+//!   waits and answers again (another `input_required` round is possible;
+//!   the run's `limits.clarificationRounds` bounds them).
+//!
+//! Nothing is cached: a spent state names an interrupt that is no longer
+//! open, so using it again is `-32602`.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::request_state::{StateClaims, interrupt_id};
+use super::{RUN_ID_META_KEY, RpcError};
+use crate::base::events::{RUN_CANCELLED, RUN_COMPLETED};
+use crate::base::mutant::{Mutant, MutantInfo};
+use crate::base::principals::Principal;
+use crate::domain::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
+use crate::domain::json_body::kind;
+use crate::store::storage::RunStatus;
+use crate::surface::app::AppState;
+use crate::surface::seams::turn_run::start_run;
+
+/// How long one `tools/call` waits for its run to finish or ask.
+pub const CALL_WAIT: Duration = Duration::from_secs(20);
+
+/// The elicitation message when the model's question is empty (it never is:
+/// the clarification tool requires a non-empty `question`).
+pub const FALLBACK_QUESTION: &str = "The agent needs more input to continue.";
+
+/// The text of a clarification answered as a tool error (only the
+/// `mcp-ask-as-tool-error` mutant).
+pub const INPUT_NEEDED_TEXT: &str = "input needed";
+
+/// The answers a `decline` elicitation result resolves the clarification
+/// with.
+pub fn declined_answers() -> Value {
+    json!({"declined": true})
+}
+
+/// The answers a `cancel` elicitation result resolves the clarification
+/// with.
+pub fn cancelled_answers() -> Value {
+    json!({"cancelled": true})
+}
+
+/// Serves one `tools/call`.
+pub async fn call(
+    state: &AppState,
+    caller: &Principal,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let Some(Value::String(name)) = params.get("name") else {
+        return Err(RpcError::invalid_params(
+            "`params.name` is required (a string): the tool to call",
+        ));
+    };
+    let request_state = match params.get("requestState") {
+        None => None,
+        Some(Value::String(text)) => Some(text.as_str()),
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "`params.requestState` must be a string (got {}): echo the input_required result's requestState byte-exactly",
+                kind(other)
+            )));
+        }
+    };
+    let responses = match params.get("inputResponses") {
+        None => None,
+        Some(Value::Object(map)) => Some(map),
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "`params.inputResponses` must be an object keyed by the inputRequests keys (got {})",
+                kind(other)
+            )));
+        }
+    };
+    match (request_state, responses) {
+        (None, None) => first_call(state, caller, name, params.get("arguments")).await,
+        (Some(request_state), responses) => {
+            retry(state, caller, name, request_state, responses).await
+        }
+        (None, Some(_)) => Err(RpcError::invalid_params(
+            "`params.requestState` is required with `params.inputResponses`: echo the input_required result's requestState",
+        )),
+    }
+}
+
+/// The first call: start a run from the caller's template.
+async fn first_call(
+    state: &AppState,
+    caller: &Principal,
+    name: &str,
+    arguments: Option<&Value>,
+) -> Result<Value, RpcError> {
+    // MCP-12: a principal sees only its own templates.
+    let Some(template) = state
+        .mcp_server()
+        .templates()
+        .get(&caller.tenant, &caller.id, name)
+    else {
+        return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
+    };
+    // Input validation failures are tool execution errors (MCP tools
+    // spec): a result with isError, so a model can correct itself.
+    let input = match call_input(arguments) {
+        Ok(input) => input,
+        Err(message) => return Ok(tool_error(None, &message)),
+    };
+    let run_id = start_run(state, caller, &template.body_with_input(&input))?;
+    let settled = settle(state, &run_id).await?;
+    outcome(state, caller, name, &run_id, settled)
+}
+
+/// `arguments.input`: a non-empty string, and nothing else in `arguments`.
+fn call_input(arguments: Option<&Value>) -> Result<String, String> {
+    let Some(arguments) = arguments else {
+        return Err(
+            "validation_error: `arguments.input` is required (a non-empty string)".to_owned(),
+        );
+    };
+    let Value::Object(map) = arguments else {
+        return Err(format!(
+            "validation_error: `arguments` must be an object, got {}",
+            kind(arguments)
+        ));
+    };
+    if let Some(unknown) = map.keys().find(|key| key.as_str() != "input") {
+        return Err(format!(
+            "validation_error: unknown argument `arguments.{unknown}`; the tool takes only `input`"
+        ));
+    }
+    match map.get("input") {
+        Some(Value::String(input)) if !input.is_empty() => Ok(input.clone()),
+        Some(Value::String(_)) => {
+            Err("validation_error: `arguments.input` must not be empty".to_owned())
+        }
+        Some(other) => Err(format!(
+            "validation_error: `arguments.input` must be a string, got {}",
+            kind(other)
+        )),
+        None => {
+            Err("validation_error: `arguments.input` is required (a non-empty string)".to_owned())
+        }
+    }
+}
+
+/// A retry: verify, then resolve the clarification with the answers.
+async fn retry(
+    state: &AppState,
+    caller: &Principal,
+    name: &str,
+    request_state: &str,
+    responses: Option<&Map<String, Value>>,
+) -> Result<Value, RpcError> {
+    let opened = state
+        .mcp_server()
+        .state_key()
+        .open(request_state)
+        .ok_or_else(|| {
+            RpcError::invalid_params(
+                "`params.requestState` is not a requestState this server issued (malformed); echo the input_required result's requestState byte-exactly; nothing was changed",
+            )
+        })?;
+    let claims = opened.claims;
+    // MCP-9, TTC §C: the state is authentic (issued here, unaltered) and
+    // bound to the principal it was issued to. Bug under
+    // `mcp-request-state-unbound`: neither is checked, so any well-formed
+    // state naming an open interrupt is accepted from any principal of the
+    // tenant.
+    if !state.mutant_is(Mutant::McpRequestStateUnbound) {
+        if !opened.authentic {
+            return Err(RpcError::invalid_params(
+                "`params.requestState` failed authentication: it was altered or not issued by this server; nothing was changed",
+            ));
+        }
+        if claims.principal != caller.id {
+            return Err(RpcError::invalid_params(format!(
+                "`params.requestState` was issued to another principal, not `{}`; only the principal who made the call may answer it; nothing was changed",
+                caller.id
+            )));
+        }
+    }
+    if claims.tenant != caller.tenant {
+        return Err(RpcError::invalid_params(
+            "`params.requestState` was issued in another tenant; nothing was changed",
+        ));
+    }
+    if claims.tool != name {
+        return Err(RpcError::invalid_params(format!(
+            "`params.requestState` belongs to a call of tool `{}`, not `{name}`; retry with the same name; nothing was changed",
+            claims.tool
+        )));
+    }
+    let not_open = || {
+        RpcError::invalid_params(
+            "the interrupt `params.requestState` answers is no longer open (already answered, expired, or its run ended); nothing was changed",
+        )
+    };
+    let ticket = state
+        .interrupts()
+        .ticket(&claims.run_id)
+        .filter(|ticket| {
+            ticket.kind == InterruptKind::Clarification
+                && interrupt_id(ticket) == claims.interrupt
+                && claims.keys == [ticket.node_id.as_str()]
+        })
+        .ok_or_else(not_open)?;
+    // The run belongs to the caller's tenant (the state says so; the store
+    // must agree).
+    let run = state.storage().run(&claims.run_id)?;
+    if run.is_none_or(|run| run.tenant != caller.tenant) {
+        return Err(not_open());
+    }
+    // MCP-9: every key of inputRequests is answered (one clarification,
+    // one key: its node id).
+    let Some(response) = responses.and_then(|responses| responses.get(&ticket.node_id)) else {
+        return Err(RpcError::invalid_params(format!(
+            "`params.inputResponses` is missing key `{}`: answer every key of the input_required result's inputRequests; nothing was changed",
+            ticket.node_id
+        )));
+    };
+    let answers = answers_of(state, &ticket.node_id, response)?;
+    let resolution = Resolution {
+        action: Action::Accept,
+        answers: Some(answers),
+        by: caller.id.clone(),
+        via: Via::Principal,
+    };
+    match state
+        .interrupts()
+        .resolve(state.storage(), &ticket, resolution)
+    {
+        Ok(_) => {}
+        // Someone resolved it (or it expired) since it was looked up.
+        Err(ResolveError::NotOpen) => return Err(not_open()),
+        Err(ResolveError::Storage(err)) => return Err(err.into()),
+    }
+    let settled = settle(state, &claims.run_id).await?;
+    outcome(state, caller, name, &claims.run_id, settled)
+}
+
+/// The clarification's answers from one elicitation result
+/// `{action, content?}`: `accept` ⇒ `content` (an object, `{}` when
+/// absent); `decline` ⇒ [`declined_answers`]; `cancel` ⇒
+/// [`cancelled_answers`].
+fn answers_of(state: &AppState, key: &str, response: &Value) -> Result<Value, RpcError> {
+    let path = format!("params.inputResponses.{key}");
+    let Value::Object(result) = response else {
+        return Err(RpcError::invalid_params(format!(
+            "`{path}` must be an elicitation result {{action, content?}}, got {}; nothing was changed",
+            kind(response)
+        )));
+    };
+    match result.get("action").and_then(Value::as_str) {
+        Some("accept") => {
+            let content = match result.get("content") {
+                None => Map::new(),
+                Some(Value::Object(content)) => content.clone(),
+                Some(other) => {
+                    return Err(RpcError::invalid_params(format!(
+                        "`{path}.content` must be an object, got {}; nothing was changed",
+                        kind(other)
+                    )));
+                }
+            };
+            // MCP-9: the clarification is answered with what the user
+            // entered. Bug under `mcp-input-responses-dropped`: the
+            // content is dropped and the answers are `{}`.
+            if state.mutant_is(Mutant::McpInputResponsesDropped) {
+                Ok(json!({}))
+            } else {
+                Ok(Value::Object(content))
+            }
+        }
+        Some("decline") => Ok(declined_answers()),
+        Some("cancel") => Ok(cancelled_answers()),
+        _ => Err(RpcError::invalid_params(format!(
+            "`{path}.action` must be one of accept, decline, cancel; nothing was changed"
+        ))),
+    }
+}
+
+/// Where a run stands after a bounded wait.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settled {
+    /// `run.completed`: its `result`.
+    Completed(Value),
+    /// `run.failed`: its error code and message.
+    Failed {
+        /// `error.code`.
+        code: String,
+        /// `error.message`.
+        message: String,
+    },
+    /// `run.cancelled`: its reason.
+    Cancelled(String),
+    /// Waiting on this open interrupt.
+    Waiting(Ticket),
+    /// Still running when the wait ended.
+    StillRunning,
+}
+
+/// Waits (at most [`CALL_WAIT`], woken by the run's own change signal,
+/// never a busy loop) until the run is terminal or waits on an open
+/// interrupt.
+pub async fn settle(state: &AppState, run_id: &str) -> Result<Settled, RpcError> {
+    let storage = state.storage();
+    let deadline = tokio::time::Instant::now() + CALL_WAIT;
+    // Subscribe before the first read, so a write between the read and the
+    // wait still wakes it.
+    let mut changes = storage
+        .subscribe_run(run_id)
+        .unwrap_or_else(|| storage.subscribe());
+    loop {
+        changes.borrow_and_update();
+        let run = storage
+            .run(run_id)?
+            .ok_or_else(|| RpcError::internal(format!("run `{run_id}` is gone")))?;
+        match run.status {
+            RunStatus::Completed => {
+                let result = last_payload(state, run_id, RUN_COMPLETED)?
+                    .and_then(|payload| payload.get("result").cloned())
+                    .unwrap_or(Value::Null);
+                return Ok(Settled::Completed(result));
+            }
+            RunStatus::Failed => {
+                let error = run.error.unwrap_or(Value::Null);
+                let text = |name: &str| {
+                    error
+                        .get(name)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                return Ok(Settled::Failed {
+                    code: text("code"),
+                    message: text("message"),
+                });
+            }
+            RunStatus::Cancelled => {
+                let reason = last_payload(state, run_id, RUN_CANCELLED)?
+                    .and_then(|payload| {
+                        payload
+                            .get("reason")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    })
+                    .unwrap_or_else(|| "the run was cancelled".to_owned());
+                return Ok(Settled::Cancelled(reason));
+            }
+            // The status and `interrupt.requested` commit under the
+            // registry lock, so a waiting run's interrupt is visible here.
+            RunStatus::WaitingInput | RunStatus::WaitingApproval => {
+                if let Some(ticket) = state.interrupts().ticket(run_id) {
+                    return Ok(Settled::Waiting(ticket));
+                }
+            }
+            RunStatus::Running => {}
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(Settled::StillRunning);
+        }
+        match tokio::time::timeout_at(deadline, changes.changed()).await {
+            Ok(Ok(())) | Err(_) => {}
+            // A closed signal cannot wake us: wait out the deadline.
+            Ok(Err(_)) => tokio::time::sleep_until(deadline).await,
+        }
+    }
+}
+
+/// The payload of the run's last event of type `event_type`.
+fn last_payload(
+    state: &AppState,
+    run_id: &str,
+    event_type: &str,
+) -> Result<Option<Value>, RpcError> {
+    Ok(state
+        .storage()
+        .events_after(run_id, -1)?
+        .into_iter()
+        .rev()
+        .find(|event| event.event_type == event_type)
+        .map(|event| event.payload))
+}
+
+/// The `_meta` of every result about a run.
+fn run_meta(run_id: &str) -> Value {
+    json!({ RUN_ID_META_KEY: run_id })
+}
+
+/// A complete result with one text block.
+fn complete(run_id: Option<&str>, text: &str, is_error: bool) -> Value {
+    let mut result = json!({
+        "resultType": "complete",
+        "content": [{"type": "text", "text": text}],
+        "isError": is_error,
+    });
+    if let (Some(run_id), Some(object)) = (run_id, result.as_object_mut()) {
+        object.insert("_meta".to_owned(), run_meta(run_id));
+    }
+    result
+}
+
+/// A tool execution error (`isError: true`).
+fn tool_error(run_id: Option<&str>, text: &str) -> Value {
+    complete(run_id, text, true)
+}
+
+/// The answer for where the run stands (see the module docs).
+fn outcome(
+    state: &AppState,
+    caller: &Principal,
+    name: &str,
+    run_id: &str,
+    settled: Settled,
+) -> Result<Value, RpcError> {
+    Ok(match settled {
+        Settled::Completed(result) => {
+            let text = match result {
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            complete(Some(run_id), &text, false)
+        }
+        Settled::Failed { code, message } => {
+            tool_error(Some(run_id), &format!("{code}: {message}"))
+        }
+        Settled::Cancelled(reason) => tool_error(Some(run_id), &format!("cancelled: {reason}")),
+        Settled::Waiting(ticket) => match ticket.kind {
+            InterruptKind::Clarification => {
+                // TURN-E4: the clarification interrupt is MCP
+                // input_required. Bug under `mcp-ask-as-tool-error`: it is
+                // a complete tool error instead.
+                if state.mutant_is(Mutant::McpAskAsToolError) {
+                    tool_error(Some(run_id), INPUT_NEEDED_TEXT)
+                } else {
+                    input_required(state, caller, name, &ticket)
+                }
+            }
+            // Approvals are never resolved over MCP: the call is held at
+            // the host (TTC §C: only the bound principal resolves it there).
+            InterruptKind::Approval => tool_error(
+                Some(run_id),
+                &format!(
+                    "the call is held for approval at the host: the run's principal resolves it at POST /runs/{run_id}/interrupts/{}; approvals are never resolved over MCP",
+                    ticket.node_id
+                ),
+            ),
+            InterruptKind::McpInput => tool_error(
+                Some(run_id),
+                &format!(
+                    "the run waits at the host for input an MCP tool of its own asked for: the run's principal answers it at POST /runs/{run_id}/interrupts/{}",
+                    ticket.node_id
+                ),
+            ),
+        },
+        Settled::StillRunning => {
+            return Err(RpcError::internal(format!(
+                "the run `{run_id}` neither finished nor asked for input within the {} s wait of a tools/call; it runs on (its events: /runs/{run_id}/events)",
+                CALL_WAIT.as_secs()
+            ))
+            .with_data(run_meta(run_id)));
+        }
+    })
+}
+
+/// The MRTR `input_required` result of an open clarification (TURN-E4).
+fn input_required(state: &AppState, caller: &Principal, name: &str, ticket: &Ticket) -> Value {
+    let key = ticket.node_id.clone();
+    let claims = StateClaims {
+        run_id: ticket.run_id.clone(),
+        keys: vec![key.clone()],
+        interrupt: interrupt_id(ticket),
+        principal: caller.id.clone(),
+        tenant: caller.tenant.clone(),
+        tool: name.to_owned(),
+    };
+    let request_state = state.mcp_server().state_key().mint(&claims);
+    let message = ticket
+        .question
+        .clone()
+        .filter(|question| !question.is_empty())
+        .unwrap_or_else(|| FALLBACK_QUESTION.to_owned());
+    let mut requests = Map::new();
+    requests.insert(
+        key,
+        json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": message,
+                "requestedSchema": {"type": "object"},
+            },
+        }),
+    );
+    json!({
+        "resultType": "input_required",
+        "inputRequests": requests,
+        "requestState": request_state,
+        "_meta": run_meta(&ticket.run_id),
+    })
+}
+
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::McpAskAsToolError,
+        name: "mcp-ask-as-tool-error",
+        breaks: "the MCP server answers a clarification as a complete isError result \"input needed\" instead of input_required (TURN-E4)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpRequestStateUnbound,
+        name: "mcp-request-state-unbound",
+        breaks: "the MCP server accepts any well-formed requestState naming an open interrupt, unauthenticated, from any principal of the tenant (MCP-9)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpInputResponsesDropped,
+        name: "mcp-input-responses-dropped",
+        breaks: "the MCP server's MRTR retry resolves the clarification with {} instead of the inputResponses content (MCP-9)",
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_input_is_one_non_empty_string() {
+        assert_eq!(call_input(Some(&json!({"input": "go"}))), Ok("go".into()));
+        for (arguments, says) in [
+            (None, "`arguments.input` is required"),
+            (Some(json!({})), "`arguments.input` is required"),
+            (Some(json!([])), "`arguments` must be an object"),
+            (Some(json!({"input": ""})), "must not be empty"),
+            (Some(json!({"input": 3})), "must be a string"),
+            (Some(json!({"input": "a", "x": 1})), "`arguments.x`"),
+        ] {
+            let err = call_input(arguments.as_ref()).expect_err("refused");
+            assert!(err.contains(says), "{arguments:?}: {err}");
+            assert!(err.starts_with("validation_error: "), "{err}");
+        }
+    }
+
+    #[test]
+    fn complete_results_carry_the_run() {
+        assert_eq!(
+            complete(Some("run_1"), "Done.", false),
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "Done."}],
+                   "isError": false, "_meta": {"org.openwop/runId": "run_1"}})
+        );
+        assert!(tool_error(None, "x").get("_meta").is_none());
+    }
+}

@@ -1,0 +1,648 @@
+//! The host as an MCP server: `POST /mcp` (TURN-E4, MCP-9, MCP-10,
+//! MCP-11, MCP-12).
+//!
+//! Stateless MCP revision [`PROTOCOL_VERSION`]: one JSON-RPC 2.0 request
+//! per HTTP POST, one JSON answer, no `initialize`, no session. The tools
+//! are the run templates registered through the turn seam with
+//! `exposeAsMcpTool` ([`templates`]); a `tools/call` starts a turn run from
+//! one and answers with its outcome ([`call`]). A clarification the run's
+//! model asks is answered as an MRTR `input_required` result whose
+//! `requestState` ([`request_state`]) the client echoes in its retry.
+//!
+//! Order of the checks on every POST:
+//!
+//! 1. authentication (MCP-12): no or an unknown bearer token is a 401 with
+//!    the host's usual error envelope; there is no anonymous access;
+//! 2. `Origin` (DNS rebinding): present and not a loopback origin is a 403
+//!    `forbidden` envelope;
+//! 3. JSON-RPC framing: not JSON is HTTP 400 `-32700`; not one JSON-RPC
+//!    request object is HTTP 400 `-32600`; a notification (no `id`) is
+//!    HTTP 202 with no body;
+//! 4. version (MCP-10): the `MCP-Protocol-Version` header and
+//!    `params._meta["io.modelcontextprotocol/protocolVersion"]` disagreeing
+//!    (or an `Mcp-Method` / `Mcp-Name` header disagreeing with the body) is
+//!    HTTP 400 `-32020`; both absent, or an unsupported revision, is HTTP 400
+//!    `-32022` with `data {supported, requested}`;
+//! 5. the method: unknown is HTTP 404 `-32601`.
+//!
+//! Errors found while serving a known method (`-32602` invalid params or
+//! unknown tool, `-32603` internal or timeout) are JSON-RPC errors in an
+//! HTTP 200. Every answer is `application/json` with
+//! `Cache-Control: no-store`: nothing here is cacheable, least of all an
+//! interim `input_required` result (MCP-9).
+
+pub mod call;
+pub mod request_state;
+pub mod templates;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use crate::base::principals::Principal;
+use crate::domain::auth::authenticate;
+use crate::domain::error::{ApiError, json_response};
+use crate::surface::app::AppState;
+use request_state::StateKey;
+use templates::Templates;
+
+/// Path of the mount.
+pub const MCP_PATH: &str = "/mcp";
+
+/// The one MCP revision the mount serves.
+pub const PROTOCOL_VERSION: &str = crate::turn::mcp::PROTOCOL_VERSION;
+
+/// `server/discover.supportedVersions` (= the discovery record's
+/// `revisions`, MCP-10).
+pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+
+/// `serverInfo.name`.
+pub const SERVER_NAME: &str = "toolcert-reference-host";
+
+/// The `_meta` key carrying the request's protocol version.
+pub const VERSION_META_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// The `_meta` key of every `tools/call` result naming the run it started
+/// (or continued).
+pub const RUN_ID_META_KEY: &str = "org.openwop/runId";
+
+/// The version header.
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// JSON-RPC: the body is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC: unknown method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC: invalid params (also an unknown tool and a refused retry).
+pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC: internal error (also a run that did not settle in time).
+pub const INTERNAL_ERROR: i64 = -32603;
+/// MCP `HeaderMismatchError`.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// MCP `UnsupportedProtocolVersionError`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The mount's state: the templates and the request-state key.
+#[derive(Debug, Default)]
+pub struct McpServer {
+    templates: Templates,
+    state_key: StateKey,
+}
+
+impl McpServer {
+    /// An empty mount with a fresh random request-state key.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The registered run templates (the tools).
+    pub fn templates(&self) -> &Templates {
+        &self.templates
+    }
+
+    /// The per-process request-state key.
+    pub fn state_key(&self) -> &StateKey {
+        &self.state_key
+    }
+}
+
+/// A JSON-RPC error answer and its HTTP status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// The HTTP status it travels with.
+    pub status: StatusCode,
+    /// The JSON-RPC code.
+    pub code: i64,
+    /// What is wrong and what would fix it.
+    pub message: String,
+    /// `error.data`, if any.
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error with no data.
+    pub fn new(status: StatusCode, code: i64, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// HTTP 200 `-32602`.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::OK, INVALID_PARAMS, message)
+    }
+
+    /// HTTP 200 `-32603`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::OK, INTERNAL_ERROR, message)
+    }
+
+    /// HTTP 400 `-32600`.
+    fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, INVALID_REQUEST, message)
+    }
+
+    /// Attaches `error.data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    fn to_json(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let (Some(data), Some(object)) = (&self.data, error.as_object_mut()) {
+            object.insert("data".to_owned(), data.clone());
+        }
+        error
+    }
+}
+
+impl From<ApiError> for RpcError {
+    fn from(err: ApiError) -> Self {
+        Self::internal(format!("{}: {}", err.code, err.message))
+    }
+}
+
+impl From<crate::store::storage::StorageError> for RpcError {
+    fn from(_: crate::store::storage::StorageError) -> Self {
+        Self::internal("the host's run store failed; retry the request")
+    }
+}
+
+/// One parsed JSON-RPC request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcRequest {
+    /// Its id (a string or a number).
+    pub id: Value,
+    /// Its method.
+    pub method: String,
+    /// Its params (`{}` when absent).
+    pub params: Map<String, Value>,
+}
+
+/// What a body is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A request: answered.
+    Request(RpcRequest),
+    /// A notification (no `id`): accepted with 202, nothing answered.
+    Notification,
+}
+
+/// Parses a body as one JSON-RPC 2.0 message. On failure returns the error
+/// and the id to answer it with (`null` when none could be read).
+pub fn parse_message(bytes: &[u8]) -> Result<Incoming, (Value, RpcError)> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|err| {
+        (
+            Value::Null,
+            RpcError::new(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                format!("the body is not JSON ({err}); send one JSON-RPC 2.0 request object"),
+            ),
+        )
+    })?;
+    let Value::Object(mut map) = value else {
+        return Err((
+            Value::Null,
+            RpcError::invalid_request(
+                "the body must be one JSON-RPC 2.0 request object (batches are not served)",
+            ),
+        ));
+    };
+    let id = match map.remove("id") {
+        None => None,
+        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
+        Some(_) => {
+            return Err((
+                Value::Null,
+                RpcError::invalid_request("member `id` must be a string or a number"),
+            ));
+        }
+    };
+    let answer_id = id.clone().unwrap_or(Value::Null);
+    let fail = |message: &str| (answer_id.clone(), RpcError::invalid_request(message));
+    if map.get("jsonrpc") != Some(&Value::from("2.0")) {
+        return Err(fail("member `jsonrpc` must be \"2.0\""));
+    }
+    let Some(Value::String(method)) = map.remove("method") else {
+        return Err(fail("member `method` is required (a string)"));
+    };
+    let params = match map.remove("params") {
+        None => Map::new(),
+        Some(Value::Object(params)) => params,
+        Some(_) => return Err(fail("member `params` must be an object")),
+    };
+    Ok(match id {
+        None => Incoming::Notification,
+        Some(id) => Incoming::Request(RpcRequest { id, method, params }),
+    })
+}
+
+/// A header as text (`Some("")`-free: an unreadable value reads as its
+/// lossy text, so it can never match a supported revision by accident).
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+}
+
+/// MCP-10: the version the request speaks, from the header and
+/// `params._meta`; they must agree, and the revision must be served.
+pub fn check_version(headers: &HeaderMap, params: &Map<String, Value>) -> Result<(), RpcError> {
+    let header = header_text(headers, VERSION_HEADER);
+    let meta = params
+        .get("_meta")
+        .and_then(|meta| meta.get(VERSION_META_KEY))
+        .cloned();
+    let requested = match (&header, &meta) {
+        (Some(header), Some(meta)) if meta.as_str() != Some(header.as_str()) => {
+            return Err(RpcError::new(
+                StatusCode::BAD_REQUEST,
+                HEADER_MISMATCH,
+                format!(
+                    "header MCP-Protocol-Version says `{header}` but params._meta[\"{VERSION_META_KEY}\"] says {meta}; send the same revision in both"
+                ),
+            ));
+        }
+        (Some(header), _) => Value::from(header.as_str()),
+        (None, Some(meta)) => meta.clone(),
+        (None, None) => Value::Null,
+    };
+    let served = requested
+        .as_str()
+        .is_some_and(|version| SUPPORTED_VERSIONS.contains(&version));
+    if served {
+        return Ok(());
+    }
+    let message = if requested.is_null() {
+        format!(
+            "the request names no protocol revision; send MCP-Protocol-Version: {PROTOCOL_VERSION} and params._meta[\"{VERSION_META_KEY}\"]"
+        )
+    } else {
+        format!(
+            "protocol revision {requested} is not served; this server speaks {}",
+            SUPPORTED_VERSIONS.join(", ")
+        )
+    };
+    Err(RpcError::new(
+        StatusCode::BAD_REQUEST,
+        UNSUPPORTED_PROTOCOL_VERSION,
+        message,
+    )
+    .with_data(json!({"supported": SUPPORTED_VERSIONS, "requested": requested})))
+}
+
+/// MCP-10: the `Mcp-Method` and `Mcp-Name` headers, when sent, must say
+/// what the body says.
+pub fn check_routing_headers(headers: &HeaderMap, request: &RpcRequest) -> Result<(), RpcError> {
+    let mismatch = |name: &str, header: &str, body: &str| {
+        RpcError::new(
+            StatusCode::BAD_REQUEST,
+            HEADER_MISMATCH,
+            format!(
+                "header {name} says `{header}` but the body says `{body}`; send the same value in both"
+            ),
+        )
+    };
+    if let Some(method) = header_text(headers, "mcp-method")
+        && method != request.method
+    {
+        return Err(mismatch("Mcp-Method", &method, &request.method));
+    }
+    if let Some(name) = header_text(headers, "mcp-name") {
+        let body_name = request
+            .params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if name != body_name {
+            return Err(mismatch("Mcp-Name", &name, body_name));
+        }
+    }
+    Ok(())
+}
+
+/// DNS-rebinding guard: an `Origin` header, when present, must be a
+/// loopback `http(s)` origin (this host serves loopback only).
+fn check_origin(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let loopback = origin
+        .to_str()
+        .ok()
+        .and_then(|text| reqwest::Url::parse(text).ok())
+        .is_some_and(|url| {
+            matches!(url.scheme(), "http" | "https")
+                && match url.host_str() {
+                    Some(host) if host.eq_ignore_ascii_case("localhost") => true,
+                    // IPv6 literals stay in brackets in the parsed host.
+                    Some(host) => host
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback()),
+                    None => false,
+                }
+        });
+    if loopback {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "the Origin header names a non-loopback origin; the MCP mount accepts requests from loopback origins only (DNS-rebinding guard)",
+        ))
+    }
+}
+
+/// An `application/json`, `no-store` answer.
+fn answer(status: StatusCode, body: &Value) -> Response {
+    let mut response = json_response(status, body);
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn error_answer(id: &Value, err: &RpcError) -> Response {
+    answer(
+        err.status,
+        &json!({"jsonrpc": "2.0", "id": id, "error": err.to_json()}),
+    )
+}
+
+/// Handler for `POST /mcp` (see the module docs for the order of checks).
+pub async fn handle(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    // MCP-12: authentication before anything else; no anonymous access.
+    let caller = match authenticate(&headers, state.principals()) {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
+    if let Err(err) = check_origin(&headers) {
+        return err.into_response();
+    }
+    let Ok(body) = body else {
+        let err = RpcError::new(
+            StatusCode::BAD_REQUEST,
+            PARSE_ERROR,
+            "the body could not be read; send one JSON-RPC request object of at most 2 MiB",
+        );
+        return error_answer(&Value::Null, &err);
+    };
+    let request = match parse_message(&body) {
+        Ok(Incoming::Request(request)) => request,
+        Ok(Incoming::Notification) => return StatusCode::ACCEPTED.into_response(),
+        Err((id, err)) => return error_answer(&id, &err),
+    };
+    match dispatch(&state, caller, &headers, &request).await {
+        Ok(result) => answer(
+            StatusCode::OK,
+            &json!({"jsonrpc": "2.0", "id": request.id, "result": result}),
+        ),
+        Err(err) => error_answer(&request.id, &err),
+    }
+}
+
+/// Checks the version and routing headers, then serves the method.
+async fn dispatch(
+    state: &AppState,
+    caller: &Principal,
+    headers: &HeaderMap,
+    request: &RpcRequest,
+) -> Result<Value, RpcError> {
+    check_version(headers, &request.params)?;
+    check_routing_headers(headers, request)?;
+    match request.method.as_str() {
+        "server/discover" => Ok(discover()),
+        "tools/list" => list_tools(state, caller, &request.params),
+        "tools/call" => call::call(state, caller, &request.params).await,
+        other => Err(RpcError::new(
+            StatusCode::NOT_FOUND,
+            METHOD_NOT_FOUND,
+            format!(
+                "method `{other}` is not served; this stateless {PROTOCOL_VERSION} server serves server/discover, tools/list and tools/call"
+            ),
+        )),
+    }
+}
+
+/// The `server/discover` result.
+pub fn discover() -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": SUPPORTED_VERSIONS,
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// The fixed input schema of every tool: `{input: string}`.
+pub fn tool_input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"input": {"type": "string"}},
+        "required": ["input"],
+        "additionalProperties": false
+    })
+}
+
+/// The host-authored description of every tool.
+pub const TOOL_DESCRIPTION: &str = "Runs the reference host's agent (one tool-turn run) on `input` and answers with its final text; a question the agent asks comes back as input_required (TURN-E4).";
+
+/// `tools/list`: the caller's own templates, sorted by name, uncacheable
+/// across principals (MCP-11: `cacheScope: "private"`, `ttlMs: 0`).
+fn list_tools(
+    state: &AppState,
+    caller: &Principal,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    if params.contains_key("cursor") {
+        return Err(RpcError::invalid_params(
+            "`params.cursor` names no page: this server answers the whole list in one page and issues no cursors",
+        ));
+    }
+    let tools: Vec<Value> = state
+        .mcp_server()
+        .templates()
+        .list(&caller.tenant, &caller.id)
+        .iter()
+        .map(|template| {
+            json!({
+                "name": template.name,
+                "description": TOOL_DESCRIPTION,
+                "inputSchema": tool_input_schema(),
+            })
+        })
+        .collect();
+    Ok(json!({
+        "resultType": "complete",
+        "tools": tools,
+        "ttlMs": 0,
+        "cacheScope": "private",
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.insert(*name, HeaderValue::from_static(value));
+        }
+        headers
+    }
+
+    fn meta(version: Value) -> Map<String, Value> {
+        let mut params = Map::new();
+        params.insert("_meta".into(), json!({VERSION_META_KEY: version}));
+        params
+    }
+
+    #[test]
+    fn messages_are_one_json_rpc_request() {
+        let ok = parse_message(br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}"#);
+        assert_eq!(
+            ok,
+            Ok(Incoming::Request(RpcRequest {
+                id: json!(1),
+                method: "tools/list".into(),
+                params: Map::new(),
+            }))
+        );
+        assert_eq!(
+            parse_message(br#"{"jsonrpc": "2.0", "method": "notifications/x"}"#),
+            Ok(Incoming::Notification)
+        );
+        for (body, code, id) in [
+            (&b"nope"[..], PARSE_ERROR, Value::Null),
+            (b"[]", INVALID_REQUEST, Value::Null),
+            (
+                br#"{"jsonrpc": "2.0", "id": null, "method": "x"}"#,
+                INVALID_REQUEST,
+                Value::Null,
+            ),
+            (
+                br#"{"jsonrpc": "1.0", "id": "a", "method": "x"}"#,
+                INVALID_REQUEST,
+                json!("a"),
+            ),
+            (
+                br#"{"jsonrpc": "2.0", "id": "a"}"#,
+                INVALID_REQUEST,
+                json!("a"),
+            ),
+            (
+                br#"{"jsonrpc": "2.0", "id": 2, "method": "x", "params": []}"#,
+                INVALID_REQUEST,
+                json!(2),
+            ),
+        ] {
+            let (answer_id, err) = parse_message(body).expect_err("refused");
+            assert_eq!(err.code, code, "{}", String::from_utf8_lossy(body));
+            assert_eq!(err.status, StatusCode::BAD_REQUEST);
+            assert_eq!(answer_id, id);
+        }
+    }
+
+    #[test]
+    fn versions_must_be_named_served_and_agree() {
+        let served = headers(&[("mcp-protocol-version", "2026-07-28")]);
+        assert!(check_version(&served, &Map::new()).is_ok());
+        assert!(check_version(&HeaderMap::new(), &meta(json!("2026-07-28"))).is_ok());
+        assert!(check_version(&served, &meta(json!("2026-07-28"))).is_ok());
+
+        let missing = check_version(&HeaderMap::new(), &Map::new()).expect_err("none");
+        assert_eq!(missing.code, UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(missing.status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            missing.data,
+            Some(json!({"supported": ["2026-07-28"], "requested": null}))
+        );
+        let old = headers(&[("mcp-protocol-version", "2025-11-25")]);
+        let unsupported = check_version(&old, &Map::new()).expect_err("old");
+        assert_eq!(unsupported.code, UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(
+            unsupported.data,
+            Some(json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}))
+        );
+        let both_old = check_version(&old, &meta(json!("2025-11-25"))).expect_err("old");
+        assert_eq!(both_old.code, UNSUPPORTED_PROTOCOL_VERSION);
+
+        let mismatch = check_version(&served, &meta(json!("2025-11-25"))).expect_err("differ");
+        assert_eq!(mismatch.code, HEADER_MISMATCH);
+        assert_eq!(mismatch.status, StatusCode::BAD_REQUEST);
+        let not_text = check_version(&served, &meta(json!(20260728))).expect_err("differ");
+        assert_eq!(not_text.code, HEADER_MISMATCH);
+    }
+
+    #[test]
+    fn routing_headers_must_match_the_body() {
+        let mut params = Map::new();
+        params.insert("name".into(), json!("helper"));
+        let request = RpcRequest {
+            id: json!(1),
+            method: "tools/call".into(),
+            params,
+        };
+        let good = headers(&[("mcp-method", "tools/call"), ("mcp-name", "helper")]);
+        assert!(check_routing_headers(&good, &request).is_ok());
+        for bad in [
+            headers(&[("mcp-method", "tools/list")]),
+            headers(&[("mcp-name", "other")]),
+        ] {
+            assert_eq!(
+                check_routing_headers(&bad, &request).map_err(|e| e.code),
+                Err(HEADER_MISMATCH)
+            );
+        }
+    }
+
+    #[test]
+    fn only_loopback_origins_pass() {
+        for ok in [
+            "http://127.0.0.1:8080",
+            "http://localhost",
+            "https://[::1]:3000",
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ORIGIN, HeaderValue::from_static(ok));
+            assert!(check_origin(&headers).is_ok(), "{ok}");
+        }
+        assert!(check_origin(&HeaderMap::new()).is_ok());
+        for bad in [
+            "http://evil.example",
+            "null",
+            "http://10.0.0.1",
+            "file:///x",
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ORIGIN, HeaderValue::from_static(bad));
+            assert!(check_origin(&headers).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn discover_names_the_one_revision() {
+        assert_eq!(
+            discover(),
+            json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                   "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "toolcert-reference-host",
+                                  "version": env!("CARGO_PKG_VERSION")}})
+        );
+    }
+}

@@ -1,0 +1,271 @@
+//! Named, deliberately broken variants ("mutants") of the reference host.
+//!
+//! Each mutant is one known bug at one named place in the code. A correct
+//! conformance harness must fail at least one check against every mutant and
+//! pass every check against the unmutated host. The check for a mutant sits at
+//! exactly the place where its bug lives (search for `Mutant::<Variant>`), so a
+//! reader can see the correct behaviour and the broken one side by side.
+//!
+//! The [`Mutant`] enum lives in [`crate::base::mutant`] (it imports nothing, so
+//! every layer may use it); each mutant's name and the line saying what it
+//! breaks are declared in the module it breaks, as that module's `MUTANTS`
+//! table. This registry gathers the tables into [`ALL`], checked at compile
+//! time to hold every variant exactly once, in variant order.
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use crate::base::mutant::{Mutant, MutantInfo};
+
+/// Every module's table of the mutants planted in it.
+const TABLES: &[&[MutantInfo]] = &[
+    crate::base::args_hash::MUTANTS,
+    crate::domain::authz::MUTANTS,
+    crate::domain::catalog::MUTANTS,
+    crate::surface::discovery::MUTANTS,
+    crate::surface::effect_seams::MUTANTS,
+    crate::domain::effects::claim::MUTANTS,
+    crate::domain::effects::identity::MUTANTS,
+    crate::domain::effects::ledger::MUTANTS,
+    crate::domain::effects::MUTANTS,
+    crate::domain::effects::retry::MUTANTS,
+    crate::domain::effects::sweeper::MUTANTS,
+    crate::surface::interrupt_routes::MUTANTS,
+    crate::domain::layer1::MUTANTS,
+    crate::surface::mcp_server::call::MUTANTS,
+    crate::domain::rate_limit::MUTANTS,
+    crate::surface::seams::effect_fire::MUTANTS,
+    crate::surface::seams::packs::MUTANTS,
+    crate::surface::seams::safe_fetch::MUTANTS,
+    crate::surface::seams::toolhooks::MUTANTS,
+    crate::base::tool_events::MUTANTS,
+    crate::turn::admission::MUTANTS,
+    crate::turn::allowlist::MUTANTS,
+    crate::turn::approval::MUTANTS,
+    crate::turn::channels::MUTANTS,
+    crate::turn::clarification::MUTANTS,
+    crate::turn::divergence::MUTANTS,
+    crate::turn::driver::MUTANTS,
+    crate::turn::feedback::MUTANTS,
+    crate::surface::run_actions::MUTANTS,
+    crate::turn::mcp::MUTANTS,
+    crate::turn::provider_tools::MUTANTS,
+    crate::turn::records::MUTANTS,
+    crate::turn::recovery::MUTANTS,
+    crate::turn::replay::MUTANTS,
+    crate::turn::tool_support::MUTANTS,
+    crate::turn::trust::MUTANTS,
+    crate::domain::webhooks::MUTANTS,
+];
+
+/// The entries of all `tables`.
+const fn count(tables: &[&[MutantInfo]]) -> usize {
+    let mut total = 0;
+    let mut t = 0;
+    while t < tables.len() {
+        total += tables[t].len();
+        t += 1;
+    }
+    total
+}
+
+/// The entries of all `tables`, sorted by variant (insertion sort: it runs
+/// once, at compile time).
+const fn gather<const N: usize>(tables: &[&[MutantInfo]]) -> [MutantInfo; N] {
+    let mut out = [tables[0][0]; N];
+    let mut n = 0;
+    let mut t = 0;
+    while t < tables.len() {
+        let mut i = 0;
+        while i < tables[t].len() {
+            out[n] = tables[t][i];
+            n += 1;
+            i += 1;
+        }
+        t += 1;
+    }
+    let mut i = 1;
+    while i < N {
+        let mut j = i;
+        while j > 0 && (out[j - 1].mutant as usize) > (out[j].mutant as usize) {
+            out.swap(j - 1, j);
+            j -= 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+const GATHERED: [MutantInfo; count(TABLES)] = gather(TABLES);
+
+/// Every mutant, in its canonical (documented) order: the order of the
+/// [`Mutant`] variants.
+pub const ALL: &[MutantInfo] = &GATHERED;
+
+// Every variant exactly once: entry `i` is variant `i` and there are as many
+// entries as variants. A mutant missing from (or repeated in) the tables does
+// not compile. This also makes `Mutant::info`'s index total.
+const _: () = {
+    assert!(ALL.len() == Mutant::COUNT);
+    let mut i = 0;
+    while i < ALL.len() {
+        assert!(ALL[i].mutant as usize == i);
+        i += 1;
+    }
+};
+
+impl Mutant {
+    /// The entry of [`ALL`] describing this mutant.
+    fn info(self) -> &'static MutantInfo {
+        // Entry `i` is variant `i` (checked at compile time above); past
+        // the end is the probe.
+        ALL.get(self as usize).unwrap_or(&PROBE)
+    }
+
+    /// The kebab-case name accepted by `--mutant`.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// One short line saying what this mutant breaks.
+    pub fn breaks(self) -> &'static str {
+        self.info().breaks
+    }
+}
+
+/// [`Mutant::Probe`]'s entry: not in [`ALL`], and not accepted by `--mutant`.
+const PROBE: MutantInfo = MutantInfo {
+    mutant: Mutant::Probe,
+    name: "probe",
+    breaks: "nothing: it records the mutant sites the host reaches",
+};
+
+/// Start a probe window: forget every site the probe host reached so far.
+pub fn probe_reset() {
+    crate::base::mutant::probe::reset();
+}
+
+/// The mutants whose sites the probe host reached since
+/// [`crate::base::mutant::probe::reset`], in [`ALL`] order.
+pub fn probe_reached() -> Vec<Mutant> {
+    crate::base::mutant::probe::reached()
+        .into_iter()
+        .filter_map(|i| ALL.get(i).map(|info| info.mutant))
+        .collect()
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error for a mutant name that is not in [`ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mutant `{given}`; valid names: {}", valid_names())]
+pub struct UnknownMutant {
+    /// The name that was given.
+    pub given: String,
+}
+
+/// The valid mutant names, comma separated, in canonical order.
+fn valid_names() -> String {
+    ALL.iter()
+        .map(|info| info.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl FromStr for Mutant {
+    type Err = UnknownMutant;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ALL.iter()
+            .find(|info| info.name == s)
+            .map(|info| info.mutant)
+            .ok_or_else(|| UnknownMutant {
+                given: s.to_owned(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_round_trip_through_from_str() {
+        for info in ALL {
+            let parsed: Mutant = info.name.parse().expect("listed name parses");
+            assert_eq!(parsed, info.mutant);
+            assert_eq!(parsed.name(), info.name);
+            assert_eq!(parsed.breaks(), info.breaks);
+            assert_eq!(parsed.to_string(), info.name);
+        }
+    }
+
+    #[test]
+    fn names_are_unique_kebab_case() {
+        // Variants are unique and complete by construction (a compile-time
+        // check); names are only strings, so they are checked here.
+        let names: HashSet<_> = ALL.iter().map(|i| i.name).collect();
+        assert_eq!(names.len(), ALL.len());
+        for info in ALL {
+            assert!(
+                info.name.split('-').all(|w| !w.is_empty()
+                    && w.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())),
+                "{}",
+                info.name
+            );
+        }
+    }
+
+    #[test]
+    fn no_table_is_empty() {
+        for table in TABLES {
+            assert!(!table.is_empty());
+        }
+    }
+
+    #[test]
+    fn breaks_lines_are_single_short_lines() {
+        for info in ALL {
+            assert!(!info.breaks.is_empty());
+            assert!(!info.breaks.contains('\n'), "{}", info.name);
+            assert!(!info.breaks.contains('\t'), "{}", info.name);
+        }
+    }
+
+    #[test]
+    fn unknown_name_lists_valid_names() {
+        let err = "no-such-mutant".parse::<Mutant>().unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("no-such-mutant"));
+        for info in ALL {
+            assert!(message.contains(info.name), "missing {}", info.name);
+        }
+    }
+
+    #[test]
+    fn the_probe_records_the_sites_compared_with_it_and_matches_none() {
+        // The only test that touches the process-wide record.
+        crate::base::mutant::probe::reset();
+        let probe = Some(Mutant::Probe);
+        assert!(probe != Some(Mutant::ArgsHashRaw));
+        assert!(Some(Mutant::DoubleReturn) != probe);
+        assert!(probe.is_some_and(Mutant::is_probe));
+        assert_eq!(
+            probe_reached(),
+            vec![Mutant::ArgsHashRaw, Mutant::DoubleReturn]
+        );
+        // A real mutant compared with another records nothing.
+        assert!(Some(Mutant::ArgsHashRaw) != Some(Mutant::InvokeThenCheck));
+        assert_eq!(probe_reached().len(), 2);
+        assert_eq!(Mutant::Probe.name(), "probe");
+        assert!("probe".parse::<Mutant>().is_err(), "not a --mutant name");
+        crate::base::mutant::probe::reset();
+        assert!(probe_reached().is_empty());
+    }
+}

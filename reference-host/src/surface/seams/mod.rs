@@ -1,0 +1,97 @@
+//! Conformance seams: test-only endpoints under `/conformance/seams`.
+//!
+//! They are mounted only when seams are enabled; otherwise their paths are
+//! unknown routes (404 `not_found`). Every seam requires the caller to hold
+//! [`SEAMS_SCOPE`].
+
+pub mod effect_fire;
+pub mod idempotency;
+pub mod packs;
+pub mod request;
+pub mod safe_fetch;
+pub mod toolhooks;
+pub mod turn_run;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use axum::routing::post;
+
+use crate::base::principals::Principal;
+use crate::domain::auth::{authenticate, require_scope};
+use crate::domain::error::ApiError;
+use crate::domain::json_body::body_rejection;
+use crate::surface::app::AppState;
+
+/// The scope a caller needs to use any seam.
+pub const SEAMS_SCOPE: &str = "conformance:seams";
+
+/// The caller of a seam, authenticated and holding [`SEAMS_SCOPE`]. Every seam checks its
+/// caller before it reads the body, so an unauthenticated or unscoped caller learns nothing
+/// about its request.
+pub fn seam_caller<'s>(
+    state: &'s AppState,
+    headers: &HeaderMap,
+) -> Result<&'s Principal, ApiError> {
+    let caller = authenticate(headers, state.principals())?;
+    require_scope(caller, SEAMS_SCOPE)?;
+    Ok(caller)
+}
+
+/// A seam's request body, or the 400 of an unreadable one.
+pub fn seam_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| body_rejection(&rejection))
+}
+
+/// The seams profile advertised in discovery metadata when seams are on.
+pub const SEAMS_PROFILE: &str = "openwop-conformance-seams-v2";
+
+/// Path of the tool-hooks seam.
+pub const TOOLHOOKS_INVOKE_PATH: &str = "/conformance/seams/sample/toolhooks/invoke";
+
+/// Path of the turn seam (the host's own tool loop, TTC).
+pub const TURN_RUN_PATH: &str = "/conformance/seams/sample/turn/run";
+
+/// Path of the safe-fetch seam: one `ctx.http.safeFetch` in a run of its
+/// own (HOOKS-EVT-4, HOOKS-EVT-5, HOOKS-AUTH-5).
+pub const SAFE_FETCH_RUN_PATH: &str = "/conformance/seams/sample/http/safe-fetch-run";
+
+/// Path of the effect-seam fire seam: one effect through one row of the
+/// effect-seam manifest, in a run of its own (RPL-11).
+pub const EFFECT_SEAMS_FIRE_PATH: &str = "/conformance/seams/sample/effect-seams/fire";
+
+/// Path of the packs-test seam: one run of a fixture pack whose nodes'
+/// declared roles a replay fork obeys (RPL-2..5).
+pub const PACKS_TEST_RUN_PATH: &str = "/conformance/seams/packs-test/run";
+
+/// Path of the concurrent-claim seam (EFF-4 race).
+pub const CONCURRENT_CLAIM_PATH: &str =
+    "/conformance/seams/sample/test/idempotency/concurrent-claim";
+
+/// Path of the redispatch seam (orphan sweeper on one machine).
+pub const REDISPATCH_PATH: &str = "/conformance/seams/sample/test/idempotency/redispatch";
+
+/// Path of the effect-retry seam (EFF-2, EFF-5).
+pub const EFFECT_RETRY_PATH: &str = "/conformance/seams/sample/test/idempotency/effect-retry";
+
+/// Path of the Layer-1 hold seam (IDEM-L1-5).
+pub const HOLD_PATH: &str = "/conformance/seams/sample/test/idempotency/hold";
+
+/// Path of the retention sweep seam.
+pub const SWEEP_PATH: &str = "/conformance/seams/sample/test/idempotency/sweep";
+
+/// The seam routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
+        .route(TURN_RUN_PATH, post(turn_run::run))
+        .route(SAFE_FETCH_RUN_PATH, post(safe_fetch::run))
+        .route(EFFECT_SEAMS_FIRE_PATH, post(effect_fire::fire))
+        .route(PACKS_TEST_RUN_PATH, post(packs::run))
+        .route(CONCURRENT_CLAIM_PATH, post(idempotency::concurrent_claim))
+        .route(REDISPATCH_PATH, post(idempotency::redispatch))
+        .route(EFFECT_RETRY_PATH, post(idempotency::effect_retry))
+        .route(HOLD_PATH, post(idempotency::hold))
+        .route(SWEEP_PATH, post(idempotency::sweep))
+}

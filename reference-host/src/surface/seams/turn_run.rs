@@ -1,0 +1,84 @@
+//! The turn seam: `POST /conformance/seams/sample/turn/run`.
+//!
+//! It only sets a run up: it checks the caller and the whole body (every
+//! problem is a 400 before any run exists), creates the run attributed to
+//! `principal`, registers the run-scoped fixture tools in the catalog,
+//! writes `run.started`, spawns the tool loop and answers `201` at once.
+//! It never admits a tool call itself: every call goes through the loop.
+//!
+//! With `exposeAsMcpTool: NAME` the seam starts no run: it registers the
+//! body (which then must not carry `input`) as the template of the MCP tool
+//! `NAME` of the host's MCP server mount, and each `tools/call` of it
+//! starts a run through [`start_run`] exactly as the seam would (TURN-E4,
+//! [`crate::surface::mcp_server`]).
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::json;
+
+use crate::base::principals::Principal;
+use crate::domain::error::{ApiError, json_response};
+use crate::surface::app::AppState;
+use crate::surface::mcp_server::MCP_PATH;
+use crate::surface::mcp_server::templates::parse_registration;
+use crate::surface::seams::{seam_body, seam_caller};
+use crate::turn::driver::{self, TurnPlan};
+use crate::turn::records::{self, RunMode};
+use crate::turn::request::TurnRunRequest;
+
+/// Handler for the seam.
+pub async fn run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    // Caller checks first: an unauthenticated or unscoped caller learns
+    // nothing about its request body.
+    let caller = seam_caller(&state, &headers)?;
+    let body = seam_body(body)?;
+    // TURN-E4: a body naming `exposeAsMcpTool` registers a template for the
+    // MCP server mount instead of starting a run.
+    if let Some(registration) = parse_registration(&body)? {
+        let tenant = state.run_tenant(&registration.principal, caller);
+        let name = registration.name.clone();
+        state
+            .mcp_server()
+            .templates()
+            .register(&tenant, registration)?;
+        return Ok(json_response(
+            StatusCode::CREATED,
+            &json!({"mcpTool": name, "mcpPath": MCP_PATH}),
+        ));
+    }
+    let run_id = start_run(&state, caller, &body)?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({
+            "runId": run_id,
+            "eventsUrl": format!("/runs/{run_id}/events"),
+        }),
+    ))
+}
+
+/// Checks a turn-run body and starts its run (the seam's whole job; the MCP
+/// server mount starts its runs through here too). `caller` decides the
+/// tenant only when the body's principal is unknown. Returns the run id.
+pub fn start_run(state: &AppState, caller: &Principal, body: &[u8]) -> Result<String, ApiError> {
+    let request = TurnRunRequest::parse(body)?;
+    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    let tenant = state.run_tenant(&request.principal, caller);
+    state
+        .storage()
+        .create_run_in(&run_id, &request.principal, &tenant)?;
+    state.catalog().register(&request.tools);
+    // The plan is the raw body: it already parsed, so recovery and forks
+    // can re-parse it (TTC §D).
+    let raw = String::from_utf8_lossy(body);
+    records::save_plan(state.storage(), &run_id, &raw, None, RunMode::Live)?;
+    let plan = TurnPlan::new(run_id.clone(), request, state.mutant());
+    driver::start(state.loop_state().clone(), plan)?;
+    Ok(run_id)
+}

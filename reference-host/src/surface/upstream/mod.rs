@@ -1,0 +1,158 @@
+//! Upstream-only mode (`HostConfig::upstream_only`, `--upstream-only`): the
+//! host as a plain upstream OpenWOP v1 host.
+//!
+//! toolcert has to certify hosts it did not write, and those implement only
+//! the upstream v1 contract. In this mode the reference host is such a host,
+//! so toolcert's own tests can run against one:
+//!
+//! - discovery serves the v1 document ([`discovery`]);
+//! - every API route lives under `/v1` ([`router`]); the unprefixed v2
+//!   paths (`/runs`, `/tools`, `/mcp`, `/conformance/...`) are unknown
+//!   routes (404);
+//! - `POST /v1/runs` runs only the upstream fixtures ([`workflows`]);
+//! - the read paths serve v1 event type names ([`v1_event_type`]) and the
+//!   v1 poll cursor `lastSequence` ([`runs`]);
+//! - with the seams on, only the upstream seams are mounted, under
+//!   `/v1/host/sample/` ([`toolhooks`], [`seams`]); they ignore members
+//!   they do not know, as an upstream host does.
+//!
+//! The mode composes the host's state and handlers: Layer-1 idempotency,
+//! the effect path, run reads, the rate limiter and authentication are the
+//! shared code, so their mutants break `/v1` the same way they break the v2
+//! routes. Principals, tokens and storage are as in the default mode.
+
+pub mod discovery;
+pub mod runs;
+pub mod seams;
+pub mod toolhooks;
+pub mod workflows;
+
+use axum::Router;
+use axum::routing::{get, post};
+use serde_json::{Map, Value};
+
+use crate::base::events::RunEventDoc;
+use crate::domain::effects;
+use crate::domain::error::ApiError;
+use crate::domain::json_body::parse_object;
+use crate::surface::app::{AppState, unknown_route};
+
+/// `implementation.mode` of the v1 discovery document.
+pub const MODE: &str = "upstream-only";
+
+/// `POST /v1/runs`.
+pub const RUNS_PATH: &str = "/v1/runs";
+
+/// Path of the upstream tool-hooks seam.
+pub const TOOLHOOKS_INVOKE_PATH: &str = "/v1/host/sample/toolhooks/invoke";
+
+/// Path of the upstream concurrent-claim seam.
+pub const CONCURRENT_CLAIM_PATH: &str = "/v1/host/sample/test/idempotency/concurrent-claim";
+
+/// Path of the upstream Layer-1 hold seam.
+pub const HOLD_PATH: &str = "/v1/host/sample/test/idempotency/hold";
+
+/// Path of the upstream effect-retry seam.
+pub const EFFECT_RETRY_PATH: &str = "/v1/host/sample/test/idempotency/effect-retry";
+
+/// The routes of upstream-only mode. Anything else, the v2 paths included,
+/// is 404 `not_found` with the flat `{error, message}` body.
+pub fn router(state: AppState) -> Router {
+    let mut router = Router::new()
+        .route(
+            "/.well-known/openwop",
+            get(crate::surface::discovery::get_discovery),
+        )
+        .route(RUNS_PATH, post(workflows::post_runs))
+        .route("/v1/runs/{runId}", get(crate::domain::runs::get_run))
+        .route("/v1/runs/{runId}/cancel", post(runs::cancel))
+        .route("/v1/runs/{runId}/events", get(runs::stream_events))
+        .route("/v1/runs/{runId}/events/poll", get(runs::poll_events))
+        .route("/v1/runs/{runId}/effects", get(effects::list_run_effects));
+    if state.seams_enabled() {
+        router = router
+            .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
+            .route(CONCURRENT_CLAIM_PATH, post(seams::concurrent_claim))
+            .route(HOLD_PATH, post(seams::hold))
+            .route(EFFECT_RETRY_PATH, post(seams::effect_retry));
+    }
+    router
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(unknown_route)
+        .with_state(state)
+}
+
+/// The v1 name of a stored (v2) event type; types v1 spells the same way
+/// pass through.
+pub fn v1_event_type(event_type: &str) -> &str {
+    match event_type {
+        crate::base::events::TOOL_CALLED => "agent.toolCalled",
+        crate::base::events::TOOL_RETURNED => "agent.toolReturned",
+        "tool.session-opened" => "tool.session.opened",
+        "tool.session-closed" => "tool.session.closed",
+        crate::base::events::REPLAY_DIVERGED_AT_REFUSAL => "replay.divergedAtRefusal",
+        other => other,
+    }
+}
+
+/// An event as the v1 read paths serve it: its type renamed by
+/// [`v1_event_type`], everything else as stored.
+pub fn v1_event(mut event: RunEventDoc) -> RunEventDoc {
+    let renamed = v1_event_type(&event.event_type);
+    if renamed != event.event_type {
+        event.event_type = renamed.to_owned();
+    }
+    event
+}
+
+/// A JSON object body with only the members in `known` kept: an upstream
+/// host ignores the members it does not know (toolcert's extensions among
+/// them) instead of refusing them. A body that is not a JSON object is
+/// still a 400.
+pub fn known_members(body: &[u8], known: &[&str]) -> Result<Map<String, Value>, ApiError> {
+    let mut object = parse_object(body)?;
+    object.retain(|name, _| known.contains(&name.as_str()));
+    Ok(object)
+}
+
+/// A fresh business key for an upstream seam request, which names none:
+/// each request is one logical invocation of its own.
+fn fresh_business_key() -> String {
+    format!("upstream-{}", uuid::Uuid::new_v4().simple())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn v2_names_map_to_v1_and_others_pass_through() {
+        for (v2, v1) in [
+            ("agent.tool-called", "agent.toolCalled"),
+            ("agent.tool-returned", "agent.toolReturned"),
+            ("tool.session-opened", "tool.session.opened"),
+            ("tool.session-closed", "tool.session.closed"),
+            ("replay.diverged-at-refusal", "replay.divergedAtRefusal"),
+            ("run.started", "run.started"),
+            ("run.completed", "run.completed"),
+            ("authorization.decided", "authorization.decided"),
+        ] {
+            assert_eq!(v1_event_type(v2), v1, "{v2}");
+        }
+    }
+
+    #[test]
+    fn unknown_members_are_dropped_and_non_objects_refused() {
+        let object = known_members(
+            json!({"executors": 2, "receiverUrl": "http://10.0.0.1/", "x": null})
+                .to_string()
+                .as_bytes(),
+            &["executors"],
+        )
+        .expect("object");
+        assert_eq!(Value::Object(object), json!({"executors": 2}));
+        assert!(known_members(b"[1]", &["executors"]).is_err());
+        assert!(known_members(b"{", &["executors"]).is_err());
+    }
+}
