@@ -77,36 +77,78 @@ pub(super) async fn wait(
     }
     let started = Instant::now();
     let budget = ctx.client.budgets().request * 2;
-    match wait_for(ctx, &spec.until, budget).await {
-        Ok(()) => Observation::Made(WaitObservation {
-            reached: true,
-            waited_ms: started.elapsed().as_millis() as u64,
-        }),
-        Err(seen) => NotObserved::blocked(format!(
-            "the point was not reached within {} ms: {seen}",
-            budget.as_millis()
-        ))
-        .into(),
-    }
-}
-
-/// Polls the double named by `point` until it has seen `count` requests, or says what it saw.
-async fn wait_for(
-    ctx: &ScenarioCtx<'_>,
-    point: &KillPoint,
-    budget: Duration,
-) -> Result<(), String> {
-    let deadline = Instant::now() + budget;
+    let deadline = started + budget;
+    let mut next_look = started + RUNS_LOOK_AFTER;
     loop {
-        let (what, seen) = seen_at(ctx, point);
-        if seen >= point.count {
-            return Ok(());
+        let (what, seen) = seen_at(ctx, &spec.until);
+        if seen >= spec.until.count {
+            return Observation::Made(WaitObservation {
+                reached: true,
+                waited_ms: started.elapsed().as_millis() as u64,
+            });
         }
+        let unmet = || format!("{what} saw {seen} of {} request(s)", spec.until.count);
         if Instant::now() >= deadline {
-            return Err(format!("{what} saw {seen} of {} request(s)", point.count));
+            return NotObserved::blocked(format!(
+                "the point was not reached within {} ms: {}",
+                budget.as_millis(),
+                unmet()
+            ))
+            .into();
+        }
+        // A point not reached at once: once every run the scenario started has ended, the
+        // host will dispatch nothing more, so the answer is known and the budget need not be
+        // waited out. (Only a terminal status counts; a host that does not say keeps waiting.)
+        if Instant::now() >= next_look {
+            next_look = Instant::now() + RUNS_LOOK_EVERY;
+            if let Some(ended) = runs_ended(ctx, &spec.name).await {
+                let (_, seen) = seen_at(ctx, &spec.until);
+                if seen < spec.until.count {
+                    return NotObserved::blocked(format!(
+                        "the point was not reached: {ended} first, and {}",
+                        unmet()
+                    ))
+                    .into();
+                }
+            }
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// How long a wait goes before it first asks whether the scenario's runs have ended.
+const RUNS_LOOK_AFTER: Duration = Duration::from_millis(1000);
+/// How often it asks again.
+const RUNS_LOOK_EVERY: Duration = Duration::from_millis(500);
+
+/// Statuses after which a run dispatches nothing more.
+const TERMINAL: [&str; 4] = ["completed", "failed", "cancelled", "canceled"];
+
+/// If every run an earlier step started (`steps.*.runId`) says it is terminal, which runs
+/// ended how; `None` while any is not, when there is none, or when the host does not say.
+async fn runs_ended(ctx: &mut ScenarioCtx<'_>, step: &str) -> Option<String> {
+    const ROLE: &str = "operator";
+    if !ctx.client.has_role(ROLE) {
+        return None;
+    }
+    let mut runs: Vec<String> = ctx.doc["steps"]
+        .as_object()?
+        .values()
+        .filter_map(|o| o.get("runId").and_then(serde_json::Value::as_str))
+        .map(str::to_string)
+        .collect();
+    runs.sort();
+    runs.dedup();
+    if runs.is_empty() {
+        return None;
+    }
+    let mut ended = Vec::new();
+    for run in &runs {
+        let status = super::events::run_status(ctx, step, ROLE, run).await.ok()?;
+        let status = status.as_str().filter(|s| TERMINAL.contains(s))?;
+        ended.push(format!("run {run} ended ({status})"));
+    }
+    Some(ended.join(", "))
 }
 
 fn seen_at(ctx: &ScenarioCtx<'_>, point: &KillPoint) -> (String, usize) {
