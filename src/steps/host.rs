@@ -96,12 +96,12 @@ pub(super) async fn wait(
             ))
             .into();
         }
-        // A point not reached at once: once every run the scenario started has ended, the
-        // host will dispatch nothing more, so the answer is known and the budget need not be
-        // waited out. (Only a terminal status counts; a host that does not say keeps waiting.)
+        // A point not reached at once: once the run whose tool loop makes it has ended, it
+        // will not come, so the budget need not be waited out. (Only a terminal status counts;
+        // a host that does not say keeps waiting.)
         if Instant::now() >= next_look {
             next_look = Instant::now() + RUNS_LOOK_EVERY;
-            if let Some(ended) = runs_ended(ctx, &spec.name).await {
+            if let Some(ended) = run_ended(ctx, spec).await {
                 let (_, seen) = seen_at(ctx, &spec.until);
                 if seen < spec.until.count {
                     return NotObserved::blocked(format!(
@@ -116,7 +116,7 @@ pub(super) async fn wait(
     }
 }
 
-/// How long a wait goes before it first asks whether the scenario's runs have ended.
+/// How long a wait goes before it first asks whether its run has ended.
 const RUNS_LOOK_AFTER: Duration = Duration::from_millis(1000);
 /// How often it asks again.
 const RUNS_LOOK_EVERY: Duration = Duration::from_millis(500);
@@ -124,31 +124,23 @@ const RUNS_LOOK_EVERY: Duration = Duration::from_millis(500);
 /// Statuses after which a run dispatches nothing more.
 const TERMINAL: [&str; 4] = ["completed", "failed", "cancelled", "canceled"];
 
-/// If every run an earlier step started (`steps.*.runId`) says it is terminal, which runs
-/// ended how; `None` while any is not, when there is none, or when the host does not say.
-async fn runs_ended(ctx: &mut ScenarioCtx<'_>, step: &str) -> Option<String> {
+/// If the run that drives the point (`until.run`) is terminal, how it ended; `None` while
+/// it is not, when the wait names no run, or when the host does not say.
+async fn run_ended(ctx: &mut ScenarioCtx<'_>, spec: &WaitSpec) -> Option<String> {
     const ROLE: &str = "operator";
+    let template = spec.until.run.as_deref()?;
     if !ctx.client.has_role(ROLE) {
         return None;
     }
-    let mut runs: Vec<String> = ctx.doc["steps"]
-        .as_object()?
-        .values()
-        .filter_map(|o| o.get("runId").and_then(serde_json::Value::as_str))
-        .map(str::to_string)
-        .collect();
-    runs.sort();
-    runs.dedup();
-    if runs.is_empty() {
-        return None;
-    }
-    let mut ended = Vec::new();
-    for run in &runs {
-        let status = super::events::run_status(ctx, step, ROLE, run).await.ok()?;
-        let status = status.as_str().filter(|s| TERMINAL.contains(s))?;
-        ended.push(format!("run {run} ended ({status})"));
-    }
-    Some(ended.join(", "))
+    let run = match crate::template::render_str(template, &ctx.doc) {
+        Ok(serde_json::Value::String(run)) if !run.is_empty() => run,
+        _ => return None,
+    };
+    let status = super::events::run_status(ctx, &spec.name, ROLE, &run)
+        .await
+        .ok()?;
+    let status = status.as_str().filter(|s| TERMINAL.contains(s))?;
+    Some(format!("run {run} ended ({status})"))
 }
 
 fn seen_at(ctx: &ScenarioCtx<'_>, point: &KillPoint) -> (String, usize) {

@@ -220,6 +220,12 @@ pub struct KillPoint {
     pub provider: Option<String>,
     /// Requests seen.
     pub count: usize,
+    /// The run whose tool loop makes those requests (a template, e.g.
+    /// `{{steps.run.runId}}`): once it is terminal the point will never come, so the wait
+    /// ends then instead of waiting out its budget. Leave it out for a double fed after a run
+    /// ends (a webhook receiver, a sweeper's redispatch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
 }
 
 /// `{"step": "wait"}`: wait until a point in the run is reached (bounded; unmet ⇒ `blocked`).

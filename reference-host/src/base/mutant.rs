@@ -331,21 +331,21 @@ pub mod probe {
 
     pub(super) fn reach(index: usize) {
         if let Some(flag) = REACHED.get(index) {
-            flag.store(true, Ordering::Relaxed);
+            flag.store(true, Ordering::SeqCst);
         }
     }
 
     /// Forget every site reached so far: a probe window starts.
     pub fn reset() {
         for flag in &REACHED {
-            flag.store(false, Ordering::Relaxed);
+            flag.store(false, Ordering::SeqCst);
         }
     }
 
     /// The indices (variant order) of the sites reached since [`reset`].
     pub fn reached() -> Vec<usize> {
         (0..Mutant::COUNT)
-            .filter(|&i| REACHED[i].load(Ordering::Relaxed))
+            .filter(|&i| REACHED[i].load(Ordering::SeqCst))
             .collect()
     }
 }
