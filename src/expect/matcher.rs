@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::catalog;
 use super::error_registry::{CodeStanding, standing};
 use crate::canonical::jcs_sha256_hex;
 use crate::suite::{Bound, IgnoringSpec, Matcher};
@@ -252,6 +253,33 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
             other => Err(format!("expected an array, found {}", show(&other))),
         },
         Matcher::ErrorEnvelope(code) => error_envelope(&need(actual)?, code),
+        Matcher::Schema(name) => catalog::valid_against(name, &need(actual)?),
+        Matcher::SortedBy(pointer) => catalog::sorted_by(&need(actual)?, pointer),
+        Matcher::UniqueBy(pointer) => catalog::unique_by(&need(actual)?, pointer),
+        Matcher::SameSetAt(spec) => {
+            let other = doc
+                .pointer(&spec.at)
+                .ok_or_else(|| format!("the list to compare with ({}) is absent", spec.at))?;
+            let containing = match &spec.containing {
+                Some(text) => Some(
+                    template::render_str(text, doc)
+                        .map_err(|e| e.to_string())?
+                        .as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_default(),
+                ),
+                None => None,
+            };
+            catalog::same_set(
+                &need(actual)?,
+                other,
+                &spec.by,
+                &spec.at,
+                containing.as_deref(),
+            )
+        }
+        Matcher::NoKeyAnywhere(banned) => catalog::no_key_anywhere(&need(actual)?, banned),
+        Matcher::AnnotationsDerived(_) => catalog::annotations_derived(&need(actual)?),
         Matcher::Each(cond) => match need(actual)? {
             Value::Array(items) if !items.is_empty() => {
                 for (i, item) in items.iter().enumerate() {

@@ -11,6 +11,7 @@
 //! - a value an expectation compares with that was never observed is `blocked`, and a broken
 //!   expectation of toolcert's own (a placeholder naming nothing) is `error`, never `fail`.
 
+pub mod catalog;
 pub mod error_registry;
 mod matcher;
 pub mod reads;

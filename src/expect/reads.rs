@@ -74,6 +74,12 @@ impl<'c> Reads<'c> {
             | Matcher::NotJcsSha256Of(p)
             | Matcher::MemberOf(p) => self.pointers.push(p),
             Matcher::EqualsAtIgnoring(spec) => self.pointers.push(&spec.at),
+            Matcher::SameSetAt(spec) => {
+                self.pointers.push(&spec.at);
+                if let Some(text) = &spec.containing {
+                    self.template(text);
+                }
+            }
             Matcher::Each(c) | Matcher::AsJson(c) => self.condition(c),
             Matcher::Some(cs) | Matcher::None(cs) => cs.iter().for_each(|c| self.condition(c)),
             Matcher::IfPresent(inner) | Matcher::Length(inner) => self.matcher(inner),
@@ -90,7 +96,12 @@ impl<'c> Reads<'c> {
             | Matcher::AtMost(_)
             | Matcher::ErrorEnvelope(_)
             | Matcher::KeysIn(_)
-            | Matcher::AllEqual(_) => {}
+            | Matcher::AllEqual(_)
+            | Matcher::Schema(_)
+            | Matcher::SortedBy(_)
+            | Matcher::UniqueBy(_)
+            | Matcher::NoKeyAnywhere(_)
+            | Matcher::AnnotationsDerived(_) => {}
         }
     }
 

@@ -24,7 +24,8 @@ pub use registry::{Family, Level, Registry, Row};
 pub use scenario::{
     Bound, BurstSpec, Check, Condition, EventsRead, FailFirst, FireEffectSeamsSpec, ForeachSpec,
     HostAction, HostActionKind, HttpCall, IgnoringSpec, KillPoint, Matcher, McpServerSpec,
-    ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec, Scenario, SeamCall, Step, WaitSpec,
+    ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec, SameSetSpec, Scenario, SeamCall, Step,
+    WaitSpec,
 };
 pub use schema::SchemaSet;
 pub use surfaces::{Surface, SurfaceKind, Surfaces, fact_id, field_id, fixture_id, seam_id};

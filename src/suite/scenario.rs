@@ -503,4 +503,32 @@ pub enum Matcher {
     AllEqual(bool),
     /// An array whose length satisfies the inner matcher.
     Length(Box<Matcher>),
+    /// Valid against one of toolcert's embedded wire schemas (`tool-descriptor`,
+    /// `compact-tool-descriptor`; see `schemas/`).
+    Schema(String),
+    /// An array ordered by the string at this pointer in each item (code-point order).
+    SortedBy(String),
+    /// An array no two of whose items share the string at this pointer.
+    UniqueBy(String),
+    /// An array whose items' strings at `by` form the same set as those of the array at `at`.
+    SameSetAt(SameSetSpec),
+    /// No object anywhere in the value has a member with one of these names.
+    NoKeyAnywhere(Vec<String>),
+    /// A tool descriptor whose `annotations`, when present, hold the four hints derived from
+    /// its `safetyTier`, `replayPolicy` and `egress`, and no `title` (the value must be `true`).
+    AnnotationsDerived(bool),
+}
+
+/// `sameSetAt`: the other list, and the key compared.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SameSetSpec {
+    /// Pointer to the array to compare with.
+    pub at: String,
+    /// Pointer (relative to each item) to the string compared.
+    pub by: String,
+    /// When given, only strings containing this (templated) text are compared, so a
+    /// scenario compares its own tools while other scenarios register theirs in parallel.
+    #[serde(default)]
+    pub containing: Option<String>,
 }

@@ -274,6 +274,38 @@ pub enum Mutant {
     /// The MCP server mount's retry resolves the clarification with `{}`
     /// instead of the `inputResponses` content (MCP-9).
     McpInputResponsesDropped,
+    /// `GET /tools/{toolId}` answers 403 for a hidden tool (CAT-3).
+    CatalogHidden403,
+    /// `DELETE /tools/{toolId}` removes the tool (CAT-4).
+    CatalogWriteMutates,
+    /// The tool list is not ordered by `toolId` (CAT-7).
+    CatalogUnsorted,
+    /// The tool list repeats a `toolId` (CAT-5).
+    CatalogDuplicateId,
+    /// `?source=` is ignored (CAT-8).
+    SourceFilterIgnored,
+    /// The compact list is a bare array (CAT-9).
+    CompactViewBareArray,
+    /// The compact view keeps the heavy fields (CAT-9, CAT-11).
+    CompactViewHeavyFields,
+    /// The compact list drops a tool (CAT-10).
+    CompactListDropsTool,
+    /// A `view` other than `compact` selects the compact view (CAT-12).
+    ViewBogusCompact,
+    /// The item endpoint wraps its descriptor (CAT-1).
+    CatalogItemWrapped,
+    /// Descriptor annotations are not derived from the descriptor (DESC-5).
+    AnnotationsNotDerived,
+    /// Descriptor annotations lack a hint (DESC-5).
+    AnnotationsHintMissing,
+    /// An exec tool is presented with a protocol-tier source (DESC-2).
+    ExecToolProtocolSource,
+    /// Descriptors carry an undeclared member (DESC-1).
+    DescriptorExtraKey,
+    /// A descriptor enum takes an unlisted value (DESC-4).
+    DescriptorBadEnum,
+    /// `auth.credentialRef` carries a credential value (DESC-3).
+    CredentialRefValue,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -284,9 +316,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `McpInputResponsesDropped`
+    /// per variant, in variant order; the last variant is `CredentialRefValue`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::McpInputResponsesDropped as usize + 1;
+    pub const COUNT: usize = Mutant::CredentialRefValue as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

@@ -6,12 +6,13 @@
 //! scopes), and an unknown tool and a hidden one get the same 404, so the
 //! catalog never reveals what a caller may not invoke (RFC 0064 §C).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use reqwest::Url;
 use serde::Serialize;
@@ -22,6 +23,7 @@ use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
 use crate::domain::auth::authenticate;
 use crate::domain::error::ApiError;
+use crate::domain::tool_view::{self, Annotations};
 
 /// The `source` of every descriptor this host serves.
 pub const SOURCE_HOST_EXTENSION: &str = "host-extension";
@@ -213,6 +215,8 @@ pub struct ToolDescriptor {
     pub approval: Approval,
     /// Required scopes.
     pub auth: DescriptorAuth,
+    /// The four hints, derived from the fields above (DESC-5).
+    pub annotations: Annotations,
 }
 
 impl FixtureTool {
@@ -235,6 +239,7 @@ impl FixtureTool {
             auth: DescriptorAuth {
                 scopes: self.required_scopes.clone(),
             },
+            annotations: Annotations::derive(self.safety_tier, self.replay_policy, mutant),
         }
     }
 
@@ -302,6 +307,16 @@ impl Catalog {
             .collect()
     }
 
+    /// Whether a tool of this id is registered (whoever may see it).
+    pub fn exists(&self, tool_id: &str) -> bool {
+        self.tools().contains_key(tool_id)
+    }
+
+    /// Removes a tool (only the `catalog-write-mutates` mutant does).
+    fn remove(&self, tool_id: &str) -> bool {
+        self.tools().remove(tool_id).is_some()
+    }
+
     /// One tool, if it exists and the caller may invoke it.
     pub fn visible_tool(&self, tool_id: &str, scopes: &[String]) -> Option<Arc<FixtureTool>> {
         self.tools()
@@ -325,19 +340,83 @@ pub fn caller_scopes(state: &Domain, headers: &HeaderMap) -> Result<Vec<String>,
         })
 }
 
+/// The catalog's query parameters: `source` narrows the list to one source
+/// (CAT-8), `view=compact` asks for compact descriptors (CAT-9); any other
+/// `view` is the standard view (CAT-12).
+#[derive(Debug, Default)]
+struct CatalogQuery {
+    source: Option<String>,
+    compact: bool,
+}
+
+impl CatalogQuery {
+    fn parse(
+        query: Result<Query<HashMap<String, String>>, QueryRejection>,
+        mutant: Option<Mutant>,
+    ) -> Result<Self, ApiError> {
+        let Query(params) = query.map_err(|rejection| {
+            ApiError::validation(format!(
+                "query string could not be parsed ({}); use source and view",
+                rejection.body_text()
+            ))
+        })?;
+        let view = params.get("view").map(String::as_str);
+        // Bug under `view-bogus-compact`: any view value selects compact.
+        let compact =
+            view == Some("compact") || (view.is_some() && mutant == Some(Mutant::ViewBogusCompact));
+        Ok(Self {
+            source: params.get("source").cloned(),
+            compact,
+        })
+    }
+}
+
 /// Handler for `GET /tools`.
 pub async fn list_tools(
     State(state): State<Domain>,
     headers: HeaderMap,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let scopes = caller_scopes(&state, &headers)?;
-    let tools: Vec<ToolDescriptor> = state
-        .catalog()
-        .visible(&scopes)
+    let mutant = state.mutant();
+    let query = CatalogQuery::parse(query, mutant)?;
+    let mut tools = state.catalog().visible(&scopes);
+    // Bug under `catalog-unsorted`: newest id first instead of by tool id.
+    if mutant == Some(Mutant::CatalogUnsorted) {
+        tools.reverse();
+    }
+    // Bug under `catalog-duplicate-id`: the first tool is listed twice.
+    if mutant == Some(Mutant::CatalogDuplicateId)
+        && let Some(first) = tools.first().cloned()
+    {
+        tools.push(first);
+    }
+    // Bug under `compact-list-drops-tool`: the compact list leaves out the
+    // exec tools.
+    if query.compact && mutant == Some(Mutant::CompactListDropsTool) {
+        tools.retain(|tool| tool.safety_tier != SafetyTier::Exec);
+    }
+    let mut listed: Vec<Value> = tools
         .iter()
-        .map(|tool| tool.descriptor(state.mutant()))
+        .map(|tool| {
+            if query.compact {
+                tool_view::compact(tool, mutant)
+            } else {
+                tool_view::standard(tool, mutant)
+            }
+        })
         .collect();
-    Ok(Json(json!({ "tools": tools })).into_response())
+    // Bug under `source-filter-ignored`: `?source=` is not applied.
+    if let Some(source) = &query.source
+        && mutant != Some(Mutant::SourceFilterIgnored)
+    {
+        listed.retain(|d| d.get("source").and_then(Value::as_str) == Some(source.as_str()));
+    }
+    // Bug under `compact-view-bare-array`: the compact list is a bare array.
+    if query.compact && mutant == Some(Mutant::CompactViewBareArray) {
+        return Ok(Json(Value::Array(listed)).into_response());
+    }
+    Ok(Json(json!({ "tools": listed })).into_response())
 }
 
 /// Handler for `GET /tools/{toolId}`.
@@ -345,26 +424,108 @@ pub async fn get_tool(
     State(state): State<Domain>,
     Path(tool_id): Path<String>,
     headers: HeaderMap,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let scopes = caller_scopes(&state, &headers)?;
+    let mutant = state.mutant();
+    let query = CatalogQuery::parse(query, mutant)?;
     // Unknown and not-visible are the same answer: the 404 reveals nothing.
-    let tool = state
-        .catalog()
-        .visible_tool(&tool_id, &scopes)
-        .ok_or_else(|| {
-            ApiError::not_found(
-                "no such tool for this caller; list the tools you may invoke with GET /tools",
-            )
-        })?;
-    Ok(Json(tool.descriptor(state.mutant())).into_response())
+    // Bug under `catalog-hidden-403`: a hidden tool answers 403, which
+    // tells the caller it exists.
+    let Some(tool) = state.catalog().visible_tool(&tool_id, &scopes) else {
+        if mutant == Some(Mutant::CatalogHidden403) && state.catalog().exists(&tool_id) {
+            return Err(ApiError::forbidden("you lack a scope this tool requires"));
+        }
+        return Err(ApiError::not_found(
+            "no such tool for this caller; list the tools you may invoke with GET /tools",
+        ));
+    };
+    let descriptor = if query.compact {
+        tool_view::compact(&tool, mutant)
+    } else {
+        tool_view::standard(&tool, mutant)
+    };
+    // Bug under `catalog-item-wrapped`: the item is wrapped in `{tool}`.
+    if mutant == Some(Mutant::CatalogItemWrapped) {
+        return Ok(Json(json!({ "tool": descriptor })).into_response());
+    }
+    Ok(Json(descriptor).into_response())
+}
+
+/// Handler for `DELETE /tools/{toolId}`: the catalog is read-only (CAT-4),
+/// so this is the same 404 as any route the host does not serve.
+pub async fn delete_tool(
+    State(state): State<Domain>,
+    Path(tool_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    // Bug under `catalog-write-mutates`: DELETE removes the tool (204).
+    if state.mutant() == Some(Mutant::CatalogWriteMutates) {
+        let scopes = caller_scopes(&state, &headers)?;
+        if state.catalog().visible_tool(&tool_id, &scopes).is_some()
+            && state.catalog().remove(&tool_id)
+        {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+    }
+    Err(ApiError::not_found(format!(
+        "no route for DELETE /tools/{tool_id}: the tool catalog is read-only; see docs/reference-host.md for the endpoints this host serves"
+    )))
 }
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
-pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
-    mutant: Mutant::DescriptorWithoutReplayPolicy,
-    name: "descriptor-without-replay-policy",
-    breaks: "GET /tools descriptors omit replayPolicy",
-}];
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::DescriptorWithoutReplayPolicy,
+        name: "descriptor-without-replay-policy",
+        breaks: "GET /tools descriptors omit replayPolicy",
+    },
+    MutantInfo {
+        mutant: Mutant::CatalogHidden403,
+        name: "catalog-hidden-403",
+        breaks: "GET /tools/{toolId} answers 403 for a tool the caller may not see (404 for unknown)",
+    },
+    MutantInfo {
+        mutant: Mutant::CatalogWriteMutates,
+        name: "catalog-write-mutates",
+        breaks: "DELETE /tools/{toolId} removes the tool and answers 204",
+    },
+    MutantInfo {
+        mutant: Mutant::CatalogUnsorted,
+        name: "catalog-unsorted",
+        breaks: "GET /tools lists tools in descending toolId order",
+    },
+    MutantInfo {
+        mutant: Mutant::CatalogDuplicateId,
+        name: "catalog-duplicate-id",
+        breaks: "GET /tools lists its first tool twice",
+    },
+    MutantInfo {
+        mutant: Mutant::SourceFilterIgnored,
+        name: "source-filter-ignored",
+        breaks: "GET /tools ignores ?source=",
+    },
+    MutantInfo {
+        mutant: Mutant::CompactViewBareArray,
+        name: "compact-view-bare-array",
+        breaks: "GET /tools?view=compact answers a bare array instead of {tools}",
+    },
+    MutantInfo {
+        mutant: Mutant::CompactListDropsTool,
+        name: "compact-list-drops-tool",
+        breaks: "GET /tools?view=compact leaves out the exec tools",
+    },
+    MutantInfo {
+        mutant: Mutant::ViewBogusCompact,
+        name: "view-bogus-compact",
+        breaks: "any ?view= value (not only compact) selects the compact view",
+    },
+    MutantInfo {
+        mutant: Mutant::CatalogItemWrapped,
+        name: "catalog-item-wrapped",
+        breaks: "GET /tools/{toolId} wraps the descriptor in {tool}",
+    },
+];
 
 #[cfg(test)]
 mod tests {
@@ -440,7 +601,9 @@ mod tests {
                 "toolId": "t", "source": "host-extension", "description": "tool t",
                 "inputSchema": {"type": "object"}, "safetyTier": "write",
                 "replayPolicy": "idempotent", "approval": "never",
-                "auth": {"scopes": ["tools:write"]}
+                "auth": {"scopes": ["tools:write"]},
+                "annotations": {"readOnlyHint": false, "destructiveHint": true,
+                                "idempotentHint": true, "openWorldHint": true}
             })
         );
         let mutated = serde_json::to_value(

@@ -21,6 +21,7 @@ pub mod json_body;
 pub mod layer1;
 pub mod rate_limit;
 pub mod runs;
+pub mod tool_view;
 pub mod webhooks;
 pub mod workflows;
 

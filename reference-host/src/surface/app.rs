@@ -174,7 +174,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/host/effect-seams", get(effect_seams::get_effect_seams))
         .route("/tools", get(catalog::list_tools))
-        .route("/tools/{toolId}", get(catalog::get_tool))
+        .route(
+            "/tools/{toolId}",
+            get(catalog::get_tool).delete(catalog::delete_tool),
+        )
         .route("/webhooks", post(webhooks::post_webhook))
         .route("/webhooks/{webhookId}", delete(webhooks::delete_webhook))
         // TURN-E4: the host as an MCP server (authenticated; its tools are

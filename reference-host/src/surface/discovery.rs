@@ -110,6 +110,8 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
             "since": "2.0",
             "witness": "witnessable-gated",
             "sources": [SOURCE_HOST_EXTENSION],
+            // RFC 0112: `?view=compact` on the list and items.
+            "compactView": true,
         },
     });
     if let Some(object) = root.as_object_mut() {

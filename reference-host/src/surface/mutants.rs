@@ -22,6 +22,7 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::base::args_hash::MUTANTS,
     crate::domain::authz::MUTANTS,
     crate::domain::catalog::MUTANTS,
+    crate::domain::tool_view::MUTANTS,
     crate::surface::discovery::MUTANTS,
     crate::surface::effect_seams::MUTANTS,
     crate::domain::effects::claim::MUTANTS,
