@@ -14,6 +14,7 @@
 pub mod error_registry;
 mod matcher;
 pub mod reads;
+pub mod shapes;
 
 pub use matcher::matches;
 pub use reads::Reads;

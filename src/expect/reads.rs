@@ -74,6 +74,8 @@ impl<'c> Reads<'c> {
             | Matcher::NotJcsSha256Of(p)
             | Matcher::MemberOf(p) => self.pointers.push(p),
             Matcher::EqualsAtIgnoring(spec) => self.pointers.push(&spec.at),
+            Matcher::WithinDaysBefore(spec) => self.pointers.push(&spec.at),
+            Matcher::DateNotAfter(p) => self.pointers.push(p),
             Matcher::Each(c) | Matcher::AsJson(c) => self.condition(c),
             Matcher::Some(cs) | Matcher::None(cs) => cs.iter().for_each(|c| self.condition(c)),
             Matcher::IfPresent(inner) | Matcher::Length(inner) => self.matcher(inner),
@@ -89,6 +91,10 @@ impl<'c> Reads<'c> {
             | Matcher::AtLeast(_)
             | Matcher::AtMost(_)
             | Matcher::ErrorEnvelope(_)
+            | Matcher::ConformsTo(_)
+            | Matcher::Distinct(_)
+            | Matcher::NoFalseFacets(_)
+            | Matcher::RegisteredStatus(_)
             | Matcher::KeysIn(_)
             | Matcher::AllEqual(_) => {}
         }
