@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::catalog;
 use super::error_registry::{CodeStanding, standing};
 use crate::canonical::jcs_sha256_hex;
-use crate::suite::{Bound, IgnoringSpec, Matcher};
+use crate::suite::{Bound, DaysSpec, IgnoringSpec, Matcher};
 use crate::template;
 
 /// Whether `actual` (the value at the check's pointer, `None` when absent) satisfies `m`.
@@ -280,6 +280,48 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
         }
         Matcher::NoKeyAnywhere(banned) => catalog::no_key_anywhere(&need(actual)?, banned),
         Matcher::AnnotationsDerived(_) => catalog::annotations_derived(&need(actual)?),
+        Matcher::ConformsTo(shape) => super::shapes::conforms(*shape, &need(actual)?),
+        Matcher::RegisteredStatus(_) => registered_status(&need(actual)?),
+        Matcher::Distinct(_) => match need(actual)? {
+            Value::Array(items) => {
+                match (1..items.len()).find(|&i| items[..i].contains(&items[i])) {
+                    None => Ok(()),
+                    Some(i) => Err(format!(
+                        "item {i} ({}) repeats an earlier item",
+                        show(&items[i])
+                    )),
+                }
+            }
+            other => Err(format!("expected an array, found {}", show(&other))),
+        },
+        Matcher::NoFalseFacets(_) => no_false_facets(&need(actual)?),
+        Matcher::DateNotAfter(pointer) => {
+            let date = |v: &Value| {
+                v.as_str()
+                    .filter(|s| {
+                        s.len() == 10
+                            && s.char_indices().all(|(i, c)| {
+                                if i == 4 || i == 7 {
+                                    c == '-'
+                                } else {
+                                    c.is_ascii_digit()
+                                }
+                            })
+                    })
+                    .map(str::to_owned)
+            };
+            let v = need(actual)?;
+            let mine = date(&v)
+                .ok_or_else(|| format!("expected a YYYY-MM-DD date, found {}", show(&v)))?;
+            let bound = doc.pointer(pointer).and_then(date).ok_or_else(|| {
+                format!("the date to compare with ({pointer}) is absent or not YYYY-MM-DD")
+            })?;
+            // Same fixed-width form, so text order is date order.
+            (mine <= bound)
+                .then_some(())
+                .ok_or_else(|| format!("{mine} is after {bound} (the date at {pointer})"))
+        }
+        Matcher::WithinDaysBefore(spec) => within_days_before(&need(actual)?, spec, doc),
         Matcher::Each(cond) => match need(actual)? {
             Value::Array(items) if !items.is_empty() => {
                 for (i, item) in items.iter().enumerate() {
@@ -447,6 +489,117 @@ fn error_envelope(v: &Value, code: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// ERR-2: the status an HTTP answer was sent with equals its code's registered status. Reads
+/// `{status, body}` (an `http` step) or `{http: {status}, body}` (a `seam` step).
+fn registered_status(v: &Value) -> Result<(), String> {
+    let status = v
+        .get("status")
+        .or_else(|| v.pointer("/http/status"))
+        .and_then(Value::as_u64)
+        .ok_or_else(|| format!("expected an HTTP answer with a status, found {}", show(v)))?;
+    let code = v
+        .pointer("/body/error")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("the answer (HTTP {status}) has no string body.error to look up"))?;
+    let entry = super::error_registry::REGISTERED
+        .iter()
+        .find(|r| r.code == code)
+        .and_then(|r| r.status.map(|s| (r.code, s)));
+    match entry {
+        Some((_, registered)) if u64::from(registered) == status => Ok(()),
+        Some((code, registered)) => Err(format!(
+            "code {code} is registered with HTTP {registered}, but the answer was HTTP {status}"
+        )),
+        None => Err(format!(
+            "code {} has no registered status in toolcert's table (src/expect/error_registry.rs)",
+            show(&Value::String(code.to_string()))
+        )),
+    }
+}
+
+/// Facets whose `false` has a defined meaning, as `(record, facet)`. None of toolcert's sources
+/// gives one yet (RFC 0237 §C even makes `false` invalid for `envelopeContracts.advertised`);
+/// a spec editor who finds one adds it here.
+const MEANINGFUL_FALSE: &[(&str, &str)] = &[];
+
+/// DISC-3: no record of the document offers a facet as `false`.
+fn no_false_facets(v: &Value) -> Result<(), String> {
+    let Value::Object(records) = v else {
+        return Err(format!(
+            "expected a discovery document object, found {}",
+            show(v)
+        ));
+    };
+    let suspect: Vec<String> = records
+        .iter()
+        .filter_map(|(name, record)| Some((name, record.as_object()?)))
+        .flat_map(|(name, record)| {
+            record
+                .iter()
+                .filter(|(facet, value)| {
+                    **value == Value::Bool(false)
+                        && !MEANINGFUL_FALSE.contains(&(name.as_str(), facet.as_str()))
+                })
+                .map(move |(facet, _)| format!("{name}.{facet}"))
+        })
+        .collect();
+    if suspect.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "facets set to false (a facet not offered is omitted): {}",
+            show(&Value::from(suspect))
+        ))
+    }
+}
+
+/// MCP-4: a date (`YYYY-MM-DD`) or RFC 3339 instant no more than `days` days before the
+/// instant at `spec.at`, and no more than a day after it (clock skew, time zones).
+fn within_days_before(v: &Value, spec: &DaysSpec, doc: &Value) -> Result<(), String> {
+    let parse = |text: &str| {
+        let instant = if text.len() == 10 {
+            format!("{text}T00:00:00Z")
+        } else {
+            text.to_string()
+        };
+        time::OffsetDateTime::parse(&instant, &time::format_description::well_known::Rfc3339)
+    };
+    let reference = doc
+        .pointer(&spec.at)
+        .and_then(Value::as_str)
+        .and_then(|t| parse(t).ok())
+        .ok_or_else(|| {
+            format!(
+                "the reference instant at {} is absent or not RFC 3339",
+                spec.at
+            )
+        })?;
+    let text = v
+        .as_str()
+        .ok_or_else(|| format!("expected a date or date-time string, found {}", show(v)))?;
+    let at = parse(text)
+        .map_err(|_| format!("expected an RFC 3339 date or date-time, found {}", show(v)))?;
+    let age = reference - at;
+    if age > time::Duration::days(i64::from(spec.days)) {
+        Err(format!(
+            "{} is {} days before {} (at most {} allowed)",
+            show(v),
+            age.whole_days(),
+            spec.at,
+            spec.days
+        ))
+    } else if age < -time::Duration::days(1) {
+        Err(format!(
+            "{} lies {} days after {} (toolcert's clock)",
+            show(v),
+            -age.whole_days(),
+            spec.at
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 fn show(v: &Value) -> String {
     let s = v.to_string();
     if s.chars().count() > 300 {
@@ -464,6 +617,90 @@ mod tests {
 
     fn m(v: Value) -> Matcher {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn registered_status_and_date_windows() {
+        let doc = json!({"discovery": {"checkedAt": "2026-12-02T01:00:00Z"}, "d": "2026-07-28"});
+        let cases: Vec<(Value, Value, bool)> = vec![
+            (
+                json!({"registeredStatus": true}),
+                json!({"status": 404, "body": {"error": "not_found", "message": "m"}}),
+                true,
+            ),
+            (
+                json!({"registeredStatus": true}),
+                json!({"status": 400, "body": {"error": "not_found", "message": "m"}}),
+                false,
+            ),
+            (
+                json!({"registeredStatus": true}),
+                json!({"http": {"status": 429}, "body": {"error": "rate_limited"}}),
+                true,
+            ),
+            (
+                json!({"registeredStatus": true}),
+                json!({"status": 500, "body": {"error": "internal_error"}}),
+                false,
+            ),
+            (
+                json!({"registeredStatus": true}),
+                json!({"status": 404, "body": "x"}),
+                false,
+            ),
+            (
+                json!({"withinDaysBefore": {"at": "/discovery/checkedAt", "days": 90}}),
+                json!("2026-11-30T00:00:00Z"),
+                true,
+            ),
+            (
+                json!({"withinDaysBefore": {"at": "/discovery/checkedAt", "days": 90}}),
+                json!("2026-09-04"),
+                true,
+            ),
+            (
+                json!({"withinDaysBefore": {"at": "/discovery/checkedAt", "days": 90}}),
+                json!("2026-09-01"),
+                false,
+            ),
+            (
+                json!({"withinDaysBefore": {"at": "/discovery/checkedAt", "days": 90}}),
+                json!("2026-12-05"),
+                false,
+            ),
+            (
+                json!({"withinDaysBefore": {"at": "/discovery/checkedAt", "days": 90}}),
+                json!("yesterday"),
+                false,
+            ),
+            (
+                json!({"withinDaysBefore": {"at": "/nowhere", "days": 90}}),
+                json!("2026-11-30"),
+                false,
+            ),
+            (json!({"distinct": true}), json!(["a", "b"]), true),
+            (json!({"dateNotAfter": "/d"}), json!("2026-07-28"), true),
+            (json!({"dateNotAfter": "/d"}), json!("2026-07-29"), false),
+            (json!({"dateNotAfter": "/d"}), json!("2026-7-1"), false),
+            (json!({"distinct": true}), json!(["a", "b", "a"]), false),
+            (
+                json!({"noFalseFacets": true}),
+                json!({"protocolVersions": ["2.0"], "mcp": {"client": true}}),
+                true,
+            ),
+            (
+                json!({"noFalseFacets": true}),
+                json!({"toolCatalog": {"compactView": false}}),
+                false,
+            ),
+        ];
+        for (matcher, value, ok) in cases {
+            assert_eq!(
+                matches(&m(matcher.clone()), Some(&value), &doc).is_ok(),
+                ok,
+                "{matcher} on {value}"
+            );
+        }
     }
 
     #[test]

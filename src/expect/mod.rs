@@ -15,6 +15,7 @@ pub mod catalog;
 pub mod error_registry;
 mod matcher;
 pub mod reads;
+pub mod shapes;
 
 pub use matcher::matches;
 pub use reads::Reads;

@@ -80,6 +80,8 @@ impl<'c> Reads<'c> {
                     self.template(text);
                 }
             }
+            Matcher::WithinDaysBefore(spec) => self.pointers.push(&spec.at),
+            Matcher::DateNotAfter(p) => self.pointers.push(p),
             Matcher::Each(c) | Matcher::AsJson(c) => self.condition(c),
             Matcher::Some(cs) | Matcher::None(cs) => cs.iter().for_each(|c| self.condition(c)),
             Matcher::IfPresent(inner) | Matcher::Length(inner) => self.matcher(inner),
@@ -95,6 +97,10 @@ impl<'c> Reads<'c> {
             | Matcher::AtLeast(_)
             | Matcher::AtMost(_)
             | Matcher::ErrorEnvelope(_)
+            | Matcher::ConformsTo(_)
+            | Matcher::Distinct(_)
+            | Matcher::NoFalseFacets(_)
+            | Matcher::RegisteredStatus(_)
             | Matcher::KeysIn(_)
             | Matcher::AllEqual(_)
             | Matcher::Schema(_)

@@ -94,6 +94,8 @@ pub struct DiscoveryObservation {
 pub struct EventsObservation {
     /// Every error code the log carries, once each, in order of first appearance.
     pub error_codes: Vec<Value>,
+    /// Every `payload.error` the log carries, in log order (ERR-4 judges each).
+    pub error_objects: Vec<Value>,
     /// How calls and returns pair up.
     pub pairing: Pairing,
     /// The run read.

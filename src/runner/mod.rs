@@ -487,6 +487,8 @@ impl Session {
                 "document": discovery.document,
                 "etag": discovery.etag,
                 "wireMajor": discovery.wire.number(),
+                // toolcert's clock, recorded so a re-check judges date windows (MCP-4) alike.
+                "checkedAt": crate::mcp::time::format(crate::mcp::time::now()),
             },
             "receivers": {},
             "provider": {"baseUrl": self.provider.base_url(), "wire": scenario.provider_wire},

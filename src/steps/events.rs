@@ -293,6 +293,11 @@ fn observation(run_id: &str, mut c: Collected) -> Observation<EventsObservation>
             error_codes.push(code);
         }
     }
+    // ERR-4: every error object inside an event, whatever its shape.
+    let error_objects: Vec<Value> = events
+        .iter()
+        .filter_map(|e| e["payload"].get("error").cloned())
+        .collect();
     let owned = |ids: Vec<&Value>| ids.into_iter().cloned().collect::<Vec<Value>>();
     let pairing = Pairing {
         calls: call_ids.len(),
@@ -309,6 +314,7 @@ fn observation(run_id: &str, mut c: Collected) -> Observation<EventsObservation>
         .collect();
     Observation::Made(EventsObservation {
         error_codes,
+        error_objects,
         pairing,
         run_id: run_id.to_string(),
         settled: settled(&c.status),

@@ -433,6 +433,26 @@ pub enum Bound {
     Template(String),
 }
 
+/// `withinDaysBefore`: the instant to measure from, and the window.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DaysSpec {
+    /// Pointer to an RFC 3339 instant (toolcert's clock).
+    pub at: String,
+    /// The window, in whole days.
+    pub days: u32,
+}
+
+/// A shape schema embedded in toolcert (`schemas/<name>.schema.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// The closed v2 HTTP error envelope (`schemas/error-envelope.schema.json`).
+    ErrorEnvelope,
+    /// An error object inside an event (`schemas/event-error.schema.json`).
+    EventError,
+}
+
 /// An expectation over one JSON value. Exactly one key, e.g. `{"equals": "forbidden"}`.
 /// `equalsAtIgnoring`: the other value, and what not to compare.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -483,6 +503,22 @@ pub enum Matcher {
     NotJcsSha256Of(String),
     /// A v2 error envelope (closed `{error, message, details?}`) with this `error` code.
     ErrorEnvelope(String),
+    /// Valid against one of toolcert's embedded shape schemas (ERR-1, ERR-4).
+    ConformsTo(Shape),
+    /// An HTTP answer whose `body.error` has a registered status, sent with that status (ERR-2;
+    /// the value must be `true`).
+    RegisteredStatus(bool),
+    /// An RFC 3339 date or date-time at most `days` days before the instant at another pointer
+    /// (MCP-4: `/discovery/checkedAt`, toolcert's clock, recorded so a re-check agrees).
+    WithinDaysBefore(DaysSpec),
+    /// A `YYYY-MM-DD` date no later than the date at another pointer (MCP-3:
+    /// `minimumRevision` ≤ `preferredVersion`).
+    DateNotAfter(String),
+    /// An array with no item repeated (the value must be `true`; DISC-8 `sources[]`).
+    Distinct(bool),
+    /// A discovery document none of whose records offers a facet as `false` (DISC-3; the
+    /// value must be `true`).
+    NoFalseFacets(bool),
     /// A non-empty array each of whose items satisfies the inner check.
     Each(Box<Condition>),
     /// Equal to one item of the array at another pointer.

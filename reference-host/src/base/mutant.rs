@@ -306,6 +306,34 @@ pub enum Mutant {
     DescriptorBadEnum,
     /// `auth.credentialRef` carries a credential value (DESC-3).
     CredentialRefValue,
+    /// Every error body also carries `status` (ERR-1: the envelope is closed).
+    ErrorBodyExtraKey,
+    /// `not_found` is sent with HTTP 400 (ERR-2).
+    NotFoundAs400,
+    /// `GET /agents/{agentId}` is served although `agents` is not advertised (DISC-4).
+    UnadvertisedFamilyServed,
+    /// A tool return's error object in the log has an empty `code` (ERR-4).
+    EventErrorEmptyCode,
+    /// Discovery carries a root `supportedTransports` list (DISC-5).
+    DiscoverySupportedTransports,
+    /// A facet is advertised as `false` (DISC-3).
+    DiscoveryFacetFalse,
+    /// `toolCatalog.sources[]` repeats a source (DISC-8).
+    CatalogSourcesRepeated,
+    /// The `mcp` record lists a `-legacy` profile (MCP-2).
+    McpLegacyProfile,
+    /// The `mcp` record's `refreshedAt` is over 90 days old (MCP-4).
+    McpRefreshedStale,
+    /// The `mcp` record's `preferredVersion` is not one of its `revisions` (MCP-3).
+    McpPreferredUnlisted,
+    /// The MCP mount answers `initialize` and hands out a session (MCP-10).
+    McpInitializeServed,
+    /// The MCP mount ignores routing headers that disagree with the body (MCP-10).
+    McpHeaderMismatchIgnored,
+    /// The MCP mount's per-principal `tools/list` says `cacheScope: "public"` (MCP-11).
+    McpListPublic,
+    /// The MCP mount serves unauthenticated requests (MCP-12).
+    McpAnonymousServed,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -316,9 +344,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `CredentialRefValue`
+    /// per variant, in variant order; the last variant is `McpAnonymousServed`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::CredentialRefValue as usize + 1;
+    pub const COUNT: usize = Mutant::McpAnonymousServed as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

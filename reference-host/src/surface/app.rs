@@ -24,6 +24,7 @@ use crate::domain::workflows;
 use crate::store::storage::Storage;
 use crate::surface::discovery::{self, DiscoveryDoc};
 use crate::surface::effect_seams;
+use crate::surface::error_shape;
 use crate::surface::interrupt_routes;
 use crate::surface::mcp_server::{self, McpServer};
 use crate::surface::run_actions;
@@ -179,6 +180,8 @@ pub fn router(state: AppState) -> Router {
             get(catalog::get_tool).delete(catalog::delete_tool),
         )
         .route("/webhooks", post(webhooks::post_webhook))
+        // DISC-4: an operation of the unadvertised `agents` family (404 not_found).
+        .route("/agents/{agentId}", get(error_shape::agent))
         .route("/webhooks/{webhookId}", delete(webhooks::delete_webhook))
         // TURN-E4: the host as an MCP server (authenticated; its tools are
         // registered through the turn seam, so without seams it lists none).
@@ -186,9 +189,14 @@ pub fn router(state: AppState) -> Router {
     if state.seams_enabled() {
         router = router.merge(seams::router());
     }
+    let domain = state.domain().clone();
     router
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
+        .layer(axum::middleware::from_fn_with_state(
+            domain,
+            error_shape::shape_errors,
+        ))
         .with_state(state)
 }
 

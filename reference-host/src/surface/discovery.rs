@@ -120,10 +120,11 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         object.insert("httpClient".to_owned(), http_client_record());
         // EFF-12: the host is an MCP client of its turn seam's MCP tools;
         // TURN-E4: and an MCP server at `POST /mcp`.
-        object.insert("mcp".to_owned(), crate::turn::mcp::discovery_record());
+        object.insert("mcp".to_owned(), mcp_record(mutant));
         // TRUST-2: the turn seam's knowledge store.
         object.insert("memory".to_owned(), memory_record());
     }
+    shape_mutants(&mut root, mutant);
     if seams_enabled && let Some(object) = root.as_object_mut() {
         // The v2 root is closed, so conformance metadata (the seams profile, C-15, and the
         // fixture workflows a harness may start) lives under `metadata`.
@@ -136,6 +137,41 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         );
     }
     root
+}
+
+/// The `mcp` record ([`crate::turn::mcp::discovery_record`]), as the MCP-facet mutants
+/// break it (MCP-2, MCP-3, MCP-4).
+fn mcp_record(mutant: Option<Mutant>) -> Value {
+    let mut record = crate::turn::mcp::discovery_record();
+    if mutant == Some(Mutant::McpLegacyProfile) {
+        // Bug: the retired legacy profile is still advertised.
+        record["profiles"] = json!(["mcp-2026-07-28", "mcp-2025-06-18-legacy"]);
+    }
+    if mutant == Some(Mutant::McpRefreshedStale) {
+        // Bug: an advertisement nobody re-evaluated for well over 90 days.
+        record["refreshedAt"] = json!("2025-01-15T00:00:00Z");
+    }
+    if mutant == Some(Mutant::McpPreferredUnlisted) {
+        // Bug: the preferred revision is not one of the advertised revisions.
+        record["preferredVersion"] = json!("2025-11-25");
+    }
+    record
+}
+
+/// The shape mutants of the root and its records (DISC-3, DISC-5, DISC-8).
+fn shape_mutants(root: &mut Value, mutant: Option<Mutant>) {
+    if mutant == Some(Mutant::DiscoverySupportedTransports) {
+        // Bug: REST is the wire; discovery lists no host transports.
+        root["supportedTransports"] = json!(["http", "grpc"]);
+    }
+    if mutant == Some(Mutant::DiscoveryFacetFalse) {
+        // Bug: a facet not offered is omitted, never advertised as `false`.
+        root["toolCatalog"]["sessionLifecycle"] = json!(false);
+    }
+    if mutant == Some(Mutant::CatalogSourcesRepeated) {
+        // Bug: `sources[]` holds distinct values.
+        root["toolCatalog"]["sources"] = json!([SOURCE_HOST_EXTENSION, SOURCE_HOST_EXTENSION]);
+    }
 }
 
 /// The `idempotency` capability record.
@@ -270,6 +306,36 @@ pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) ->
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::DiscoverySupportedTransports,
+        name: "discovery-supported-transports",
+        breaks: "discovery carries a root `supportedTransports` list naming grpc",
+    },
+    MutantInfo {
+        mutant: Mutant::DiscoveryFacetFalse,
+        name: "discovery-facet-false",
+        breaks: "toolCatalog advertises `sessionLifecycle: false` instead of omitting the facet",
+    },
+    MutantInfo {
+        mutant: Mutant::CatalogSourcesRepeated,
+        name: "catalog-sources-repeated",
+        breaks: "toolCatalog.sources[] lists host-extension twice",
+    },
+    MutantInfo {
+        mutant: Mutant::McpLegacyProfile,
+        name: "mcp-legacy-profile",
+        breaks: "the mcp record lists the retired mcp-2025-06-18-legacy profile",
+    },
+    MutantInfo {
+        mutant: Mutant::McpRefreshedStale,
+        name: "mcp-refreshed-stale",
+        breaks: "the mcp record's refreshedAt is 2025-01-15, far beyond the 90-day window",
+    },
+    MutantInfo {
+        mutant: Mutant::McpPreferredUnlisted,
+        name: "mcp-preferred-unlisted",
+        breaks: "the mcp record's preferredVersion 2025-11-25 is not among its revisions",
+    },
     MutantInfo {
         mutant: Mutant::DiscoveryEtagIgnored,
         name: "discovery-etag-ignored",

@@ -7,6 +7,7 @@ pub mod app;
 pub mod cli;
 pub mod discovery;
 pub mod effect_seams;
+pub mod error_shape;
 pub mod interrupt_routes;
 pub mod mcp_server;
 pub mod mutants;

@@ -356,6 +356,13 @@ pub fn append_return(
     row: &records::RecordRow,
     write: bool,
 ) -> Result<(), AdmissionError> {
+    let mut event = event;
+    if event.payload.pointer("/error/code").is_some()
+        && scope.state.mutant() == Some(Mutant::EventErrorEmptyCode)
+    {
+        // Bug: the return's error object loses its code (ERR-4).
+        event.payload["error"]["code"] = serde_json::json!("");
+    }
     scope
         .state
         .storage()
@@ -1010,6 +1017,11 @@ async fn dispatch_to_receiver(
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::EventErrorEmptyCode,
+        name: "event-error-empty-code",
+        breaks: "a failed tool return's error object in the log has an empty `code`",
+    },
     MutantInfo {
         mutant: Mutant::TruncatedArgsExecuted,
         name: "truncated-args-executed",

@@ -42,6 +42,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
+use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;
 use crate::domain::auth::authenticate;
 use crate::domain::error::{ApiError, json_response};
@@ -386,8 +387,11 @@ pub async fn handle(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     // MCP-12: authentication before anything else; no anonymous access.
+    let anonymous = Principal::new("anonymous", None, &[]);
     let caller = match authenticate(&headers, state.principals()) {
         Ok(caller) => caller,
+        // Bug: an unauthenticated request is served as an anonymous principal (MCP-12).
+        Err(_) if state.mutant_is(Mutant::McpAnonymousServed) => &anonymous,
         Err(err) => return err.into_response(),
     };
     if let Err(err) = check_origin(&headers) {
@@ -406,6 +410,22 @@ pub async fn handle(
         Ok(Incoming::Notification) => return StatusCode::ACCEPTED.into_response(),
         Err((id, err)) => return error_answer(&id, &err),
     };
+    if request.method == "initialize" && state.mutant_is(Mutant::McpInitializeServed) {
+        // Bug: a session handshake on a stateless mount (MCP-10).
+        let mut response = answer(
+            StatusCode::OK,
+            &json!({"jsonrpc": "2.0", "id": request.id, "result": {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
+            }}),
+        );
+        response.headers_mut().insert(
+            "mcp-session-id",
+            HeaderValue::from_static("refhost-session-1"),
+        );
+        return response;
+    }
     match dispatch(&state, caller, &headers, &request).await {
         Ok(result) => answer(
             StatusCode::OK,
@@ -423,7 +443,9 @@ async fn dispatch(
     request: &RpcRequest,
 ) -> Result<Value, RpcError> {
     check_version(headers, &request.params)?;
-    check_routing_headers(headers, request)?;
+    if !state.mutant_is(Mutant::McpHeaderMismatchIgnored) {
+        check_routing_headers(headers, request)?;
+    }
     match request.method.as_str() {
         "server/discover" => Ok(discover()),
         "tools/list" => list_tools(state, caller, &request.params),
@@ -490,9 +512,34 @@ fn list_tools(
         "resultType": "complete",
         "tools": tools,
         "ttlMs": 0,
-        "cacheScope": "private",
+        // Bug under the mutant: a per-principal list marked shareable (MCP-11).
+        "cacheScope": if state.mutant_is(Mutant::McpListPublic) { "public" } else { "private" },
     }))
 }
+
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::McpInitializeServed,
+        name: "mcp-initialize-served",
+        breaks: "the MCP mount answers `initialize` with a result and an Mcp-Session-Id",
+    },
+    MutantInfo {
+        mutant: Mutant::McpHeaderMismatchIgnored,
+        name: "mcp-header-mismatch-ignored",
+        breaks: "the MCP mount ignores Mcp-Method / Mcp-Name headers that disagree with the body",
+    },
+    MutantInfo {
+        mutant: Mutant::McpListPublic,
+        name: "mcp-list-public",
+        breaks: "the MCP mount's per-principal tools/list says `cacheScope: public`",
+    },
+    MutantInfo {
+        mutant: Mutant::McpAnonymousServed,
+        name: "mcp-anonymous-served",
+        breaks: "the MCP mount serves a request without a bearer token as an anonymous principal",
+    },
+];
 
 #[cfg(test)]
 mod tests {

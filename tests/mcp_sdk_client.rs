@@ -1,0 +1,67 @@
+//! A real MCP client against the reference host's MCP mount: the Python `mcp` SDK (2.3.0,
+//! installed pinned into `target/mcp-peers/py` by `scripts/install-mcp-peers.sh`) connects,
+//! lists the tools and calls one through `scripts/mcp-sdk-client.py`.
+//!
+//! The mount is stateless (MCP-10 forbids `initialize` and sessions): the SDK's default `auto`
+//! mode probes `server/discover` first and adopts the revision it names, so it must connect
+//! without ever sending `initialize`. When the venv is missing the test fails and says how to
+//! install it: a skipped real-client test would look like a pass.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn python() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/mcp-peers/py/bin/python")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_lists_and_calls_tools_on_the_mount_without_initialize() {
+    let python = python();
+    assert!(
+        python.exists(),
+        "{} is missing: install the pinned MCP peers with `bash scripts/install-mcp-peers.sh` (needs python3 with venv and the PyPI registry); it installs the `mcp` 2.3.0 SDK this test drives",
+        python.display()
+    );
+    let host = reference_host::start(reference_host::HostConfig::default())
+        .await
+        .expect("the reference host starts");
+    let url = format!("{}/mcp", host.base_url);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp-sdk-client.py");
+    // The client blocks; run it off the runtime so the host keeps serving. Bounded: the script
+    // gives up after 30 s, and this wait after 60 s.
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg(script)
+            .arg(url)
+            .arg("refhost-alice-token")
+            .output()
+    });
+    let out = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the SDK client finishes within 60 s")
+        .expect("the blocking task ran")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let seen: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("the client printed no JSON ({e}):\n{stdout}\n{stderr}"));
+    assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}\n{stderr}");
+    assert_eq!(
+        seen["discovered"], true,
+        "the SDK adopted server/discover: {seen}"
+    );
+    assert_eq!(
+        seen["initialized"], false,
+        "the SDK never needed initialize: {seen}"
+    );
+    assert!(
+        seen["tools"].is_array(),
+        "tools/list answered a list: {seen}"
+    );
+    // The call reached the host: its own -32602 "Unknown tool" for a name it does not list.
+    assert_eq!(seen["unknownCall"]["code"], -32602, "{seen}");
+    assert!(out.status.success(), "{seen}\n{stderr}");
+}
