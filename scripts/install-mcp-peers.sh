@@ -4,12 +4,14 @@
 #
 #   target/mcp-peers/npm/node_modules/@modelcontextprotocol/server-everything  (npm, 2026.8.31)
 #   target/mcp-peers/py/bin/mcp-server-time                                     (PyPI, in a venv)
+#   a2a-sdk (PyPI, same venv): the real A2A client of tests/a2a_real.rs
 #
 # Both are stdio servers. Running this again is cheap: a pinned install already present is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EVERYTHING_VERSION=2026.8.31
 TIME_VERSION=2026.10.19
+A2A_SDK_VERSION=1.3.0
 PEERS=target/mcp-peers
 mkdir -p "$PEERS/npm"
 # Its own package root, so npm never installs into a parent directory's node_modules.
@@ -25,4 +27,8 @@ if ! "$PEERS/py/bin/python" -m pip show mcp-server-time 2>/dev/null | grep -q "^
   python3 -m venv "$PEERS/py"
   "$PEERS/py/bin/python" -m pip install --quiet --disable-pip-version-check "mcp-server-time==$TIME_VERSION"
 fi
-echo "MCP peers installed in $PEERS: server-everything $EVERYTHING_VERSION, mcp-server-time $TIME_VERSION"
+if ! "$PEERS/py/bin/python" -m pip show a2a-sdk 2>/dev/null | grep -q "^Version: $A2A_SDK_VERSION\$"; then
+  [ -x "$PEERS/py/bin/python" ] || python3 -m venv "$PEERS/py"
+  "$PEERS/py/bin/python" -m pip install --quiet --disable-pip-version-check "a2a-sdk==$A2A_SDK_VERSION"
+fi
+echo "MCP peers installed in $PEERS: server-everything $EVERYTHING_VERSION, mcp-server-time $TIME_VERSION, a2a-sdk $A2A_SDK_VERSION"

@@ -176,6 +176,7 @@ mod tests {
             distinct_rpc_ids: Some(0),
             distinct_idempotency_keys: Some(0),
             requests: Some(0),
+            protocol_versions: Some(vec![]),
             problems: vec![],
         });
     }

@@ -356,6 +356,10 @@ pub struct McpServerObservation {
     /// Requests of any method (absent until the scenario ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<usize>,
+    /// The `MCP-Protocol-Version` header of every request of any method, in
+    /// arrival order (`null` where none was sent; absent until the scenario ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_versions: Option<Vec<Value>>,
     /// What the double found wrong.
     pub problems: Vec<String>,
 }

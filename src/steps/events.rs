@@ -92,6 +92,7 @@ fn concept_of(wire_name: &str) -> Option<&'static str> {
         "node.failed" => "nodeFailed",
         "node.completed" => "nodeCompleted",
         "voice.transcript" => "voiceTranscript",
+        "negotiation.decided" => "negotiationDecided",
         "replay.diverged" => "replayDiverged",
         "replay.divergedAtRefusal" | "replay.diverged-at-refusal" => "replayDivergedAtRefusal",
         _ => return None,

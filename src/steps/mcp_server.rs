@@ -3,7 +3,8 @@
 //! The observation (`/mcpServers/<name>`) is refreshed after the last step: `url`, `count`
 //! (how many `tools/call` requests arrived), `calls` (each one's JSON-RPC id, tool name,
 //! arguments, `inputResponses`, `requestState`, `Idempotency-Key` and protocol version),
-//! `distinctRpcIds`, `distinctIdempotencyKeys` and `problems`.
+//! `distinctRpcIds`, `distinctIdempotencyKeys`, `requests` (any method), `protocolVersions`
+//! (every request's `MCP-Protocol-Version`, any method) and `problems`.
 
 use serde_json::Value;
 
@@ -40,6 +41,7 @@ pub(super) fn run(
         distinct_rpc_ids: None,
         distinct_idempotency_keys: None,
         requests: None,
+        protocol_versions: None,
         problems: Vec::new(),
     });
     ctx.doc["mcpServers"][&spec.name] = obs.to_value();
@@ -75,6 +77,12 @@ pub(super) fn observe(mcp: &McpServer, id: &str, url: Value) -> McpServerObserva
             calls.iter().map(|r| &r.idempotency_key),
         )),
         requests: Some(requests.len()),
+        protocol_versions: Some(
+            requests
+                .iter()
+                .map(|r| r.protocol_version.clone())
+                .collect(),
+        ),
         problems,
     }
 }

@@ -334,6 +334,30 @@ pub enum Mutant {
     McpListPublic,
     /// The MCP mount serves unauthenticated requests (MCP-12).
     McpAnonymousServed,
+    /// An `input_required` answer past `mcp.mrtr.maxRounds` is still
+    /// retried once more before the call ends `mcp_mrtr_rounds_exceeded`
+    /// (MCP-8: the server must never see that extra retry).
+    MrtrExtraRound,
+    /// An MCP revision below `mcp.minimumRevision` is served instead of
+    /// refused (MCP-5, MCP-6).
+    McpBelowFloorServed,
+    /// An unauthenticated MCP exchange naming no revision is sent without
+    /// `MCP-Protocol-Version`, so the server falls back below
+    /// `preferredVersion` (MCP-6).
+    McpUnauthenticatedDowngraded,
+    /// A refused MCP negotiation writes no `negotiation.decided` (MCP-7).
+    McpNegotiationUnlogged,
+    /// `negotiation.decided` names the server's origin in clear (MCP-7).
+    McpNegotiationLogsOrigin,
+    /// The `a2a` facet lacks the required `minimumVersion` (A2A-1).
+    A2aFacetNoFloor,
+    /// A card request without `A2A-Version` gets the oldest card (A2A-2).
+    A2aCardDefaultOldest,
+    /// An `A2A-Version` below `minimumVersion` is served (A2A-3).
+    A2aBelowFloorServed,
+    /// The agent card lists an interface version the host does not
+    /// advertise (A2A-5).
+    A2aCardInterfacesMismatch,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -344,9 +368,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `McpAnonymousServed`
+    /// per variant, in variant order; the last variant is `A2aCardInterfacesMismatch`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::McpAnonymousServed as usize + 1;
+    pub const COUNT: usize = Mutant::A2aCardInterfacesMismatch as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

@@ -51,6 +51,10 @@ pub enum ErrorCode {
     /// Only the upstream-only mode sends it ([`crate::surface::upstream`]); the v2
     /// host answers `not_found`.
     WorkflowNotFound,
+    /// 400 `interop_version_unsupported`: an MCP or A2A negotiation would
+    /// land below the advertised floor (MCP-5, A2A-3); `details` say
+    /// `protocol`, `requested` and `supported[]`.
+    InteropVersionUnsupported,
 }
 
 impl ErrorCode {
@@ -71,6 +75,7 @@ impl ErrorCode {
             Self::CapabilityNotProvided => "capability_not_provided",
             Self::RunAlreadyTerminal => "refhost.run_already_terminal",
             Self::WorkflowNotFound => "workflow_not_found",
+            Self::InteropVersionUnsupported => "interop_version_unsupported",
         }
     }
 
@@ -83,7 +88,9 @@ impl ErrorCode {
             Self::NotFound | Self::WorkflowNotFound => StatusCode::NOT_FOUND,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::IdempotencyKeyInvalid => StatusCode::BAD_REQUEST,
+            Self::IdempotencyKeyInvalid | Self::InteropVersionUnsupported => {
+                StatusCode::BAD_REQUEST
+            }
             Self::IdempotencyKeyMismatch
             | Self::IdempotencyInFlight
             | Self::IdempotencyKeyConflict

@@ -8,6 +8,7 @@
 //! [`crate::surface::app::AppState`] wraps that; both deref to it, so a domain
 //! function takes `&Domain` and a caller holding either passes its own.
 
+pub mod a2a;
 pub mod auth;
 pub mod authz;
 pub mod catalog;

@@ -185,7 +185,12 @@ pub fn router(state: AppState) -> Router {
         .route("/webhooks/{webhookId}", delete(webhooks::delete_webhook))
         // TURN-E4: the host as an MCP server (authenticated; its tools are
         // registered through the turn seam, so without seams it lists none).
-        .route(mcp_server::MCP_PATH, post(mcp_server::handle));
+        .route(mcp_server::MCP_PATH, post(mcp_server::handle))
+        // A2A-2, A2A-3, A2A-5: the agent card, negotiated by A2A-Version.
+        .route(
+            crate::domain::a2a::AGENT_CARD_PATH,
+            get(crate::surface::a2a::get_agent_card),
+        );
     if state.seams_enabled() {
         router = router.merge(seams::router());
     }

@@ -121,6 +121,11 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         // EFF-12: the host is an MCP client of its turn seam's MCP tools;
         // TURN-E4: and an MCP server at `POST /mcp`.
         object.insert("mcp".to_owned(), mcp_record(mutant));
+        // A2A-1: the agent card facet (versions, floor, card URL).
+        object.insert(
+            "a2a".to_owned(),
+            crate::domain::a2a::discovery_record(mutant),
+        );
         // TRUST-2: the turn seam's knowledge store.
         object.insert("memory".to_owned(), memory_record());
     }

@@ -3,6 +3,7 @@
 //! the conformance seams, the MCP server mount, upstream-only mode, the
 //! command line and the mutant list.
 
+pub mod a2a;
 pub mod app;
 pub mod cli;
 pub mod discovery;

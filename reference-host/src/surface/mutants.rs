@@ -20,6 +20,7 @@ pub use crate::base::mutant::{Mutant, MutantInfo};
 /// Every module's table of the mutants planted in it.
 const TABLES: &[&[MutantInfo]] = &[
     crate::base::args_hash::MUTANTS,
+    crate::domain::a2a::MUTANTS,
     crate::domain::authz::MUTANTS,
     crate::domain::catalog::MUTANTS,
     crate::domain::tool_view::MUTANTS,
@@ -52,6 +53,7 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::turn::feedback::MUTANTS,
     crate::surface::run_actions::MUTANTS,
     crate::turn::mcp::MUTANTS,
+    crate::turn::negotiation::MUTANTS,
     crate::turn::provider_tools::MUTANTS,
     crate::turn::records::MUTANTS,
     crate::turn::recovery::MUTANTS,

@@ -142,7 +142,7 @@ pub fn request_body(
 
 /// A JSON-RPC id never used before in this host (so never within a run,
 /// not even across a restart).
-fn fresh_id() -> String {
+pub(crate) fn fresh_id() -> String {
     format!("rh-{}", uuid::Uuid::new_v4().simple())
 }
 
@@ -423,6 +423,11 @@ impl McpCall<'_> {
             // EFF-12: bounded by mcp.mrtr.maxRounds; the server never sees
             // the retry past it.
             if retries >= MAX_MRTR_ROUNDS {
+                // Bug under `mrtr-extra-round`: the retry past the ceiling
+                // is sent anyway (its answer ignored) before giving up.
+                if mutant == Some(Mutant::MrtrExtraRound) {
+                    let _ = self.send(&key, continuation.as_ref()).await;
+                }
                 return Ok(failed(
                     ToolErrorCode::McpMrtrRoundsExceeded,
                     format!(
@@ -540,6 +545,11 @@ pub const MUTANTS: &[MutantInfo] = &[
         mutant: Mutant::MrtrStateDropped,
         name: "mrtr-state-dropped",
         breaks: "an MRTR retry omits requestState (MCP-9)",
+    },
+    MutantInfo {
+        mutant: Mutant::MrtrExtraRound,
+        name: "mrtr-extra-round",
+        breaks: "an input_required answer past mcp.mrtr.maxRounds is retried once more before the call fails mcp_mrtr_rounds_exceeded (MCP-8)",
     },
 ];
 

@@ -34,6 +34,7 @@ pub mod driver;
 pub mod feedback;
 pub mod mcp;
 pub mod memory;
+pub mod negotiation;
 pub mod provider;
 pub mod provider_tools;
 pub mod records;

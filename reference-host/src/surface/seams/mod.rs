@@ -6,6 +6,7 @@
 
 pub mod effect_fire;
 pub mod idempotency;
+pub mod mcp_invoke;
 pub mod packs;
 pub mod request;
 pub mod safe_fetch;
@@ -78,6 +79,9 @@ pub const EFFECT_RETRY_PATH: &str = "/conformance/seams/sample/test/idempotency/
 /// Path of the Layer-1 hold seam (IDEM-L1-5).
 pub const HOLD_PATH: &str = "/conformance/seams/sample/test/idempotency/hold";
 
+/// Path of the MCP negotiation seam (MCP-5, MCP-6, MCP-7).
+pub const MCP_INVOKE_PATH: &str = "/conformance/seams/sample/mcp/invoke";
+
 /// Path of the retention sweep seam.
 pub const SWEEP_PATH: &str = "/conformance/seams/sample/test/idempotency/sweep";
 
@@ -94,4 +98,5 @@ pub fn router() -> Router<AppState> {
         .route(EFFECT_RETRY_PATH, post(idempotency::effect_retry))
         .route(HOLD_PATH, post(idempotency::hold))
         .route(SWEEP_PATH, post(idempotency::sweep))
+        .route(MCP_INVOKE_PATH, post(mcp_invoke::invoke))
 }

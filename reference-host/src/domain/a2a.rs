@@ -1,0 +1,208 @@
+//! The host's A2A facet and agent card (A2A-1, A2A-2, A2A-3, A2A-5).
+//!
+//! The host advertises `a2a` in discovery ([`discovery_record`]) with the
+//! versions it serves its agent card in, the one served when a caller names
+//! none (`preferredVersion`) and the floor (`minimumVersion`). The card at
+//! [`AGENT_CARD_PATH`] is negotiated by the `A2A-Version` request header
+//! ([`negotiate`]):
+//!
+//! - no header ⇒ the `preferredVersion` card (A2A-2);
+//! - an offered version ⇒ that version's card;
+//! - a version below `minimumVersion` ⇒ `400 interop_version_unsupported`
+//!   with `details {protocol: "a2a", requested, supported[]}`, never a
+//!   silent downgrade (A2A-3);
+//! - a version above the floor that is not offered ⇒ the preferred card.
+//!
+//! Every card lists one `JSONRPC` interface per advertised version in
+//! `supportedInterfaces[]`, so their `protocolVersion`s are exactly the
+//! advertised versions (A2A-5). The served version is in the answer's
+//! `A2A-Version` header and, for the 0.3 card, its `protocolVersion`.
+//! This host has no A2A task endpoint yet: the card advertises its
+//! interfaces at [`A2A_PATH`], which answers 404 like any unknown route.
+
+use serde_json::{Map, Value, json};
+
+use crate::base::mutant::{Mutant, MutantInfo};
+
+/// Where the agent card is served.
+pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+
+/// The path the card's interfaces name.
+pub const A2A_PATH: &str = "/a2a";
+
+/// The versions the card is served in (`a2a.versions`), oldest first.
+pub const VERSIONS: &[&str] = &["0.3", "1.0"];
+
+/// The version served when a caller names none (`a2a.preferredVersion`).
+pub const PREFERRED_VERSION: &str = "1.0";
+
+/// The floor (`a2a.minimumVersion`).
+pub const MINIMUM_VERSION: &str = "0.3";
+
+/// The `a2a` discovery record (A2A-1). Bug under `a2a-facet-no-floor`:
+/// the required `minimumVersion` is missing.
+pub fn discovery_record(mutant: Option<Mutant>) -> Value {
+    let mut record = json!({
+        "versions": VERSIONS,
+        "preferredVersion": PREFERRED_VERSION,
+        "minimumVersion": MINIMUM_VERSION,
+        "refreshedAt": "2026-11-30T00:00:00Z",
+        "profiles": ["a2a-0.3", "a2a-1.0"],
+        "agentCardUrl": AGENT_CARD_PATH,
+        "streaming": false,
+        "pushNotifications": false,
+        "durableTasks": false,
+    });
+    if mutant == Some(Mutant::A2aFacetNoFloor)
+        && let Some(object) = record.as_object_mut()
+    {
+        object.remove("minimumVersion");
+    }
+    record
+}
+
+/// A `major.minor` version as numbers, or `None` when it is not one.
+pub fn parse_version(value: &str) -> Option<(u32, u32)> {
+    let (major, minor) = value.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.len() <= 6 && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(major) || !digits(minor) {
+        return None;
+    }
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// What a card request negotiated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Negotiated {
+    /// Serve the card of this version.
+    Serve(&'static str),
+    /// Refuse: the requested version is below the floor.
+    BelowFloor,
+    /// Refuse: the header is not a `major.minor` version.
+    Malformed,
+}
+
+/// Picks the card version for an `A2A-Version` header value.
+pub fn negotiate(requested: Option<&str>, mutant: Option<Mutant>) -> Negotiated {
+    let Some(requested) = requested.map(str::trim) else {
+        // A2A-2: no header is the preferred card. Bug under
+        // `a2a-card-default-oldest`: the oldest one is served instead.
+        if mutant == Some(Mutant::A2aCardDefaultOldest) {
+            return Negotiated::Serve(MINIMUM_VERSION);
+        }
+        return Negotiated::Serve(PREFERRED_VERSION);
+    };
+    let Some(asked) = parse_version(requested) else {
+        return Negotiated::Malformed;
+    };
+    if let Some(offered) = VERSIONS.iter().find(|v| parse_version(v) == Some(asked)) {
+        return Negotiated::Serve(*offered);
+    }
+    let floor = parse_version(MINIMUM_VERSION).unwrap_or((0, 0));
+    if asked < floor {
+        // A2A-3: fail closed. Bug under `a2a-below-floor-served`: the
+        // oldest card is served (a silent downgrade).
+        if mutant == Some(Mutant::A2aBelowFloorServed) {
+            return Negotiated::Serve(MINIMUM_VERSION);
+        }
+        return Negotiated::BelowFloor;
+    }
+    Negotiated::Serve(PREFERRED_VERSION)
+}
+
+/// The `details` of a below-floor refusal.
+pub fn refusal_details(requested: &str) -> Map<String, Value> {
+    let mut details = Map::new();
+    details.insert("protocol".to_owned(), json!("a2a"));
+    details.insert("requested".to_owned(), json!(requested));
+    details.insert("supported".to_owned(), json!(VERSIONS));
+    details
+}
+
+/// The agent card of `version`, its interfaces at `base` + [`A2A_PATH`]
+/// (A2A-5). Bug under `a2a-card-interfaces-mismatch`: an interface for a
+/// version the host does not advertise is listed too.
+pub fn agent_card(version: &str, base: &str, mutant: Option<Mutant>) -> Value {
+    let url = format!("{base}{A2A_PATH}");
+    let mut versions: Vec<&str> = VERSIONS.to_vec();
+    if mutant == Some(Mutant::A2aCardInterfacesMismatch) {
+        versions.push("0.2");
+    }
+    let interfaces: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": v}))
+        .collect();
+    let mut card = json!({
+        "name": "toolcert reference host",
+        "description": "The OpenWOP reference host of toolcert (conformance testing only).",
+        "version": env!("CARGO_PKG_VERSION"),
+        "supportedInterfaces": interfaces,
+        "capabilities": {"streaming": false, "pushNotifications": false},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [],
+    });
+    if version == "0.3"
+        && let Some(object) = card.as_object_mut()
+    {
+        // The 0.3 card shape names its version and main transport.
+        object.insert("protocolVersion".to_owned(), json!("0.3"));
+        object.insert("url".to_owned(), json!(url));
+        object.insert("preferredTransport".to_owned(), json!("JSONRPC"));
+    }
+    card
+}
+
+/// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::A2aFacetNoFloor,
+        name: "a2a-facet-no-floor",
+        breaks: "the a2a discovery facet lacks the required minimumVersion (A2A-1)",
+    },
+    MutantInfo {
+        mutant: Mutant::A2aCardDefaultOldest,
+        name: "a2a-card-default-oldest",
+        breaks: "a card request without A2A-Version gets the minimumVersion card, not the preferredVersion one (A2A-2)",
+    },
+    MutantInfo {
+        mutant: Mutant::A2aBelowFloorServed,
+        name: "a2a-below-floor-served",
+        breaks: "an A2A-Version below minimumVersion is served the oldest card instead of refused (A2A-3)",
+    },
+    MutantInfo {
+        mutant: Mutant::A2aCardInterfacesMismatch,
+        name: "a2a-card-interfaces-mismatch",
+        breaks: "the agent card lists a supportedInterfaces[].protocolVersion the host does not advertise (A2A-5)",
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_follows_the_floor() {
+        assert_eq!(negotiate(None, None), Negotiated::Serve(PREFERRED_VERSION));
+        assert_eq!(negotiate(Some("0.3"), None), Negotiated::Serve("0.3"));
+        assert_eq!(negotiate(Some("0.2"), None), Negotiated::BelowFloor);
+        assert_eq!(
+            negotiate(Some("9.9"), None),
+            Negotiated::Serve(PREFERRED_VERSION)
+        );
+        assert_eq!(negotiate(Some("latest"), None), Negotiated::Malformed);
+    }
+
+    #[test]
+    fn card_interfaces_are_the_advertised_versions() {
+        let card = agent_card("1.0", "http://127.0.0.1:1", None);
+        let listed: Vec<&str> = card["supportedInterfaces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i["protocolVersion"].as_str())
+            .collect();
+        assert_eq!(listed, VERSIONS);
+        assert!(discovery_record(None)["minimumVersion"].is_string());
+    }
+}
