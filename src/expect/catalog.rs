@@ -19,10 +19,12 @@ pub const WIRE_SCHEMAS: &[(&str, &str)] = &[
     ),
 ];
 
+/// A wire schema's name and its validator (`None`: the embedded schema does not compile).
+type Compiled = (&'static str, Option<Arc<jsonschema::Validator>>);
+
 /// The compiled validator of a named wire schema (`None`: unknown name or broken schema).
 fn validator(name: &str) -> Option<Arc<jsonschema::Validator>> {
-    static COMPILED: OnceLock<Vec<(&'static str, Option<Arc<jsonschema::Validator>>)>> =
-        OnceLock::new();
+    static COMPILED: OnceLock<Vec<Compiled>> = OnceLock::new();
     let compiled = COMPILED.get_or_init(|| {
         WIRE_SCHEMAS
             .iter()
