@@ -95,8 +95,12 @@ pub fn negotiate(requested: Option<&str>, mutant: Option<Mutant>) -> Negotiated 
     let Some(asked) = parse_version(requested) else {
         return Negotiated::Malformed;
     };
-    if let Some(offered) = VERSIONS.iter().find(|v| parse_version(v) == Some(asked)) {
-        return Negotiated::Serve(*offered);
+    if let Some(offered) = VERSIONS
+        .iter()
+        .copied()
+        .find(|v| parse_version(v) == Some(asked))
+    {
+        return Negotiated::Serve(offered);
     }
     let floor = parse_version(MINIMUM_VERSION).unwrap_or((0, 0));
     if asked < floor {
