@@ -1121,7 +1121,13 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
         let run_id = create_run(
             &client,
             &host,
-            &body(&provider, "openai-chat", &model, false, json!([read, write, open])),
+            &body(
+                &provider,
+                "openai-chat",
+                &model,
+                false,
+                json!([read, write, open]),
+            ),
         )
         .await;
         finished_events(&client, &host, &run_id).await;
@@ -1142,7 +1148,8 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
         let (_, operator) = get_json(&client, &format!("{}/tools", host.base_url), OPERATOR).await;
         assert_eq!(ids(&operator), ["a_open"]);
 
-        let (status, one) = get_json(&client, &format!("{}/tools/t_read", host.base_url), CAROL).await;
+        let (status, one) =
+            get_json(&client, &format!("{}/tools/t_read", host.base_url), CAROL).await;
         assert_eq!(status, 200);
         assert_eq!(
             one,
@@ -1150,25 +1157,40 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
                 "toolId": "t_read", "source": "host-extension", "description": "Writes a file.",
                 "inputSchema": read["inputSchema"], "outputSchema": {"type": "object"},
                 "safetyTier": "read", "replayPolicy": "deterministic", "approval": "never",
-                "auth": {"scopes": ["tools:read"]}
+                "auth": {"scopes": ["tools:read"]},
+                // DESC-5: all four hints, derived from the tier, replay policy and egress.
+                "annotations": {"readOnlyHint": true, "destructiveHint": false,
+                                "idempotentHint": true, "openWorldHint": true}
             })
         );
         assert_eq!(alice["tools"][0]["approval"], "always");
         assert_eq!(alice["tools"][0]["auth"], json!({"scopes": []}));
-        let (hidden_status, hidden) = get_json(&client, &format!("{}/tools/t_write", host.base_url), CAROL).await;
-        let (unknown_status, unknown) = get_json(&client, &format!("{}/tools/nope", host.base_url), CAROL).await;
+        let (hidden_status, hidden) =
+            get_json(&client, &format!("{}/tools/t_write", host.base_url), CAROL).await;
+        let (unknown_status, unknown) =
+            get_json(&client, &format!("{}/tools/nope", host.base_url), CAROL).await;
         assert_eq!((hidden_status, unknown_status), (404, 404));
         assert_eq!(hidden, unknown, "hidden and unknown tools look the same");
         assert_eq!(hidden["error"], "not_found");
-        let anonymous = client.get(format!("{}/tools", host.base_url)).send().await.expect("answers");
+        let anonymous = client
+            .get(format!("{}/tools", host.base_url))
+            .send()
+            .await
+            .expect("answers");
         assert_eq!(anonymous.status(), 401);
-        let (dave, _) = get_json(&client, &format!("{}/tools", host.base_url), "refhost-dave-token").await;
+        let (dave, _) = get_json(
+            &client,
+            &format!("{}/tools", host.base_url),
+            "refhost-dave-token",
+        )
+        .await;
         assert_eq!(dave, 403, "an unresolvable scope set fails closed");
 
         let doc = discovery(&client, &host.base_url).await;
         assert_eq!(
             doc["toolCatalog"],
-            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated", "sources": ["host-extension"]})
+            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                   "sources": ["host-extension"], "compactView": true})
         );
         host.shutdown().await;
     })

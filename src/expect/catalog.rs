@@ -209,16 +209,8 @@ pub fn annotations_derived(descriptor: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+/// The JSON type of a value, for messages (one wording across toolcert).
+use crate::mcp::client::kind;
 
 #[cfg(test)]
 mod tests {

@@ -29,6 +29,23 @@ pub fn rfc3339_at_ms(ms: i64) -> String {
         .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
 }
 
+/// Midnight UTC of the day this process first asked, as RFC 3339 text.
+///
+/// The `mcp` and `a2a` facets' `refreshedAt` (MCP-4, A2A-1): the host
+/// evaluates its interop advertisement when it starts, so the date is the
+/// start day. Fixed for the process's life, so the discovery document and its
+/// ETag do not change under a running harness.
+pub fn started_day_rfc3339() -> &'static str {
+    static DAY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DAY.get_or_init(|| {
+        let day = OffsetDateTime::now_utc().date();
+        day.midnight()
+            .assume_utc()
+            .format(&Rfc3339)
+            .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
+    })
+}
+
 /// `secs` seconds as milliseconds, saturating.
 pub fn secs_to_ms(secs: u64) -> i64 {
     i64::try_from(secs)

@@ -46,12 +46,9 @@ pub fn discovery_record(mutant: Option<Mutant>) -> Value {
         "versions": VERSIONS,
         "preferredVersion": PREFERRED_VERSION,
         "minimumVersion": MINIMUM_VERSION,
-        "refreshedAt": "2026-11-30T00:00:00Z",
+        "refreshedAt": crate::base::clock::started_day_rfc3339(),
         "profiles": ["a2a-0.3", "a2a-1.0"],
         "agentCardUrl": AGENT_CARD_PATH,
-        "streaming": false,
-        "pushNotifications": false,
-        "durableTasks": false,
     });
     if mutant == Some(Mutant::A2aFacetNoFloor)
         && let Some(object) = record.as_object_mut()

@@ -403,7 +403,7 @@ mod tests {
         assert_eq!(
             value["toolCatalog"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                   "sources": ["host-extension"]})
+                   "sources": ["host-extension"], "compactView": true})
         );
         assert!(value.get("metadata").is_none());
         assert_eq!(
@@ -422,7 +422,8 @@ mod tests {
             value["mcp"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
                    "revisions": ["2026-07-28"], "preferredVersion": "2026-07-28",
-                   "minimumRevision": "2026-07-28", "refreshedAt": "2026-11-30T00:00:00Z",
+                   "minimumRevision": "2026-07-28",
+                   "refreshedAt": crate::base::clock::started_day_rfc3339(),
                    "client": true, "features": ["mrtr"], "mrtr": {"maxRounds": 2},
                    "serverMount": {"transports": ["streamable-http"]}})
         );

@@ -55,8 +55,9 @@ pub const CLIENT_NAME: &str = "toolcert-reference-host";
 /// revision [`PROTOCOL_VERSION`] with MRTR, at most [`MAX_MRTR_ROUNDS`]
 /// retries per call, and an MCP server of the same revision at `POST /mcp`
 /// (`serverMount`, TURN-E4; its transport is the MCP server's own
-/// `streamable-http`, DISC-5). `refreshedAt` is fixed so the document (and
-/// its ETag) stays the same for a build.
+/// `streamable-http`, DISC-5). `refreshedAt` is the host's start day
+/// ([`crate::base::clock::started_day_rfc3339`]), so the document (and its
+/// ETag) stays the same while the host runs.
 pub fn discovery_record() -> Value {
     json!({
         "status": "stable",
@@ -65,7 +66,7 @@ pub fn discovery_record() -> Value {
         "revisions": [PROTOCOL_VERSION],
         "preferredVersion": PROTOCOL_VERSION,
         "minimumRevision": PROTOCOL_VERSION,
-        "refreshedAt": "2026-11-30T00:00:00Z",
+        "refreshedAt": crate::base::clock::started_day_rfc3339(),
         "client": true,
         "features": ["mrtr"],
         "mrtr": {"maxRounds": MAX_MRTR_ROUNDS},
