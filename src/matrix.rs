@@ -20,7 +20,8 @@ use std::fmt::Write as _;
 use reference_host::mutants::{ALL, Mutant, MutantInfo};
 
 use crate::runner::{
-    ReferenceVariant, RunOptions, RunOutcome, ScenarioResult, TargetError, run_reference,
+    ReferenceVariant, RunOptions, RunOutcome, ScenarioResult, TargetError, probe_child_file,
+    run_reference,
 };
 use crate::suite::{Scenario, Step, Suite, SuiteError};
 use crate::verdict::{Disposition, FoldOptions, fold_rows};
@@ -215,29 +216,36 @@ pub fn column_count() -> usize {
 }
 
 /// Which mutant sites each scenario reaches on the probe host ([`Mutant::Probe`]), in one
-/// mode; `None` for a scenario the probe cannot watch (it runs a host process of its own).
+/// mode; `None` for a scenario the probe could not watch (a child host process of its own
+/// that left no record of what it reached): it runs in every column.
 type Reach = BTreeMap<String, Option<BTreeSet<&'static str>>>;
 
 /// One probe window at a time in this process: the probe's record of reached sites is
-/// process-wide.
+/// process-wide, and so is the file its child processes append to.
 static PROBE_WINDOW: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Run every scenario alone on a fresh probe host and record the mutant sites it reached.
 /// Also returns the probe's results, which must equal the clean host's (the probe is inert).
+///
+/// A kill-and-restart scenario runs on a host process of its own: that child is a probe
+/// too (`reference-host --probe-reach FILE`) and appends each site it reaches to
+/// [`probe_child_file`], so its reach is the in-process probe's plus the file's.
 async fn probe_reach(
     suite: &Suite,
     opts: &RunOptions,
     upstream_only: bool,
 ) -> Result<(Reach, Vec<crate::runner::ScenarioResult>), TargetError> {
     let _window = PROBE_WINDOW.lock().await;
+    let child_file = probe_child_file();
     let mut reach = Reach::new();
     let mut results = Vec::new();
     for scenario in &suite.scenarios {
-        if spawns_a_host(scenario) {
-            reach.insert(scenario.id.clone(), None);
-            continue;
-        }
+        let spawns = spawns_a_host(scenario);
         reference_host::mutants::probe_reset();
+        if spawns {
+            // A leftover file would only widen the reach (safe), but start clean.
+            let _ = std::fs::remove_file(&child_file);
+        }
         let run = run_reference(
             suite,
             ReferenceVariant {
@@ -248,18 +256,33 @@ async fn probe_reach(
             Some(&|s: &Scenario| s.id == scenario.id),
         )
         .await?;
-        let reached = reference_host::mutants::probe_reached();
-        reach.insert(
-            scenario.id.clone(),
-            Some(reached.into_iter().map(Mutant::name).collect()),
-        );
+        let mut reached: BTreeSet<&'static str> = reference_host::mutants::probe_reached()
+            .into_iter()
+            .map(Mutant::name)
+            .collect();
+        let watched = if spawns {
+            // No file: the child never started or could not write; it cannot be trusted to
+            // have reached nothing, so the scenario runs in every column.
+            std::fs::read_to_string(&child_file).ok().map(|text| {
+                reached.extend(
+                    reference_host::mutants::probe_reached_in(&text)
+                        .into_iter()
+                        .map(Mutant::name),
+                );
+                reached
+            })
+        } else {
+            Some(reached)
+        };
+        reach.insert(scenario.id.clone(), watched);
         results.extend(run.scenarios);
     }
+    let _ = std::fs::remove_file(&child_file);
     Ok((reach, results))
 }
 
-/// A scenario that kills and restarts a host process: what that process reaches is out of
-/// the probe's sight.
+/// A scenario that kills and restarts a host process: that process is a child of its own,
+/// whose reach the probe reads from [`probe_child_file`].
 fn spawns_a_host(scenario: &Scenario) -> bool {
     scenario.steps.iter().any(|s| matches!(s, Step::Host(_)))
 }

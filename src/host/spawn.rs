@@ -99,6 +99,19 @@ impl SpawnCommand {
         SpawnCommand::Argv(argv)
     }
 
+    /// [`SpawnCommand::reference_host`] as the mutation matrix's probe host: the clean host
+    /// that appends each mutant site it reaches to `reach_file` (`--probe-reach`), so a
+    /// kill-and-restart scenario's own host process is in the probe's sight too.
+    pub fn reference_probe(exe: &Path, reach_file: &Path, upstream_only: bool) -> SpawnCommand {
+        let SpawnCommand::Argv(mut argv) = SpawnCommand::reference_host(exe, None, upstream_only)
+        else {
+            unreachable!("reference_host builds an argv")
+        };
+        argv.push("--probe-reach".into());
+        argv.push(reach_file.display().to_string());
+        SpawnCommand::Argv(argv)
+    }
+
     /// Whether toolcert picks the port (`{port}` appears).
     fn pins_port(&self) -> bool {
         match self {

@@ -89,6 +89,25 @@ impl Embedded {
     }
 }
 
+/// The file a probe host started as a child process appends its reached mutant sites to: one
+/// per toolcert process (the matrix runs one probe window at a time).
+pub fn probe_child_file() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("toolcert-probe-{}.reach", std::process::id()))
+}
+
+/// How kill-and-restart scenarios start `variant` as a child process: `toolcert
+/// reference-host` with the variant's mutant, or as the probe ([`probe_child_file`]).
+fn spawn_command(exe: &std::path::Path, variant: ReferenceVariant) -> SpawnCommand {
+    match variant.mutant {
+        Some(m) if m.is_probe() => {
+            SpawnCommand::reference_probe(exe, &probe_child_file(), variant.upstream_only)
+        }
+        mutant => {
+            SpawnCommand::reference_host(exe, mutant.map(|m| m.name()), variant.upstream_only)
+        }
+    }
+}
+
 impl Target {
     /// Start the reference host in-process on 127.0.0.1 (seams on), optionally with a mutant.
     pub async fn embedded(
@@ -114,8 +133,7 @@ impl Target {
             .map_err(|e| TargetError::Embedded(e.to_string()))?;
         // Kill-and-restart scenarios run the same host as a child process (`toolcert
         // reference-host`), so they also run from the one command; see `with_spawner`.
-        let spawner = reference_host_exe()
-            .map(|exe| SpawnCommand::reference_host(&exe, mutant.map(|m| m.name()), upstream_only));
+        let spawner = reference_host_exe().map(|exe| spawn_command(&exe, variant));
         let mut target = Target::remote(&host.base_url, HostProfile::reference());
         target.mutant = mutant.map(|m| m.name().to_string());
         target.upstream_only = upstream_only;
@@ -151,14 +169,7 @@ pub async fn run_reference(
     let mut target = Target::embedded_variant(variant).await?;
     target.prepare_trials(opts.repeat).await?;
     let target = match &opts.reference_host_exe {
-        Some(exe) => {
-            let command = SpawnCommand::reference_host(
-                exe,
-                variant.mutant.map(|m| m.name()),
-                variant.upstream_only,
-            );
-            target.with_spawner(Some(command))
-        }
+        Some(exe) => target.with_spawner(Some(spawn_command(exe, variant))),
         None => target,
     };
     let run = run_selected(suite, &target, opts, select).await;

@@ -32,7 +32,7 @@ pub mod schedule;
 mod target;
 
 #[cfg(feature = "reference")]
-pub use embedded::{ReferenceVariant, run_embedded, run_reference};
+pub use embedded::{ReferenceVariant, probe_child_file, run_embedded, run_reference};
 pub use target::{Target, TargetError};
 
 use std::sync::OnceLock;

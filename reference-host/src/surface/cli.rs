@@ -31,6 +31,10 @@ struct Cli {
     /// Run a deliberately broken variant (see --list-mutants).
     #[arg(long, value_name = "NAME")]
     mutant: Option<Mutant>,
+    /// Run as the mutation matrix's probe host (the clean host that records
+    /// the mutant sites it reaches), appending each reached site to FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "mutant", hide = true)]
+    probe_reach: Option<PathBuf>,
     /// Mount /conformance/seams/... (also: OPENWOP_TEST_SEAM_ENABLED=true).
     #[arg(long)]
     enable_seams: bool,
@@ -85,9 +89,16 @@ where
             }
         },
     };
+    let mutant = match cli.probe_reach {
+        Some(path) => {
+            crate::base::mutant::probe::record_to(path);
+            Some(Mutant::Probe)
+        }
+        None => cli.mutant,
+    };
     let config = HostConfig {
         bind: SocketAddr::from((Ipv4Addr::LOCALHOST, cli.port)),
-        mutant: cli.mutant,
+        mutant,
         seams_enabled: cli.enable_seams || seams_enabled_by_env(),
         principals,
         data_dir: cli.data_dir,
