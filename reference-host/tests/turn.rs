@@ -1185,12 +1185,28 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
         )
         .await;
         assert_eq!(dave, 403, "an unresolvable scope set fails closed");
+        // CAT-2: erin, of the other tenant, holds every scope and is listed none of them.
+        let (erin_status, erin) = get_json(
+            &client,
+            &format!("{}/tools", host.base_url),
+            "refhost-erin-token",
+        )
+        .await;
+        assert_eq!((erin_status, erin), (200, json!({"tools": []})));
+        let (foreign_status, foreign) = get_json(
+            &client,
+            &format!("{}/tools/t_read", host.base_url),
+            "refhost-erin-token",
+        )
+        .await;
+        assert_eq!(foreign_status, 404);
+        assert_eq!(foreign, unknown, "another tenant's tool looks unknown");
 
         let doc = discovery(&client, &host.base_url).await;
         assert_eq!(
             doc["toolCatalog"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                   "sources": ["host-extension"], "compactView": true})
+                   "sources": ["host-extension"], "compactView": true, "sessionLifecycle": true})
         );
         host.shutdown().await;
     })

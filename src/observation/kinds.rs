@@ -118,6 +118,30 @@ pub struct EventsObservation {
     pub by_concept: BTreeMap<String, Vec<Value>>,
     /// The events, in sequence order.
     pub events: Vec<Value>,
+    /// How `tool.session.*` events bracket calls (CAT-13); absent when the log has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionBrackets>,
+}
+
+/// How a log's `tool.session.opened`/`closed` events bracket tool calls (CAT-13, RFC 0078
+/// §D): every closed event must match an earlier opened one of the same `sessionId` and
+/// `toolId`, with at least one call and its return between them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionBrackets {
+    /// How many opened events.
+    pub opened: usize,
+    /// How many closed events.
+    pub closed: usize,
+    /// Session ids of closed events that no earlier opened event of the same `sessionId` and
+    /// `toolId` matches (or that close a session a second time).
+    pub closes_without_open: Vec<Value>,
+    /// Session ids whose bracket encloses no complete call/return pair.
+    pub empty_brackets: Vec<Value>,
+    /// Session ids opened and never closed.
+    pub unclosed: Vec<Value>,
+    /// The closed events' `outcome` values, in log order (`null` when absent).
+    pub outcomes: Vec<Value>,
 }
 
 /// How tool calls and returns pair up in a log (TURN-B6).

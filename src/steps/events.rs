@@ -49,7 +49,7 @@ use super::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::{HostRequest, SseCap, SseEnd, SseLimits, TransportError, WireMajor};
 use crate::observation::{
     Context, EventsObservation, HttpObservation, NotObserved, Observation, Pairing, PartialLog,
-    Truncation,
+    SessionBrackets, Truncation,
 };
 use crate::suite::EventsRead;
 use crate::transcript::Exchange;
@@ -97,6 +97,74 @@ fn concept_of(wire_name: &str) -> Option<&'static str> {
         "replay.divergedAtRefusal" | "replay.diverged-at-refusal" => "replayDivergedAtRefusal",
         _ => return None,
     })
+}
+
+/// How the log's `tool.session.*` events bracket calls (CAT-13), or `None` when it has none.
+///
+/// Walks the log in sequence order: an opened event starts a bracket keyed by its
+/// `sessionId`; a call event and then the return of that call inside the bracket make it
+/// non-empty; a closed event ends the bracket whose `sessionId` and `toolId` it names.
+fn session_brackets(events: &[Value]) -> Option<SessionBrackets> {
+    struct Open {
+        tool_id: Value,
+        calls: Vec<Value>,
+        paired: bool,
+    }
+    let mut open: Vec<(Value, Open)> = Vec::new();
+    let mut seen = false;
+    let mut out = SessionBrackets::default();
+    for e in events {
+        let concept = e.get("type").and_then(Value::as_str).and_then(concept_of);
+        let payload = &e["payload"];
+        match concept {
+            Some("toolSessionOpened") => {
+                seen = true;
+                out.opened += 1;
+                let session = payload.get("sessionId").cloned().unwrap_or(Value::Null);
+                let bracket = Open {
+                    tool_id: payload.get("toolId").cloned().unwrap_or(Value::Null),
+                    calls: Vec::new(),
+                    paired: false,
+                };
+                open.push((session, bracket));
+            }
+            Some("toolCalled") => {
+                for (_, bracket) in &mut open {
+                    bracket.calls.push(payload["callId"].clone());
+                }
+            }
+            Some("toolReturned") => {
+                for (_, bracket) in &mut open {
+                    if bracket.calls.contains(&payload["callId"]) {
+                        bracket.paired = true;
+                    }
+                }
+            }
+            Some("toolSessionClosed") => {
+                seen = true;
+                out.closed += 1;
+                let session = payload.get("sessionId").cloned().unwrap_or(Value::Null);
+                let tool_id = payload.get("toolId").cloned().unwrap_or(Value::Null);
+                out.outcomes
+                    .push(payload.get("outcome").cloned().unwrap_or(Value::Null));
+                match open
+                    .iter()
+                    .position(|(id, b)| *id == session && b.tool_id == tool_id)
+                {
+                    Some(i) => {
+                        let (id, bracket) = open.remove(i);
+                        if !bracket.paired {
+                            out.empty_brackets.push(id);
+                        }
+                    }
+                    None => out.closes_without_open.push(session),
+                }
+            }
+            _ => {}
+        }
+    }
+    out.unclosed = open.into_iter().map(|(id, _)| id).collect();
+    seen.then_some(out)
 }
 
 /// Whether a run status means the run will not append more events without outside help.
@@ -325,6 +393,7 @@ fn observation(run_id: &str, mut c: Collected) -> Observation<EventsObservation>
         count: events.len(),
         types,
         by_type,
+        sessions: session_brackets(&events),
         by_concept,
         events,
     })
@@ -606,13 +675,68 @@ mod tests {
 
     use std::time::Duration;
 
-    use super::{Collected, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation};
+    use super::{Collected, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation, session_brackets};
     use crate::host::{Budgets, Discovery, HostClient, WireMajor};
     use crate::observation::{Context, NotObserved, Unobserved};
     use crate::steps::ScenarioCtx;
     use crate::suite::{EventsRead, Step};
     use crate::transcript::Transcript;
     use crate::witness::Receiver;
+
+    fn session_event(seq: i64, ty: &str, payload: Value) -> Value {
+        let mut e = envelope(seq, ty);
+        e["payload"] = payload;
+        e
+    }
+
+    #[test]
+    fn session_brackets_pair_opens_closes_and_calls() {
+        let open = |seq, id: &str| {
+            session_event(
+                seq,
+                "tool.session-opened",
+                json!({"sessionId": id, "toolId": "t"}),
+            )
+        };
+        let close = |seq, id: &str| {
+            session_event(
+                seq,
+                "tool.session-closed",
+                json!({"sessionId": id, "toolId": "t", "outcome": "completed"}),
+            )
+        };
+        let call = |seq, ty: &str, id: &str| session_event(seq, ty, json!({"callId": id}));
+        assert_eq!(session_brackets(&[envelope(0, "run.started")]), None);
+        let good = session_brackets(&[
+            open(0, "s1"),
+            call(1, "agent.tool-called", "c1"),
+            call(2, "agent.tool-returned", "c1"),
+            close(3, "s1"),
+        ])
+        .expect("sessions seen");
+        assert_eq!((good.opened, good.closed), (1, 1));
+        assert!(good.closes_without_open.is_empty() && good.empty_brackets.is_empty());
+        assert!(good.unclosed.is_empty());
+        assert_eq!(good.outcomes, vec![json!("completed")]);
+        // A close before the call leaves the bracket empty; a second close and a close of
+        // another id match no open; a call returned only after the close does not count.
+        let bad = session_brackets(&[
+            open(0, "s1"),
+            close(1, "s1"),
+            close(2, "s1"),
+            call(3, "agent.tool-called", "c1"),
+            call(4, "agent.tool-returned", "c1"),
+            open(5, "s2"),
+            call(6, "agent.tool-called", "c2"),
+            close(7, "s2"),
+            call(8, "agent.tool-returned", "c2"),
+            open(9, "s3"),
+        ])
+        .expect("sessions seen");
+        assert_eq!(bad.empty_brackets, vec![json!("s1"), json!("s2")]);
+        assert_eq!(bad.closes_without_open, vec![json!("s1")]);
+        assert_eq!(bad.unclosed, vec![json!("s3")]);
+    }
 
     fn envelope(seq: i64, ty: &str) -> Value {
         json!({"eventId": format!("e{seq}"), "runId": "r1", "type": ty, "payload": {}, "timestamp": "2026-11-29T00:00:00Z", "sequence": seq, "schemaVersion": 1})

@@ -9,6 +9,13 @@ use time::format_description::well_known::Rfc3339;
 pub const TOOL_CALLED: &str = "agent.tool-called";
 /// `agent.tool-returned`: a tool call finished (content-free: no outcome).
 pub const TOOL_RETURNED: &str = "agent.tool-returned";
+/// `tool.session-opened` (v1 `tool.session.opened`): a tool session began
+/// (RFC 0078 §D); payload `{sessionId, toolId}`, content-free.
+pub const TOOL_SESSION_OPENED: &str = "tool.session-opened";
+/// `tool.session-closed` (v1 `tool.session.closed`): a tool session ended;
+/// payload `{sessionId, toolId, outcome}`, `outcome` ∈
+/// `completed|failed|cancelled`.
+pub const TOOL_SESSION_CLOSED: &str = "tool.session-closed";
 /// `authorization.decided`: an authorization decision (written on deny).
 pub const AUTHORIZATION_DECIDED: &str = "authorization.decided";
 

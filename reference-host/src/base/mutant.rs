@@ -358,6 +358,16 @@ pub enum Mutant {
     /// The agent card lists an interface version the host does not
     /// advertise (A2A-5).
     A2aCardInterfacesMismatch,
+    /// The catalog lists and serves tools another tenant registered (CAT-2).
+    CatalogCrossTenant,
+    /// A tool session is closed before its call (CAT-13).
+    SessionEmptyBracket,
+    /// A session close names an id no open carries (CAT-13).
+    SessionCloseUnmatched,
+    /// A session close carries arguments and the tool's answer (CAT-13).
+    SessionCarriesContent,
+    /// A session close has an outcome outside the schema's enum (CAT-13, C-24).
+    SessionOutcomeOffEnum,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -368,9 +378,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `A2aCardInterfacesMismatch`
+    /// per variant, in variant order; the last variant is `SessionOutcomeOffEnum`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::A2aCardInterfacesMismatch as usize + 1;
+    pub const COUNT: usize = Mutant::SessionOutcomeOffEnum as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {
@@ -407,16 +417,52 @@ impl std::hash::Hash for Mutant {
 /// (the matrix just runs more), so leftovers of an earlier probe host only
 /// widen a later window; the caller runs one probe window at a time.
 pub mod probe {
+    use std::io::Write as _;
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+
     use super::{AtomicBool, Mutant, Ordering};
 
     #[allow(clippy::declare_interior_mutable_const)]
     const UNSEEN: AtomicBool = AtomicBool::new(false);
     static REACHED: [AtomicBool; Mutant::COUNT] = [UNSEEN; Mutant::COUNT];
 
+    /// Where a probe host running as a child process appends each site it
+    /// reaches ([`record_to`]).
+    static SINK: OnceLock<PathBuf> = OnceLock::new();
+
     pub(super) fn reach(index: usize) {
-        if let Some(flag) = REACHED.get(index) {
-            flag.store(true, Ordering::SeqCst);
+        if let Some(flag) = REACHED.get(index)
+            && !flag.swap(true, Ordering::SeqCst)
+            && let Some(path) = SINK.get()
+        {
+            append(path, index);
         }
+    }
+
+    /// Appends one reached site's index as a line. Written at once (not
+    /// at exit): the matrix kills probe children with SIGKILL. A failed
+    /// write is said on stderr: the matrix then sees too few sites.
+    fn append(path: &PathBuf, index: usize) {
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut file| writeln!(file, "{index}"));
+        if let Err(err) = written {
+            eprintln!(
+                "reference-host: cannot record a reached mutant site in {}: {err}",
+                path.display()
+            );
+        }
+    }
+
+    /// Makes this process's probe also append every site it reaches (its
+    /// index, once per process) to `path`: how a probe host that runs as a
+    /// child process (kill-and-restart scenarios) tells the matrix what it
+    /// reached. Only the first call takes effect.
+    pub fn record_to(path: PathBuf) {
+        let _ = SINK.set(path);
     }
 
     /// Forget every site reached so far: a probe window starts.

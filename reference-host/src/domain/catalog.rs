@@ -264,14 +264,17 @@ impl FixtureTool {
     }
 }
 
-/// Every fixture tool registered so far, by tool id.
+/// Every fixture tool registered so far, by tenant and tool id.
 ///
-/// Tool ids are unique within a run, not across runs: when a later run
-/// registers an id again, the catalog shows the later registration (each
-/// run's loop keeps using its own copy).
+/// The catalog is a projection of what each tenant's runs registered: a
+/// caller sees only its own tenant's tools (CAT-2, RFC 0074), and a tool
+/// of another tenant answers the same 404 as one that never existed
+/// (CAT-3). Tool ids are unique within a run, not across runs: when a
+/// later run of the same tenant registers an id again, the catalog shows
+/// the later registration (each run's loop keeps using its own copy).
 #[derive(Debug, Default)]
 pub struct Catalog {
-    tools: Mutex<BTreeMap<String, Arc<FixtureTool>>>,
+    tools: Mutex<BTreeMap<(String, String), Arc<FixtureTool>>>,
 }
 
 impl Catalog {
@@ -281,7 +284,7 @@ impl Catalog {
     }
 
     /// Locks the map for one lookup or update (never across an await).
-    fn tools(&self) -> MutexGuard<'_, BTreeMap<String, Arc<FixtureTool>>> {
+    fn tools(&self) -> MutexGuard<'_, BTreeMap<(String, String), Arc<FixtureTool>>> {
         // Each operation is a single insert or read, so a poisoned map is
         // still consistent.
         self.tools
@@ -289,46 +292,105 @@ impl Catalog {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Registers (or replaces) `tools`.
-    pub fn register(&self, tools: &[Arc<FixtureTool>]) {
+    /// Registers (or replaces) `tools` in `tenant`'s catalog.
+    pub fn register(&self, tenant: &str, tools: &[Arc<FixtureTool>]) {
         let mut map = self.tools();
         for tool in tools {
-            map.insert(tool.tool_id.clone(), Arc::clone(tool));
+            map.insert((tenant.to_owned(), tool.tool_id.clone()), Arc::clone(tool));
         }
     }
 
-    /// The tools a caller holding `scopes` may invoke, sorted by tool id.
-    pub fn visible(&self, scopes: &[String]) -> Vec<Arc<FixtureTool>> {
-        // BTreeMap iteration is already in tool-id order.
-        self.tools()
-            .values()
-            .filter(|tool| tool.visible_to(scopes))
-            .cloned()
-            .collect()
+    /// The tools of `tenant` a caller holding `scopes` may invoke, sorted
+    /// by tool id. `all_tenants` is the `catalog-cross-tenant` bug: every
+    /// tenant's tools are listed.
+    pub fn visible(
+        &self,
+        tenant: &str,
+        scopes: &[String],
+        all_tenants: bool,
+    ) -> Vec<Arc<FixtureTool>> {
+        // The map is ordered by (tenant, id); across tenants, sort again.
+        let mut tools: Vec<Arc<FixtureTool>> = self
+            .tools()
+            .iter()
+            .filter(|((owner, _), tool)| {
+                (all_tenants || owner == tenant) && tool.visible_to(scopes)
+            })
+            .map(|(_, tool)| Arc::clone(tool))
+            .collect();
+        if all_tenants {
+            tools.sort_by(|a, b| a.tool_id.cmp(&b.tool_id));
+            tools.dedup_by(|a, b| a.tool_id == b.tool_id);
+        }
+        tools
     }
 
-    /// Whether a tool of this id is registered (whoever may see it).
+    /// Whether a tool of this id is registered in any tenant (whoever may
+    /// see it).
     pub fn exists(&self, tool_id: &str) -> bool {
-        self.tools().contains_key(tool_id)
+        self.tools().keys().any(|(_, id)| id == tool_id)
     }
 
-    /// Removes a tool (only the `catalog-write-mutates` mutant does).
-    fn remove(&self, tool_id: &str) -> bool {
-        self.tools().remove(tool_id).is_some()
-    }
-
-    /// One tool, if it exists and the caller may invoke it.
-    pub fn visible_tool(&self, tool_id: &str, scopes: &[String]) -> Option<Arc<FixtureTool>> {
+    /// Removes one of `tenant`'s tools (only the `catalog-write-mutates`
+    /// mutant does).
+    fn remove(&self, tenant: &str, tool_id: &str) -> bool {
         self.tools()
-            .get(tool_id)
-            .filter(|tool| tool.visible_to(scopes))
-            .cloned()
+            .remove(&(tenant.to_owned(), tool_id.to_owned()))
+            .is_some()
     }
+
+    /// One of `tenant`'s tools, if it exists and the caller may invoke it.
+    /// `all_tenants` as in [`Catalog::visible`].
+    pub fn visible_tool(
+        &self,
+        tenant: &str,
+        tool_id: &str,
+        scopes: &[String],
+        all_tenants: bool,
+    ) -> Option<Arc<FixtureTool>> {
+        let map = self.tools();
+        let own = map.get(&(tenant.to_owned(), tool_id.to_owned()));
+        let found = if all_tenants {
+            own.or_else(|| {
+                map.iter()
+                    .find(|((_, id), _)| id == tool_id)
+                    .map(|(_, t)| t)
+            })
+        } else {
+            own
+        };
+        found.filter(|tool| tool.visible_to(scopes)).cloned()
+    }
+}
+
+/// Who is asking the catalog: the tenant whose tools it sees and the
+/// scopes that filter them.
+#[derive(Debug, Clone)]
+pub struct CatalogCaller {
+    /// The caller's tenant (RFC 0074).
+    pub tenant: String,
+    /// The caller's resolved scopes (RFC 0049).
+    pub scopes: Vec<String>,
+}
+
+/// The authenticated caller of a catalog request, with its resolved
+/// scopes; an unresolvable set fails closed (403).
+pub fn catalog_caller(state: &Domain, headers: &HeaderMap) -> Result<CatalogCaller, ApiError> {
+    let caller = authenticate(headers, state.principals())?;
+    let scopes = caller_scopes_of(caller)?;
+    Ok(CatalogCaller {
+        tenant: caller.tenant.clone(),
+        scopes,
+    })
 }
 
 /// The caller's resolved scopes; an unresolvable set fails closed (403).
 pub fn caller_scopes(state: &Domain, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
-    let caller = authenticate(headers, state.principals())?;
+    caller_scopes_of(authenticate(headers, state.principals())?)
+}
+
+/// The resolved scopes of an authenticated caller (403 when unresolvable).
+fn caller_scopes_of(caller: &crate::base::principals::Principal) -> Result<Vec<String>, ApiError> {
     caller
         .resolve_scopes()
         .map(<[String]>::to_vec)
@@ -377,10 +439,14 @@ pub async fn list_tools(
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let scopes = caller_scopes(&state, &headers)?;
+    let caller = catalog_caller(&state, &headers)?;
     let mutant = state.mutant();
     let query = CatalogQuery::parse(query, mutant)?;
-    let mut tools = state.catalog().visible(&scopes);
+    // Bug under `catalog-cross-tenant`: every tenant's tools are listed.
+    let all_tenants = mutant == Some(Mutant::CatalogCrossTenant);
+    let mut tools = state
+        .catalog()
+        .visible(&caller.tenant, &caller.scopes, all_tenants);
     // Bug under `catalog-unsorted`: newest id first instead of by tool id.
     if mutant == Some(Mutant::CatalogUnsorted) {
         tools.reverse();
@@ -426,13 +492,18 @@ pub async fn get_tool(
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let scopes = caller_scopes(&state, &headers)?;
+    let caller = catalog_caller(&state, &headers)?;
     let mutant = state.mutant();
     let query = CatalogQuery::parse(query, mutant)?;
+    let all_tenants = mutant == Some(Mutant::CatalogCrossTenant);
     // Unknown and not-visible are the same answer: the 404 reveals nothing.
     // Bug under `catalog-hidden-403`: a hidden tool answers 403, which
     // tells the caller it exists.
-    let Some(tool) = state.catalog().visible_tool(&tool_id, &scopes) else {
+    let Some(tool) =
+        state
+            .catalog()
+            .visible_tool(&caller.tenant, &tool_id, &caller.scopes, all_tenants)
+    else {
         if mutant == Some(Mutant::CatalogHidden403) && state.catalog().exists(&tool_id) {
             return Err(ApiError::forbidden("you lack a scope this tool requires"));
         }
@@ -461,9 +532,12 @@ pub async fn delete_tool(
 ) -> Result<Response, ApiError> {
     // Bug under `catalog-write-mutates`: DELETE removes the tool (204).
     if state.mutant() == Some(Mutant::CatalogWriteMutates) {
-        let scopes = caller_scopes(&state, &headers)?;
-        if state.catalog().visible_tool(&tool_id, &scopes).is_some()
-            && state.catalog().remove(&tool_id)
+        let caller = catalog_caller(&state, &headers)?;
+        if state
+            .catalog()
+            .visible_tool(&caller.tenant, &tool_id, &caller.scopes, false)
+            .is_some()
+            && state.catalog().remove(&caller.tenant, &tool_id)
         {
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
@@ -475,6 +549,11 @@ pub async fn delete_tool(
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::CatalogCrossTenant,
+        name: "catalog-cross-tenant",
+        breaks: "GET /tools lists (and GET /tools/{toolId} serves) tools another tenant's runs registered",
+    },
     MutantInfo {
         mutant: Mutant::DescriptorWithoutReplayPolicy,
         name: "descriptor-without-replay-policy",
@@ -556,14 +635,17 @@ mod tests {
     #[test]
     fn visibility_is_scope_subset_and_order_is_by_id() {
         let catalog = Catalog::new();
-        catalog.register(&[
-            tool("zeta", &[]),
-            tool("alpha", &["tools:write"]),
-            tool("mid", &["tools:read"]),
-        ]);
+        catalog.register(
+            "a",
+            &[
+                tool("zeta", &[]),
+                tool("alpha", &["tools:write"]),
+                tool("mid", &["tools:read"]),
+            ],
+        );
         let ids = |scopes: &[&str]| -> Vec<String> {
             catalog
-                .visible(&owned(scopes))
+                .visible("a", &owned(scopes), false)
                 .iter()
                 .map(|t| t.tool_id.clone())
                 .collect()
@@ -574,21 +656,36 @@ mod tests {
         );
         assert_eq!(ids(&["tools:read"]), ["mid", "zeta"]);
         assert_eq!(ids(&[]), ["zeta"]);
-        assert!(
+        let item = |id: &str, scopes: &[&str]| {
             catalog
-                .visible_tool("alpha", &owned(&["tools:read"]))
-                .is_none()
-        );
-        assert!(
-            catalog
-                .visible_tool("nope", &owned(&["tools:write"]))
-                .is_none()
-        );
-        assert!(
-            catalog
-                .visible_tool("alpha", &owned(&["tools:write"]))
+                .visible_tool("a", id, &owned(scopes), false)
                 .is_some()
-        );
+        };
+        assert!(!item("alpha", &["tools:read"]));
+        assert!(!item("nope", &["tools:write"]));
+        assert!(item("alpha", &["tools:write"]));
+    }
+
+    #[test]
+    fn each_tenant_sees_only_its_own_tools() {
+        let catalog = Catalog::new();
+        catalog.register("a", &[tool("shared", &[]), tool("mine", &[])]);
+        catalog.register("b", &[tool("shared", &[]), tool("theirs", &[])]);
+        let ids = |tenant: &str, all: bool| -> Vec<String> {
+            catalog
+                .visible(tenant, &[], all)
+                .iter()
+                .map(|t| t.tool_id.clone())
+                .collect()
+        };
+        assert_eq!(ids("a", false), ["mine", "shared"]);
+        assert_eq!(ids("b", false), ["shared", "theirs"]);
+        assert!(ids("c", false).is_empty());
+        assert!(catalog.visible_tool("a", "theirs", &[], false).is_none());
+        assert!(catalog.exists("theirs"));
+        // The `catalog-cross-tenant` bug: every tenant's tools, each id once.
+        assert_eq!(ids("a", true), ["mine", "shared", "theirs"]);
+        assert!(catalog.visible_tool("a", "theirs", &[], true).is_some());
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod json_body;
 pub mod layer1;
 pub mod rate_limit;
 pub mod runs;
+pub mod tool_session;
 pub mod tool_view;
 pub mod webhooks;
 pub mod workflows;

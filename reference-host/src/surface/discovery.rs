@@ -112,6 +112,8 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
             "sources": [SOURCE_HOST_EXTENSION],
             // RFC 0112: `?view=compact` on the list and items.
             "compactView": true,
+            // RFC 0078 §D: `tool.session-*` brackets (the session seam).
+            "sessionLifecycle": true,
         },
     });
     if let Some(object) = root.as_object_mut() {
@@ -403,7 +405,7 @@ mod tests {
         assert_eq!(
             value["toolCatalog"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                   "sources": ["host-extension"], "compactView": true})
+                   "sources": ["host-extension"], "compactView": true, "sessionLifecycle": true})
         );
         assert!(value.get("metadata").is_none());
         assert_eq!(

@@ -23,6 +23,7 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::domain::a2a::MUTANTS,
     crate::domain::authz::MUTANTS,
     crate::domain::catalog::MUTANTS,
+    crate::domain::tool_session::MUTANTS,
     crate::domain::tool_view::MUTANTS,
     crate::surface::discovery::MUTANTS,
     crate::surface::effect_seams::MUTANTS,
@@ -157,6 +158,20 @@ pub fn probe_reached() -> Vec<Mutant> {
         .into_iter()
         .filter_map(|i| ALL.get(i).map(|info| info.mutant))
         .collect()
+}
+
+/// The mutants listed in a file a probe child wrote
+/// ([`crate::base::mutant::probe::record_to`]): one variant index per
+/// line. Lines that are no index of [`ALL`] are skipped.
+pub fn probe_reached_in(text: &str) -> Vec<Mutant> {
+    let mut reached: Vec<Mutant> = text
+        .lines()
+        .filter_map(|line| line.trim().parse::<usize>().ok())
+        .filter_map(|i| ALL.get(i).map(|info| info.mutant))
+        .collect();
+    reached.sort_by_key(|m| *m as usize);
+    reached.dedup_by_key(|m| *m as usize);
+    reached
 }
 
 impl fmt::Display for Mutant {

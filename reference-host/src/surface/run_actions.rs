@@ -205,7 +205,7 @@ fn fork(
             replay,
         )?,
         StoredKind::Turn(parsed) => {
-            state.catalog().register(&parsed.tools);
+            state.catalog().register(&source.tenant, &parsed.tools);
             let mut plan = TurnPlan::new(run_id.clone(), *parsed, state.mutant());
             plan.replay = Some(replay);
             driver::start(state.loop_state().clone(), plan)?;

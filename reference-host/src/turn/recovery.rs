@@ -57,7 +57,7 @@ pub fn recover(state: &LoopState) -> Result<Recovered, StorageError> {
             (Some(_), RunStatus::WaitingInput) => Err(
                 "the host restarted while a clarification waited for input; the interrupt is lost, so the run cannot go on",
             ),
-            (Some(stored), _) => resumable(state, &run_id, stored)?.ok_or(
+            (Some(stored), _) => resumable(state, &run_id, &run.tenant, stored)?.ok_or(
                 "the host restarted and the run's stored plan could not be read back, so it cannot be resumed",
             ),
         };
@@ -80,12 +80,13 @@ pub fn recover(state: &LoopState) -> Result<Recovered, StorageError> {
 fn resumable(
     state: &LoopState,
     run_id: &str,
+    tenant: &str,
     stored: records::StoredPlan,
 ) -> Result<Option<TurnPlan>, StorageError> {
     let Ok(request) = TurnRunRequest::parse(stored.request.as_bytes()) else {
         return Ok(None);
     };
-    state.catalog().register(&request.tools);
+    state.catalog().register(tenant, &request.tools);
     let mut plan = TurnPlan::new(run_id.to_owned(), request, state.mutant());
     plan.attempt = stored.attempt;
     // TURN-D7: serve the records. Bug under `recovery-from-scratch`: they

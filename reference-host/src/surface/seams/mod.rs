@@ -10,6 +10,7 @@ pub mod mcp_invoke;
 pub mod packs;
 pub mod request;
 pub mod safe_fetch;
+pub mod session_run;
 pub mod toolhooks;
 pub mod turn_run;
 
@@ -82,6 +83,9 @@ pub const HOLD_PATH: &str = "/conformance/seams/sample/test/idempotency/hold";
 /// Path of the MCP negotiation seam (MCP-5, MCP-6, MCP-7).
 pub const MCP_INVOKE_PATH: &str = "/conformance/seams/sample/mcp/invoke";
 
+/// Path of the tool-session seam (CAT-13, RFC 0078 §D).
+pub const SESSION_RUN_PATH: &str = "/conformance/seams/sample/tools/session-run";
+
 /// Path of the retention sweep seam.
 pub const SWEEP_PATH: &str = "/conformance/seams/sample/test/idempotency/sweep";
 
@@ -99,4 +103,5 @@ pub fn router() -> Router<AppState> {
         .route(HOLD_PATH, post(idempotency::hold))
         .route(SWEEP_PATH, post(idempotency::sweep))
         .route(MCP_INVOKE_PATH, post(mcp_invoke::invoke))
+        .route(SESSION_RUN_PATH, post(session_run::run))
 }

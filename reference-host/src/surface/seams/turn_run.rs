@@ -73,7 +73,7 @@ pub fn start_run(state: &AppState, caller: &Principal, body: &[u8]) -> Result<St
     state
         .storage()
         .create_run_in(&run_id, &request.principal, &tenant)?;
-    state.catalog().register(&request.tools);
+    state.catalog().register(&tenant, &request.tools);
     // The plan is the raw body: it already parsed, so recovery and forks
     // can re-parse it (TTC §D).
     let raw = String::from_utf8_lossy(body);
