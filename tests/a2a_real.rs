@@ -1,17 +1,21 @@
 //! The real A2A client: `a2a-sdk` (PyPI, pinned in `scripts/install-mcp-peers.sh`, installed
 //! into the `target/mcp-peers/py` venv, which this test runs first) resolves the reference
-//! host's agent card with its own resolver and parser and sends one message
-//! (`tests/a2a/client.py`).
+//! host's agent card with its own resolver and parser, sends one message twice with the same
+//! messageId and reads the task back (`tests/a2a/client.py`).
 //!
-//! What is asserted: the SDK parses the card, and every interface it read names a version the
-//! host advertises in its `a2a` facet. Sending is reported, not asserted: the reference host
-//! serves no A2A JSON-RPC endpoint yet, so the SDK's send fails, and the test prints how.
-//! When the SDK cannot be installed the test fails saying what to install.
+//! What is asserted: the SDK parses the card, every interface it read names a version the host
+//! advertises in its `a2a` facet, each send gets a Task back (item 4: a row toolcert passes
+//! must also satisfy the real client), the repeated send names the same task (A2A-7), no state
+//! the SDK parsed is `TASK_STATE_AUTH_REQUIRED` (A2A-4), and GetTask and ListTasks return the
+//! task to its owner. When the SDK cannot be installed the test fails saying what to install.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
+
+/// The bearer token of `alice` (tenant-a, runs:read and runs:write) among the built-ins.
+const TOKEN: &str = "refhost-alice-token";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -37,7 +41,7 @@ fn python() -> Result<PathBuf, String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_a2a_sdk_reads_the_card_and_tries_a_message() {
+async fn the_a2a_sdk_reads_the_card_sends_and_reads_its_task() {
     let python = python().unwrap_or_else(|why| panic!("{why}"));
     let host = reference_host::start(reference_host::HostConfig::default())
         .await
@@ -48,6 +52,7 @@ async fn the_a2a_sdk_reads_the_card_and_tries_a_message() {
         Command::new(python)
             .arg(script)
             .arg(&base)
+            .arg(TOKEN)
             .env("NO_PROXY", "127.0.0.1,localhost")
             .output()
     })
@@ -97,12 +102,38 @@ async fn the_a2a_sdk_reads_the_card_and_tries_a_message() {
         );
         assert_eq!(interface["binding"], "JSONRPC", "{report}");
     }
-    // Reported, not asserted (see the module docs).
-    eprintln!(
-        "a2a-sdk send: {}",
-        report
-            .get("sendError")
-            .or(report.get("sent"))
-            .unwrap_or(&Value::Null)
+    assert!(
+        report.get("sendError").is_none(),
+        "the a2a-sdk's send failed: {report}"
     );
+    let sends = report["sent"].as_array().cloned().unwrap_or_default();
+    assert_eq!(sends.len(), 2, "two sends: {report}");
+    let mut ids = Vec::new();
+    for send in &sends {
+        let responses = send.as_array().cloned().unwrap_or_default();
+        assert_eq!(responses.len(), 1, "one response per send: {report}");
+        assert_eq!(responses[0]["kind"], "task", "{report}");
+        ids.push(responses[0]["taskId"].clone());
+    }
+    assert!(ids[0].is_string(), "{report}");
+    assert_eq!(
+        ids[0], ids[1],
+        "a repeated messageId names a second task: {report}"
+    );
+    assert_eq!(report["got"]["taskId"], ids[0], "{report}");
+    let listed = report["listed"].as_array().cloned().unwrap_or_default();
+    assert!(
+        listed.iter().any(|task| task["taskId"] == ids[0]),
+        "ListTasks lacks the caller's task: {report}"
+    );
+    let states = sends
+        .iter()
+        .flat_map(|send| send.as_array().cloned().unwrap_or_default())
+        .map(|response| response["state"].clone())
+        .chain([report["got"]["state"].clone()])
+        .chain(listed.iter().map(|task| task["state"].clone()));
+    for state in states {
+        assert!(state.is_string(), "{report}");
+        assert_ne!(state, "TASK_STATE_AUTH_REQUIRED", "{report}");
+    }
 }

@@ -1,10 +1,13 @@
 """The real A2A client (a2a-sdk, pinned by scripts/install-mcp-peers.sh) against a host.
 
-Usage: client.py BASE_URL. Resolves the agent card at BASE_URL/.well-known/agent-card.json
-with the SDK's own resolver and parser, builds a client from it (the SDK picks the
-interface), and sends one text message. Prints one JSON object: what the card parsed to, and
-what sending gave (`sent` with the response kind, or `sendError` with the SDK's exception).
-A card the SDK cannot resolve or parse exits 1 with `cardError`.
+Usage: client.py BASE_URL [TOKEN]. Resolves the agent card at
+BASE_URL/.well-known/agent-card.json with the SDK's own resolver and parser, builds a client
+from it (the SDK picks the interface), sends one text message twice with the same messageId
+(with `Authorization: Bearer TOKEN` when a token is given), then reads the task back with
+GetTask and ListTasks. Prints one JSON object: what the card parsed to, what each send gave
+(`sent`: per send, the response kind, task id and state), what GetTask and ListTasks gave
+(`got`, `listed`), or the first SDK exception (`sendError`). A card the SDK cannot resolve or
+parse exits 1 with `cardError`.
 """
 
 import asyncio
@@ -14,12 +17,32 @@ import uuid
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest
+from a2a.types.a2a_pb2 import (
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
 
 
-async def main(base: str) -> int:
+def describe(response) -> dict:
+    """The kind of a send's response and, for a task, its id and state name."""
+    kind = response.WhichOneof("payload") if hasattr(response, "WhichOneof") else type(response).__name__
+    out = {"kind": kind}
+    task = getattr(response, "task", None)
+    if kind == "task" and task is not None:
+        out["taskId"] = task.id
+        out["state"] = TaskState.Name(task.status.state)
+    return out
+
+
+async def main(base: str, token: str | None) -> int:
     out: dict = {}
-    async with httpx.AsyncClient(timeout=10.0, trust_env=False) as http:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(timeout=10.0, trust_env=False, headers=headers) as http:
         try:
             card = await A2ACardResolver(http, base).get_agent_card()
         except Exception as e:  # the SDK's own refusal is the finding
@@ -34,15 +57,27 @@ async def main(base: str) -> int:
         }
         try:
             client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
-            message = Message(
-                message_id=uuid.uuid4().hex,
-                role=Role.ROLE_USER,
-                parts=[Part(text="hello from the a2a-sdk client")],
-            )
-            kinds = []
-            async for response in client.send_message(SendMessageRequest(message=message)):
-                kinds.append(response.WhichOneof("payload") if hasattr(response, "WhichOneof") else type(response).__name__)
-            out["sent"] = kinds
+            message_id = uuid.uuid4().hex
+            sends = []
+            for _ in range(2):
+                message = Message(
+                    message_id=message_id,
+                    role=Role.ROLE_USER,
+                    parts=[Part(text="hello from the a2a-sdk client")],
+                )
+                responses = []
+                async for response in client.send_message(SendMessageRequest(message=message)):
+                    responses.append(describe(response))
+                sends.append(responses)
+            out["sent"] = sends
+            task_id = next((r.get("taskId") for r in sends[0] if r.get("taskId")), None)
+            if task_id:
+                task = await client.get_task(GetTaskRequest(id=task_id))
+                out["got"] = {"taskId": task.id, "state": TaskState.Name(task.status.state)}
+            listed = await client.list_tasks(ListTasksRequest())
+            out["listed"] = [
+                {"taskId": t.id, "state": TaskState.Name(t.status.state)} for t in listed.tasks
+            ]
         except Exception as e:
             out["sendError"] = f"{type(e).__name__}: {e}"[:500]
     print(json.dumps(out))
@@ -50,4 +85,4 @@ async def main(base: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(sys.argv[1])))
+    sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)))

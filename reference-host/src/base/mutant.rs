@@ -368,6 +368,16 @@ pub enum Mutant {
     SessionCarriesContent,
     /// A session close has an outcome outside the schema's enum (CAT-13, C-24).
     SessionOutcomeOffEnum,
+    /// A completed projected A2A task reports `TASK_STATE_AUTH_REQUIRED` (A2A-4).
+    A2aTaskAuthRequired,
+    /// `GetTask` of another tenant's task answers 403 (A2A-6).
+    A2aForeignTask403,
+    /// `ListTasks` lists every tenant's tasks (A2A-6).
+    A2aListTasksCrossTenant,
+    /// A `ListTasks` `contextId` filter replaces the caller's tenant (A2A-6).
+    A2aContextSelectsTenant,
+    /// A repeated `SendMessage` with the same `messageId` starts a second run (A2A-7).
+    A2aSendNotIdempotent,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -378,9 +388,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `SessionOutcomeOffEnum`
+    /// per variant, in variant order; the last variant is `A2aSendNotIdempotent`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::SessionOutcomeOffEnum as usize + 1;
+    pub const COUNT: usize = Mutant::A2aSendNotIdempotent as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

@@ -17,8 +17,8 @@
 //! `supportedInterfaces[]`, so their `protocolVersion`s are exactly the
 //! advertised versions (A2A-5). The served version is in the answer's
 //! `A2A-Version` header and, for the 0.3 card, its `protocolVersion`.
-//! This host has no A2A task endpoint yet: the card advertises its
-//! interfaces at [`A2A_PATH`], which answers 404 like any unknown route.
+//! The card advertises its interfaces at [`A2A_PATH`], the JSON-RPC
+//! endpoint of [`crate::domain::a2a_tasks`].
 
 use serde_json::{Map, Value, json};
 

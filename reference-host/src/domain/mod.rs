@@ -9,6 +9,7 @@
 //! function takes `&Domain` and a caller holding either passes its own.
 
 pub mod a2a;
+pub mod a2a_tasks;
 pub mod auth;
 pub mod authz;
 pub mod catalog;

@@ -20,7 +20,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use reqwest::Url;
 use rusqlite::params;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::base::events::{NewEvent, RUN_COMPLETED, RUN_FAILED, RUN_STARTED};
 use crate::base::principals::Principal;
@@ -240,13 +240,27 @@ pub async fn start(
             .with_retry_after(1));
         }
     }
-    let run_id = new_run_id();
+    start_as(state, caller, workflow, &new_run_id(), Map::new()).await
+}
+
+/// Runs `workflow` for `caller` as run `run_id`, with `started` merged into
+/// the `run.started` payload (the A2A projection names its message there).
+pub async fn start_as(
+    state: &Domain,
+    caller: &Principal,
+    workflow: Workflow,
+    run_id: &str,
+    started: Map<String, Value>,
+) -> Result<(StatusCode, Value), ApiError> {
+    let run_id = run_id.to_owned();
+    let mut payload = started;
+    payload.insert("workflowId".to_owned(), json!(workflow.id()));
     begin_run(
         state,
         &run_id,
         &caller.id,
         &caller.tenant,
-        json!({"workflowId": workflow.id()}),
+        Value::Object(payload),
     )?;
     let ended = match &workflow {
         Workflow::Noop | Workflow::Idempotent | Workflow::Flaky { .. } => Ok(Value::Null),

@@ -406,6 +406,23 @@ impl Storage {
         Ok(runs)
     }
 
+    /// The ids of every run (of any tenant) whose id starts with `prefix`,
+    /// oldest first. Callers filter by tenant: the A2A task listing is the
+    /// one user, and it lists only runs it projected.
+    pub fn run_ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
+        // `prefix` is host-chosen ASCII with no LIKE metacharacters.
+        let pattern = format!("{prefix}%");
+        let ids = self.with_conn(|conn| {
+            let mut statement = conn.prepare(
+                "SELECT run_id FROM runs WHERE run_id LIKE ?1 ORDER BY created_at, run_id",
+            )?;
+            statement
+                .query_map(params![pattern], |row| row.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        Ok(ids)
+    }
+
     /// Appends `event` and runs `also` in the SAME transaction, so a record
     /// of the invocation log and the event that reports it commit together
     /// (TURN-D3). If `also` fails, neither is written.

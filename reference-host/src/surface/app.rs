@@ -190,6 +190,11 @@ pub fn router(state: AppState) -> Router {
         .route(
             crate::domain::a2a::AGENT_CARD_PATH,
             get(crate::surface::a2a::get_agent_card),
+        )
+        // A2A-4, A2A-6, A2A-7: the JSON-RPC endpoint the card advertises.
+        .route(
+            crate::domain::a2a::A2A_PATH,
+            post(crate::surface::a2a::post_rpc),
         );
     if state.seams_enabled() {
         router = router.merge(seams::router());

@@ -21,6 +21,7 @@ pub use crate::base::mutant::{Mutant, MutantInfo};
 const TABLES: &[&[MutantInfo]] = &[
     crate::base::args_hash::MUTANTS,
     crate::domain::a2a::MUTANTS,
+    crate::domain::a2a_tasks::MUTANTS,
     crate::domain::authz::MUTANTS,
     crate::domain::catalog::MUTANTS,
     crate::domain::tool_session::MUTANTS,
