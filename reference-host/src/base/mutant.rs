@@ -358,6 +358,9 @@ pub enum Mutant {
     /// The agent card lists an interface version the host does not
     /// advertise (A2A-5).
     A2aCardInterfacesMismatch,
+    /// A mounted MCP tool's tier is taken from the server's annotations
+    /// (DESC-6).
+    McpAnnotationsCopied,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -368,9 +371,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `A2aCardInterfacesMismatch`
+    /// per variant, in variant order; the last variant is `McpAnnotationsCopied`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::A2aCardInterfacesMismatch as usize + 1;
+    pub const COUNT: usize = Mutant::McpAnnotationsCopied as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

@@ -7,6 +7,7 @@
 pub mod effect_fire;
 pub mod idempotency;
 pub mod mcp_invoke;
+pub mod mcp_mount;
 pub mod packs;
 pub mod request;
 pub mod safe_fetch;
@@ -82,6 +83,9 @@ pub const HOLD_PATH: &str = "/conformance/seams/sample/test/idempotency/hold";
 /// Path of the MCP negotiation seam (MCP-5, MCP-6, MCP-7).
 pub const MCP_INVOKE_PATH: &str = "/conformance/seams/sample/mcp/invoke";
 
+/// Path of the MCP mount seam (DESC-6).
+pub const MCP_MOUNT_PATH: &str = "/conformance/seams/sample/mcp/mount";
+
 /// Path of the retention sweep seam.
 pub const SWEEP_PATH: &str = "/conformance/seams/sample/test/idempotency/sweep";
 
@@ -99,4 +103,5 @@ pub fn router() -> Router<AppState> {
         .route(HOLD_PATH, post(idempotency::hold))
         .route(SWEEP_PATH, post(idempotency::sweep))
         .route(MCP_INVOKE_PATH, post(mcp_invoke::invoke))
+        .route(MCP_MOUNT_PATH, post(mcp_mount::mount))
 }
