@@ -401,6 +401,9 @@ pub struct McpCall {
     pub tracestate: Value,
     /// `params._meta`.
     pub meta: Value,
+    /// The trace context that arrived, either way the spec allows (MCP-15):
+    /// `{traceparent, tracestate}`, each from `params._meta` or else the header.
+    pub trace_context: Value,
     /// The `result` the double answered with (`null` for a JSON-RPC error).
     pub sent: Value,
     /// Milliseconds since the double started.

@@ -60,6 +60,20 @@ pub(super) fn run(
     obs
 }
 
+/// The trace context of a request: each member from `params._meta`, else from its header.
+fn trace_context(r: &McpRequest) -> Value {
+    let pick = |key: &str, header: &Value| {
+        r.params
+            .pointer(&format!("/_meta/{key}"))
+            .cloned()
+            .unwrap_or_else(|| header.clone())
+    };
+    serde_json::json!({
+        "traceparent": pick("traceparent", &r.traceparent),
+        "tracestate": pick("tracestate", &r.tracestate),
+    })
+}
+
 /// What an endpoint has seen, as an observation.
 pub(super) fn observe(mcp: &McpServer, id: &str, url: Value) -> McpServerObservation {
     let (requests, problems) = mcp.seen(id);
@@ -84,6 +98,7 @@ pub(super) fn observe(mcp: &McpServer, id: &str, url: Value) -> McpServerObserva
                 traceparent: r.traceparent.clone(),
                 tracestate: r.tracestate.clone(),
                 meta: param(r, "_meta"),
+                trace_context: trace_context(r),
                 sent: r.reply.get("result").cloned().unwrap_or(Value::Null),
                 at_ms: r.at_ms,
             })

@@ -361,6 +361,14 @@ pub enum Mutant {
     /// A mounted MCP tool's tier is taken from the server's annotations
     /// (DESC-6).
     McpAnnotationsCopied,
+    /// `ctx.mcp.callTool` drops parts of the `CallToolResult` (MCP-13).
+    McpCallResultAltered,
+    /// `ctx.mcp.callTool` rejects an `isError: true` result (MCP-13).
+    McpIsErrorRejected,
+    /// `ctx.mcp` calls some server for an unknown `serverId` (MCP-13).
+    McpUnknownServerAccepted,
+    /// `ctx.mcp` forwards no trace context (MCP-15).
+    McpTraceDropped,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -371,9 +379,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `McpAnnotationsCopied`
+    /// per variant, in variant order; the last variant is `McpTraceDropped`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::McpAnnotationsCopied as usize + 1;
+    pub const COUNT: usize = Mutant::McpTraceDropped as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

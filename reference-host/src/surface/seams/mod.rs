@@ -6,6 +6,7 @@
 
 pub mod effect_fire;
 pub mod idempotency;
+pub mod mcp_client;
 pub mod mcp_invoke;
 pub mod mcp_mount;
 pub mod packs;
@@ -83,6 +84,9 @@ pub const HOLD_PATH: &str = "/conformance/seams/sample/test/idempotency/hold";
 /// Path of the MCP negotiation seam (MCP-5, MCP-6, MCP-7).
 pub const MCP_INVOKE_PATH: &str = "/conformance/seams/sample/mcp/invoke";
 
+/// Path of the MCP client seam: one `ctx.mcp` call (MCP-13, MCP-15).
+pub const MCP_CLIENT_PATH: &str = "/conformance/seams/sample/mcp/client";
+
 /// Path of the MCP mount seam (DESC-6).
 pub const MCP_MOUNT_PATH: &str = "/conformance/seams/sample/mcp/mount";
 
@@ -104,4 +108,5 @@ pub fn router() -> Router<AppState> {
         .route(SWEEP_PATH, post(idempotency::sweep))
         .route(MCP_INVOKE_PATH, post(mcp_invoke::invoke))
         .route(MCP_MOUNT_PATH, post(mcp_mount::mount))
+        .route(MCP_CLIENT_PATH, post(mcp_client::client))
 }
