@@ -369,6 +369,13 @@ pub enum Mutant {
     McpUnknownServerAccepted,
     /// `ctx.mcp` forwards no trace context (MCP-15).
     McpTraceDropped,
+    /// `ctx.mcp.listTools` drops the page's `ttlMs` and `cacheScope` (MCP-13).
+    McpListPageAltered,
+    /// `ctx.mcp.listTools` does not pass the cursor on (MCP-13).
+    McpCursorDropped,
+    /// `ctx.mcp.serverHealth` is `reachable` whenever the server's port
+    /// answered at all, whatever the probe said (MCP-13).
+    McpHealthFromConnection,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -379,9 +386,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `McpTraceDropped`
+    /// per variant, in variant order; the last variant is `McpHealthFromConnection`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::McpTraceDropped as usize + 1;
+    pub const COUNT: usize = Mutant::McpHealthFromConnection as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

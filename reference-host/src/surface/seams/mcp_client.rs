@@ -87,6 +87,21 @@ pub const MUTANTS: &[MutantInfo] = &[
         name: "mcp-trace-dropped",
         breaks: "ctx.mcp sends no trace context (neither header nor params._meta)",
     },
+    MutantInfo {
+        mutant: Mutant::McpListPageAltered,
+        name: "mcp-list-page-altered",
+        breaks: "ctx.mcp.listTools drops the page's ttlMs and cacheScope",
+    },
+    MutantInfo {
+        mutant: Mutant::McpCursorDropped,
+        name: "mcp-cursor-dropped",
+        breaks: "ctx.mcp.listTools does not pass the cursor on",
+    },
+    MutantInfo {
+        mutant: Mutant::McpHealthFromConnection,
+        name: "mcp-health-from-connection",
+        breaks: "ctx.mcp.serverHealth is reachable whenever the server's port answered, whatever the probe said",
+    },
 ];
 
 /// The caller's W3C trace context.
@@ -232,7 +247,10 @@ pub async fn client(
         ),
         "listTools" => {
             let mut params = json!({});
-            if let Some(cursor) = &request.cursor {
+            // Bug under `mcp-cursor-dropped`: the cursor is not passed on.
+            if let Some(cursor) = &request.cursor
+                && mutant != Some(Mutant::McpCursorDropped)
+            {
                 params["cursor"] = json!(cursor);
             }
             ("tools/list", params)
@@ -279,6 +297,14 @@ pub async fn client(
                         });
                     if speaks { "reachable" } else { "incompatible" }
                 }
+                // Bug under `mcp-health-from-connection`: any HTTP answer
+                // (a 404 included) counts as reachable.
+                Err(_)
+                    if mutant == Some(Mutant::McpHealthFromConnection)
+                        && matches!(exchange, JsonExchange::Answered { .. }) =>
+                {
+                    "reachable"
+                }
                 Err(e) if e["code"] == "unreachable" => "unreachable",
                 Err(_) => "incompatible",
             };
@@ -305,7 +331,16 @@ pub async fn client(
             Err(rejected) => json!({"rejected": rejected}),
         },
         _ => match outcome {
-            Ok(result) => json!({"result": result}),
+            Ok(mut result) => {
+                // Bug under `mcp-list-page-altered`: the page is re-shaped.
+                if mutant == Some(Mutant::McpListPageAltered)
+                    && let Some(fields) = result.as_object_mut()
+                {
+                    fields.remove("ttlMs");
+                    fields.remove("cacheScope");
+                }
+                json!({"result": result})
+            }
             Err(rejected) => json!({"rejected": rejected}),
         },
     };
