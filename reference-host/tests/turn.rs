@@ -1190,7 +1190,7 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
         assert_eq!(
             doc["toolCatalog"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                   "sources": ["host-extension"], "compactView": true})
+                   "sources": ["host-extension", "mcp"], "compactView": true})
         );
         host.shutdown().await;
     })
