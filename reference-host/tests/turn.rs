@@ -1206,7 +1206,7 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
         assert_eq!(
             doc["toolCatalog"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                   "sources": ["host-extension"], "compactView": true, "sessionLifecycle": true})
+                   "sources": ["host-extension", "mcp"], "compactView": true, "sessionLifecycle": true})
         );
         host.shutdown().await;
     })

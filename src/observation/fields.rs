@@ -177,6 +177,7 @@ mod tests {
             distinct_idempotency_keys: Some(0),
             requests: Some(0),
             protocol_versions: Some(vec![]),
+            lists: Some(vec![]),
             problems: vec![],
         });
     }

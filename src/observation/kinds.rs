@@ -384,8 +384,21 @@ pub struct McpServerObservation {
     /// arrival order (`null` where none was sent; absent until the scenario ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_versions: Option<Vec<Value>>,
+    /// Each `tools/list` request, in arrival order (absent until the scenario ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lists: Option<Vec<McpList>>,
     /// What the double found wrong.
     pub problems: Vec<String>,
+}
+
+/// One `tools/list` at an MCP server double.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpList {
+    /// `params.cursor` (`null` when absent).
+    pub cursor: Value,
+    /// The `result` the double answered with.
+    pub sent: Value,
 }
 
 /// One `tools/call` at an MCP server double (absent members are `null`).
@@ -406,6 +419,17 @@ pub struct McpCall {
     pub idempotency_key: Value,
     /// The `MCP-Protocol-Version` header.
     pub protocol_version: Value,
+    /// The `traceparent` header.
+    pub traceparent: Value,
+    /// The `tracestate` header.
+    pub tracestate: Value,
+    /// `params._meta`.
+    pub meta: Value,
+    /// The trace context that arrived, either way the spec allows (MCP-15):
+    /// `{traceparent, tracestate}`, each from `params._meta` or else the header.
+    pub trace_context: Value,
+    /// The `result` the double answered with (`null` for a JSON-RPC error).
+    pub sent: Value,
     /// Milliseconds since the double started.
     pub at_ms: u64,
 }

@@ -4,12 +4,15 @@
 //! (how many `tools/call` requests arrived), `calls` (each one's JSON-RPC id, tool name,
 //! arguments, `inputResponses`, `requestState`, `Idempotency-Key` and protocol version),
 //! `distinctRpcIds`, `distinctIdempotencyKeys`, `requests` (any method), `protocolVersions`
-//! (every request's `MCP-Protocol-Version`, any method) and `problems`.
+//! (every request's `MCP-Protocol-Version`, any method), `lists` (each `tools/list`: its
+//! cursor and the result sent) and `problems`. Each call also has its trace context
+//! (`traceparent`, `tracestate` headers, `meta` = `params._meta`) and `sent`, the result the
+//! double answered with, exactly.
 
 use serde_json::Value;
 
 use super::ScenarioCtx;
-use crate::observation::{McpCall, McpServerObservation, NotObserved, Observation};
+use crate::observation::{McpCall, McpList, McpServerObservation, NotObserved, Observation};
 use crate::suite::McpServerSpec;
 use crate::witness::{McpRequest, McpServer};
 
@@ -31,8 +34,16 @@ pub(super) fn run(
                 .into();
         }
     };
+    let tools = match ctx.render(&Value::Array(spec.tools.clone())) {
+        Ok(Value::Array(tools)) => tools,
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            return NotObserved::error(format!("scenario data: mcpServer {}: {e}", spec.name))
+                .into();
+        }
+    };
     let id = format!("{}-{}", ctx.nonce, spec.name);
-    let url = ctx.mcp.register(&id, answers);
+    let url = ctx.mcp.register(&id, answers, tools);
     ctx.mcp_servers.push((spec.name.clone(), id));
     let obs = Observation::Made(McpServerObservation {
         url: Value::String(url),
@@ -42,10 +53,25 @@ pub(super) fn run(
         distinct_idempotency_keys: None,
         requests: None,
         protocol_versions: None,
+        lists: None,
         problems: Vec::new(),
     });
     ctx.doc["mcpServers"][&spec.name] = obs.to_value();
     obs
+}
+
+/// The trace context of a request: each member from `params._meta`, else from its header.
+fn trace_context(r: &McpRequest) -> Value {
+    let pick = |key: &str, header: &Value| {
+        r.params
+            .pointer(&format!("/_meta/{key}"))
+            .cloned()
+            .unwrap_or_else(|| header.clone())
+    };
+    serde_json::json!({
+        "traceparent": pick("traceparent", &r.traceparent),
+        "tracestate": pick("tracestate", &r.tracestate),
+    })
 }
 
 /// What an endpoint has seen, as an observation.
@@ -69,6 +95,11 @@ pub(super) fn observe(mcp: &McpServer, id: &str, url: Value) -> McpServerObserva
                 request_state: param(r, "requestState"),
                 idempotency_key: r.idempotency_key.clone(),
                 protocol_version: r.protocol_version.clone(),
+                traceparent: r.traceparent.clone(),
+                tracestate: r.tracestate.clone(),
+                meta: param(r, "_meta"),
+                trace_context: trace_context(r),
+                sent: r.reply.get("result").cloned().unwrap_or(Value::Null),
                 at_ms: r.at_ms,
             })
             .collect(),
@@ -81,6 +112,16 @@ pub(super) fn observe(mcp: &McpServer, id: &str, url: Value) -> McpServerObserva
             requests
                 .iter()
                 .map(|r| r.protocol_version.clone())
+                .collect(),
+        ),
+        lists: Some(
+            requests
+                .iter()
+                .filter(|r| r.method == "tools/list")
+                .map(|r| McpList {
+                    cursor: param(r, "cursor"),
+                    sent: r.reply.get("result").cloned().unwrap_or(Value::Null),
+                })
                 .collect(),
         ),
         problems,

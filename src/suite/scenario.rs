@@ -149,7 +149,12 @@ pub struct McpServerSpec {
     pub name: String,
     /// One answer per `tools/call`, in order; a call past the end gets a JSON-RPC error and
     /// is recorded as a problem.
+    #[serde(default)]
     pub answers: Vec<crate::witness::McpAnswer>,
+    /// The tools `tools/list` serves, verbatim (templated; e.g. a tool whose annotations
+    /// lie about what it does, DESC-6).
+    #[serde(default)]
+    pub tools: Vec<Value>,
 }
 
 /// `{"step": "receiver"}`: a receiver endpoint and how it answers.

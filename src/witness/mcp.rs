@@ -89,6 +89,13 @@ pub struct McpRequest {
     pub idempotency_key: Value,
     /// The `MCP-Protocol-Version` header, if sent.
     pub protocol_version: Value,
+    /// The W3C `traceparent` header, if sent (MCP-15).
+    pub traceparent: Value,
+    /// The W3C `tracestate` header, if sent (MCP-15).
+    pub tracestate: Value,
+    /// The JSON-RPC reply the double sent, exactly (so a host's account of
+    /// a result can be compared with it, MCP-13).
+    pub reply: Value,
     /// Milliseconds since the double started.
     pub at_ms: u64,
 }
@@ -96,6 +103,7 @@ pub struct McpRequest {
 #[derive(Debug, Default)]
 struct Endpoint {
     answers: Vec<McpAnswer>,
+    tools: Vec<Value>,
     requests: Vec<McpRequest>,
     problems: Vec<String>,
 }
@@ -129,12 +137,14 @@ impl McpServer {
         })
     }
 
-    /// Register an endpoint under a unique id with its scripted answers; returns its URL.
-    pub fn register(&self, id: &str, answers: Vec<McpAnswer>) -> String {
+    /// Register an endpoint under a unique id with its scripted answers and the tool list
+    /// `tools/list` serves; returns its URL.
+    pub fn register(&self, id: &str, answers: Vec<McpAnswer>, tools: Vec<Value>) -> String {
         self.lock().insert(
             id.to_string(),
             Endpoint {
                 answers,
+                tools,
                 ..Endpoint::default()
             },
         );
@@ -184,21 +194,23 @@ async fn request(shared: Arc<Shared>, request: Request) -> Response {
         params: message.get("params").cloned().unwrap_or(Value::Null),
         idempotency_key: header(&headers, "idempotency-key"),
         protocol_version: header(&headers, "mcp-protocol-version"),
+        traceparent: header(&headers, "traceparent"),
+        tracestate: header(&headers, "tracestate"),
+        reply: Value::Null,
         at_ms: shared.started.elapsed().as_millis() as u64,
     };
     let rpc_id = recorded.id.clone();
     let method = recorded.method.as_str().unwrap_or("").to_string();
+    let mut endpoints = shared.endpoints.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(endpoint) = endpoints.get_mut(&id) else {
+        return response::text(StatusCode::NOT_FOUND, "unknown MCP endpoint");
+    };
+    let calls_before = endpoint
+        .requests
+        .iter()
+        .filter(|r| r.method == "tools/call")
+        .count();
     let (member, value) = {
-        let mut endpoints = shared.endpoints.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(endpoint) = endpoints.get_mut(&id) else {
-            return response::text(StatusCode::NOT_FOUND, "unknown MCP endpoint");
-        };
-        let calls_before = endpoint
-            .requests
-            .iter()
-            .filter(|r| r.method == "tools/call")
-            .count();
-        endpoint.requests.push(recorded);
         if parsed.is_none() {
             endpoint
                 .problems
@@ -223,7 +235,7 @@ async fn request(shared: Arc<Shared>, request: Request) -> Response {
                 },
                 "tools/list" => (
                     "result",
-                    json!({"tools": [], "ttlMs": 0, "cacheScope": "private"}),
+                    json!({"tools": endpoint.tools.clone(), "ttlMs": 0, "cacheScope": "private"}),
                 ),
                 "server/discover" => (
                     "result",
@@ -239,6 +251,11 @@ async fn request(shared: Arc<Shared>, request: Request) -> Response {
     };
     let mut reply = json!({"jsonrpc": "2.0", "id": rpc_id});
     reply[member] = value;
+    // Recorded before it is answered, with the reply it gets.
+    let mut recorded = recorded;
+    recorded.reply = reply.clone();
+    endpoint.requests.push(recorded);
+    drop(endpoints);
     response::json(StatusCode::OK, &reply)
 }
 
@@ -271,7 +288,7 @@ mod tests {
             {"text": "done", "meta": {"scopes": ["admin"]}}
         ]))
         .unwrap();
-        let url = server.register("s1-crm", answers);
+        let url = server.register("s1-crm", answers, vec![json!({"name": "t"})]);
         let first = call(&url, 1, json!({"name": "t", "arguments": {}})).await;
         assert_eq!(first["result"]["resultType"], "input_required");
         assert_eq!(first["result"]["requestState"], "s1");
@@ -291,6 +308,8 @@ mod tests {
         assert_eq!(requests[1].params["inputResponses"]["ok"], true);
         assert_eq!(requests[0].idempotency_key, "k1");
         assert_eq!(requests[0].protocol_version, MCP_REVISION);
+        assert_eq!(requests[1].reply["result"]["content"][0]["text"], "done");
+        assert_eq!(requests[0].traceparent, Value::Null);
         assert_eq!(problems.len(), 1);
         server.forget("s1-");
         assert!(server.seen("s1-crm").0.is_empty());

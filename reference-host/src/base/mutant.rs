@@ -378,6 +378,24 @@ pub enum Mutant {
     A2aContextSelectsTenant,
     /// A repeated `SendMessage` with the same `messageId` starts a second run (A2A-7).
     A2aSendNotIdempotent,
+    /// A mounted MCP tool's tier is taken from the server's annotations
+    /// (DESC-6).
+    McpAnnotationsCopied,
+    /// `ctx.mcp.callTool` drops parts of the `CallToolResult` (MCP-13).
+    McpCallResultAltered,
+    /// `ctx.mcp.callTool` rejects an `isError: true` result (MCP-13).
+    McpIsErrorRejected,
+    /// `ctx.mcp` calls some server for an unknown `serverId` (MCP-13).
+    McpUnknownServerAccepted,
+    /// `ctx.mcp` forwards no trace context (MCP-15).
+    McpTraceDropped,
+    /// `ctx.mcp.listTools` drops the page's `ttlMs` and `cacheScope` (MCP-13).
+    McpListPageAltered,
+    /// `ctx.mcp.listTools` does not pass the cursor on (MCP-13).
+    McpCursorDropped,
+    /// `ctx.mcp.serverHealth` is `reachable` whenever the server's port
+    /// answered at all, whatever the probe said (MCP-13).
+    McpHealthFromConnection,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -388,9 +406,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `A2aSendNotIdempotent`
+    /// per variant, in variant order; the last variant is `McpHealthFromConnection`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::A2aSendNotIdempotent as usize + 1;
+    pub const COUNT: usize = Mutant::McpHealthFromConnection as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

@@ -28,6 +28,9 @@ use crate::domain::tool_view::{self, Annotations};
 /// The `source` of every descriptor this host serves.
 pub const SOURCE_HOST_EXTENSION: &str = "host-extension";
 
+/// The `source` of a tool of an MCP server the host mounted (DESC-6).
+pub const SOURCE_MCP: &str = "mcp";
+
 /// Whether running a tool twice with the same arguments is safe to replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -156,6 +159,9 @@ pub struct McpEndpoint {
     pub server_url: Url,
     /// The server's name for the tool (`params.name`), 1..=128 characters.
     pub name: String,
+    /// Whether the host mounted the server and listed this tool itself
+    /// (catalog `source: "mcp"`), rather than a turn seam naming it.
+    pub mounted: bool,
 }
 
 /// A run-scoped tool played by a loopback HTTP receiver or MCP server.
@@ -197,7 +203,8 @@ pub struct DescriptorAuth {
 pub struct ToolDescriptor {
     /// Tool id.
     pub tool_id: String,
-    /// Always [`SOURCE_HOST_EXTENSION`].
+    /// [`SOURCE_MCP`] for a mounted MCP server's tool, else
+    /// [`SOURCE_HOST_EXTENSION`].
     pub source: &'static str,
     /// Description.
     pub description: String,
@@ -229,7 +236,11 @@ impl FixtureTool {
             (mutant != Some(Mutant::DescriptorWithoutReplayPolicy)).then_some(self.replay_policy);
         ToolDescriptor {
             tool_id: self.tool_id.clone(),
-            source: SOURCE_HOST_EXTENSION,
+            source: if self.mcp().is_some_and(|m| m.mounted) {
+                SOURCE_MCP
+            } else {
+                SOURCE_HOST_EXTENSION
+            },
             description: self.description.clone(),
             input_schema: self.input_schema.clone(),
             output_schema: self.output_schema.clone(),

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::base::args_hash::sha256_hex;
 use crate::base::mutant::{Mutant, MutantInfo};
-use crate::domain::catalog::SOURCE_HOST_EXTENSION;
+use crate::domain::catalog::{SOURCE_HOST_EXTENSION, SOURCE_MCP};
 use crate::domain::effects::sweeper::EFFECT_RETENTION_SECS;
 use crate::domain::http_client;
 use crate::domain::layer1::LAYER1_RETENTION_SECS;
@@ -109,7 +109,7 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
             "status": "stable",
             "since": "2.0",
             "witness": "witnessable-gated",
-            "sources": [SOURCE_HOST_EXTENSION],
+            "sources": [SOURCE_HOST_EXTENSION, SOURCE_MCP],
             // RFC 0112: `?view=compact` on the list and items.
             "compactView": true,
             // RFC 0078 §D: `tool.session-*` brackets (the session seam).
@@ -405,7 +405,7 @@ mod tests {
         assert_eq!(
             value["toolCatalog"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                   "sources": ["host-extension"], "compactView": true, "sessionLifecycle": true})
+                   "sources": ["host-extension", "mcp"], "compactView": true, "sessionLifecycle": true})
         );
         assert!(value.get("metadata").is_none());
         assert_eq!(

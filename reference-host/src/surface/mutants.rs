@@ -41,6 +41,8 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::surface::mcp_server::MUTANTS,
     crate::domain::rate_limit::MUTANTS,
     crate::surface::seams::effect_fire::MUTANTS,
+    crate::surface::seams::mcp_client::MUTANTS,
+    crate::surface::seams::mcp_mount::MUTANTS,
     crate::surface::seams::packs::MUTANTS,
     crate::surface::seams::safe_fetch::MUTANTS,
     crate::surface::seams::toolhooks::MUTANTS,

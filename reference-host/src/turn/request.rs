@@ -654,7 +654,11 @@ fn parse_mcp(path: &str, map: Map<String, Value>) -> Result<McpEndpoint, ApiErro
             fields.name("name")
         )));
     }
-    Ok(McpEndpoint { server_url, name })
+    Ok(McpEndpoint {
+        server_url,
+        name,
+        mounted: false,
+    })
 }
 
 fn parse_output(map: Map<String, Value>) -> Result<OutputSpec, ApiError> {

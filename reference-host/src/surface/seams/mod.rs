@@ -6,7 +6,9 @@
 
 pub mod effect_fire;
 pub mod idempotency;
+pub mod mcp_client;
 pub mod mcp_invoke;
+pub mod mcp_mount;
 pub mod packs;
 pub mod request;
 pub mod safe_fetch;
@@ -86,6 +88,12 @@ pub const MCP_INVOKE_PATH: &str = "/conformance/seams/sample/mcp/invoke";
 /// Path of the tool-session seam (CAT-13, RFC 0078 §D).
 pub const SESSION_RUN_PATH: &str = "/conformance/seams/sample/tools/session-run";
 
+/// Path of the MCP client seam: one `ctx.mcp` call (MCP-13, MCP-15).
+pub const MCP_CLIENT_PATH: &str = "/conformance/seams/sample/mcp/client";
+
+/// Path of the MCP mount seam (DESC-6).
+pub const MCP_MOUNT_PATH: &str = "/conformance/seams/sample/mcp/mount";
+
 /// Path of the retention sweep seam.
 pub const SWEEP_PATH: &str = "/conformance/seams/sample/test/idempotency/sweep";
 
@@ -104,4 +112,6 @@ pub fn router() -> Router<AppState> {
         .route(SWEEP_PATH, post(idempotency::sweep))
         .route(MCP_INVOKE_PATH, post(mcp_invoke::invoke))
         .route(SESSION_RUN_PATH, post(session_run::run))
+        .route(MCP_MOUNT_PATH, post(mcp_mount::mount))
+        .route(MCP_CLIENT_PATH, post(mcp_client::client))
 }

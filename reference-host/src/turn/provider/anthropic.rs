@@ -536,6 +536,7 @@ mod tests {
             endpoint: ToolEndpoint::Mcp(McpEndpoint {
                 server_url: Url::parse("http://127.0.0.1:9/mcp/a").expect("url"),
                 name: "get_weather".into(),
+                mounted: false,
             }),
         })
     }
