@@ -396,6 +396,8 @@ pub enum Mutant {
     /// `ctx.mcp.serverHealth` is `reachable` whenever the server's port
     /// answered at all, whatever the probe said (MCP-13).
     McpHealthFromConnection,
+    /// The catalog list ignores the caller's scopes (CAT-2).
+    CatalogIgnoresScopes,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -406,9 +408,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `McpHealthFromConnection`
+    /// per variant, in variant order; the last variant is `CatalogIgnoresScopes`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::McpHealthFromConnection as usize + 1;
+    pub const COUNT: usize = Mutant::CatalogIgnoresScopes as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

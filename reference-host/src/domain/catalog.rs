@@ -336,6 +336,16 @@ impl Catalog {
         tools
     }
 
+    /// Every tool of `tenant`, whatever its scopes (only the
+    /// `catalog-ignores-scopes` mutant lists this).
+    fn tenant_tools(&self, tenant: &str) -> Vec<Arc<FixtureTool>> {
+        self.tools()
+            .iter()
+            .filter(|((owner, _), _)| owner == tenant)
+            .map(|(_, tool)| Arc::clone(tool))
+            .collect()
+    }
+
     /// Whether a tool of this id is registered in any tenant (whoever may
     /// see it).
     pub fn exists(&self, tool_id: &str) -> bool {
@@ -458,6 +468,11 @@ pub async fn list_tools(
     let mut tools = state
         .catalog()
         .visible(&caller.tenant, &caller.scopes, all_tenants);
+    // Bug under `catalog-ignores-scopes`: the list is not filtered by the
+    // caller's scopes (the item still is).
+    if mutant == Some(Mutant::CatalogIgnoresScopes) {
+        tools = state.catalog().tenant_tools(&caller.tenant);
+    }
     // Bug under `catalog-unsorted`: newest id first instead of by tool id.
     if mutant == Some(Mutant::CatalogUnsorted) {
         tools.reverse();
@@ -560,6 +575,11 @@ pub async fn delete_tool(
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::CatalogIgnoresScopes,
+        name: "catalog-ignores-scopes",
+        breaks: "GET /tools lists the caller's tenant's tools whatever scopes they require",
+    },
     MutantInfo {
         mutant: Mutant::CatalogCrossTenant,
         name: "catalog-cross-tenant",
