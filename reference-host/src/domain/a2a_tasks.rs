@@ -250,15 +250,12 @@ pub fn list_tasks(state: &Domain, caller: &Principal, params: &Value) -> Result<
     let params = object_params(params)?;
     let context = id_member(params, "contextId")?;
     let mutant = state.mutant();
-    let ids = state
+    let runs = state
         .storage()
-        .run_ids_with_prefix(TASK_RUN_PREFIX)
+        .runs_with_prefix(TASK_RUN_PREFIX)
         .map_err(TaskError::internal)?;
     let mut tasks = Vec::new();
-    for id in ids {
-        let Some(run) = state.storage().run(&id).map_err(TaskError::internal)? else {
-            continue;
-        };
+    for run in runs {
         // Bug under `a2a-list-tasks-cross-tenant`: no tenant filter. Bug under
         // `a2a-context-selects-tenant`: a contextId filter replaces it.
         let visible = run.tenant == caller.tenant

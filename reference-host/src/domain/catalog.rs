@@ -312,38 +312,28 @@ impl Catalog {
     }
 
     /// The tools of `tenant` a caller holding `scopes` may invoke, sorted
-    /// by tool id. `all_tenants` is the `catalog-cross-tenant` bug: every
-    /// tenant's tools are listed.
+    /// by tool id. `None` lifts that filter: only mutants pass it
+    /// (`catalog-cross-tenant` lists every tenant's tools, each id once;
+    /// `catalog-ignores-scopes` lists them whatever scopes they require).
     pub fn visible(
         &self,
-        tenant: &str,
-        scopes: &[String],
-        all_tenants: bool,
+        tenant: Option<&str>,
+        scopes: Option<&[String]>,
     ) -> Vec<Arc<FixtureTool>> {
-        // The map is ordered by (tenant, id); across tenants, sort again.
         let mut tools: Vec<Arc<FixtureTool>> = self
             .tools()
             .iter()
             .filter(|((owner, _), tool)| {
-                (all_tenants || owner == tenant) && tool.visible_to(scopes)
+                tenant.is_none_or(|t| owner == t) && scopes.is_none_or(|s| tool.visible_to(s))
             })
             .map(|(_, tool)| Arc::clone(tool))
             .collect();
-        if all_tenants {
+        if tenant.is_none() {
+            // The map is ordered by (tenant, id); across tenants, sort again.
             tools.sort_by(|a, b| a.tool_id.cmp(&b.tool_id));
             tools.dedup_by(|a, b| a.tool_id == b.tool_id);
         }
         tools
-    }
-
-    /// Every tool of `tenant`, whatever its scopes (only the
-    /// `catalog-ignores-scopes` mutant lists this).
-    fn tenant_tools(&self, tenant: &str) -> Vec<Arc<FixtureTool>> {
-        self.tools()
-            .iter()
-            .filter(|((owner, _), _)| owner == tenant)
-            .map(|(_, tool)| Arc::clone(tool))
-            .collect()
     }
 
     /// Whether a tool of this id is registered in any tenant (whoever may
@@ -360,27 +350,21 @@ impl Catalog {
             .is_some()
     }
 
-    /// One of `tenant`'s tools, if it exists and the caller may invoke it.
-    /// `all_tenants` as in [`Catalog::visible`].
+    /// One of `tenant`'s tools, if it exists and the caller may invoke it;
+    /// `None` for the tenant is the `catalog-cross-tenant` bug (the id in
+    /// any tenant).
     pub fn visible_tool(
         &self,
-        tenant: &str,
+        tenant: Option<&str>,
         tool_id: &str,
         scopes: &[String],
-        all_tenants: bool,
     ) -> Option<Arc<FixtureTool>> {
-        let map = self.tools();
-        let own = map.get(&(tenant.to_owned(), tool_id.to_owned()));
-        let found = if all_tenants {
-            own.or_else(|| {
-                map.iter()
-                    .find(|((_, id), _)| id == tool_id)
-                    .map(|(_, t)| t)
-            })
-        } else {
-            own
-        };
-        found.filter(|tool| tool.visible_to(scopes)).cloned()
+        self.tools()
+            .iter()
+            .find(|((owner, id), _)| id == tool_id && tenant.is_none_or(|t| owner == t))
+            .map(|(_, tool)| tool)
+            .filter(|tool| tool.visible_to(scopes))
+            .cloned()
     }
 }
 
@@ -392,6 +376,14 @@ pub struct CatalogCaller {
     pub tenant: String,
     /// The caller's resolved scopes (RFC 0049).
     pub scopes: Vec<String>,
+}
+
+impl CatalogCaller {
+    /// The tenant the catalog is filtered by: the caller's, or none under
+    /// the `catalog-cross-tenant` bug (every tenant's tools).
+    fn tenant_filter(&self, mutant: Option<Mutant>) -> Option<&str> {
+        (mutant != Some(Mutant::CatalogCrossTenant)).then_some(self.tenant.as_str())
+    }
 }
 
 /// The authenticated caller of a catalog request, with its resolved
@@ -410,8 +402,11 @@ pub fn caller_scopes(state: &Domain, headers: &HeaderMap) -> Result<Vec<String>,
     caller_scopes_of(authenticate(headers, state.principals())?)
 }
 
-/// The resolved scopes of an authenticated caller (403 when unresolvable).
-fn caller_scopes_of(caller: &crate::base::principals::Principal) -> Result<Vec<String>, ApiError> {
+/// The resolved scopes of an authenticated caller; an unresolvable set
+/// fails closed (403).
+pub(crate) fn caller_scopes_of(
+    caller: &crate::base::principals::Principal,
+) -> Result<Vec<String>, ApiError> {
     caller
         .resolve_scopes()
         .map(<[String]>::to_vec)
@@ -464,15 +459,12 @@ pub async fn list_tools(
     let mutant = state.mutant();
     let query = CatalogQuery::parse(query, mutant)?;
     // Bug under `catalog-cross-tenant`: every tenant's tools are listed.
-    let all_tenants = mutant == Some(Mutant::CatalogCrossTenant);
-    let mut tools = state
-        .catalog()
-        .visible(&caller.tenant, &caller.scopes, all_tenants);
     // Bug under `catalog-ignores-scopes`: the list is not filtered by the
     // caller's scopes (the item still is).
-    if mutant == Some(Mutant::CatalogIgnoresScopes) {
-        tools = state.catalog().tenant_tools(&caller.tenant);
-    }
+    let mut tools = state.catalog().visible(
+        caller.tenant_filter(mutant),
+        (mutant != Some(Mutant::CatalogIgnoresScopes)).then_some(caller.scopes.as_slice()),
+    );
     // Bug under `catalog-unsorted`: newest id first instead of by tool id.
     if mutant == Some(Mutant::CatalogUnsorted) {
         tools.reverse();
@@ -521,14 +513,13 @@ pub async fn get_tool(
     let caller = catalog_caller(&state, &headers)?;
     let mutant = state.mutant();
     let query = CatalogQuery::parse(query, mutant)?;
-    let all_tenants = mutant == Some(Mutant::CatalogCrossTenant);
     // Unknown and not-visible are the same answer: the 404 reveals nothing.
     // Bug under `catalog-hidden-403`: a hidden tool answers 403, which
     // tells the caller it exists.
     let Some(tool) =
         state
             .catalog()
-            .visible_tool(&caller.tenant, &tool_id, &caller.scopes, all_tenants)
+            .visible_tool(caller.tenant_filter(mutant), &tool_id, &caller.scopes)
     else {
         if mutant == Some(Mutant::CatalogHidden403) && state.catalog().exists(&tool_id) {
             return Err(ApiError::forbidden("you lack a scope this tool requires"));
@@ -561,7 +552,7 @@ pub async fn delete_tool(
         let caller = catalog_caller(&state, &headers)?;
         if state
             .catalog()
-            .visible_tool(&caller.tenant, &tool_id, &caller.scopes, false)
+            .visible_tool(Some(&caller.tenant), &tool_id, &caller.scopes)
             .is_some()
             && state.catalog().remove(&caller.tenant, &tool_id)
         {
@@ -676,7 +667,7 @@ mod tests {
         );
         let ids = |scopes: &[&str]| -> Vec<String> {
             catalog
-                .visible("a", &owned(scopes), false)
+                .visible(Some("a"), Some(&owned(scopes)))
                 .iter()
                 .map(|t| t.tool_id.clone())
                 .collect()
@@ -689,7 +680,7 @@ mod tests {
         assert_eq!(ids(&[]), ["zeta"]);
         let item = |id: &str, scopes: &[&str]| {
             catalog
-                .visible_tool("a", id, &owned(scopes), false)
+                .visible_tool(Some("a"), id, &owned(scopes))
                 .is_some()
         };
         assert!(!item("alpha", &["tools:read"]));
@@ -702,21 +693,30 @@ mod tests {
         let catalog = Catalog::new();
         catalog.register("a", &[tool("shared", &[]), tool("mine", &[])]);
         catalog.register("b", &[tool("shared", &[]), tool("theirs", &[])]);
-        let ids = |tenant: &str, all: bool| -> Vec<String> {
+        let ids = |tenant: Option<&str>| -> Vec<String> {
             catalog
-                .visible(tenant, &[], all)
+                .visible(tenant, Some(&[]))
                 .iter()
                 .map(|t| t.tool_id.clone())
                 .collect()
         };
-        assert_eq!(ids("a", false), ["mine", "shared"]);
-        assert_eq!(ids("b", false), ["shared", "theirs"]);
-        assert!(ids("c", false).is_empty());
-        assert!(catalog.visible_tool("a", "theirs", &[], false).is_none());
+        assert_eq!(ids(Some("a")), ["mine", "shared"]);
+        assert_eq!(ids(Some("b")), ["shared", "theirs"]);
+        assert!(ids(Some("c")).is_empty());
+        assert!(catalog.visible_tool(Some("a"), "theirs", &[]).is_none());
         assert!(catalog.exists("theirs"));
         // The `catalog-cross-tenant` bug: every tenant's tools, each id once.
-        assert_eq!(ids("a", true), ["mine", "shared", "theirs"]);
-        assert!(catalog.visible_tool("a", "theirs", &[], true).is_some());
+        assert_eq!(ids(None), ["mine", "shared", "theirs"]);
+        assert!(catalog.visible_tool(None, "theirs", &[]).is_some());
+        // The `catalog-ignores-scopes` bug: scoped tools listed to anyone.
+        catalog.register("a", &[tool("locked", &["tools:admin"])]);
+        assert_eq!(ids(Some("a")), ["mine", "shared"]);
+        let unscoped: Vec<String> = catalog
+            .visible(Some("a"), None)
+            .iter()
+            .map(|t| t.tool_id.clone())
+            .collect();
+        assert_eq!(unscoped, ["locked", "mine", "shared"]);
     }
 
     #[test]

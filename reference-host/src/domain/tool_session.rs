@@ -16,6 +16,9 @@
 //! answer is read (bounded) and dropped. The host advertises
 //! `toolCatalog.sessionLifecycle: true`, so these events are allowed.
 
+use std::sync::Arc;
+
+use reqwest::Url;
 use serde_json::{Value, json};
 
 use crate::base::args_hash::args_hash;
@@ -28,7 +31,7 @@ use crate::base::tool_events::{
     CallPayload, ReturnPayload, SYSTEM_AGENT_ID, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
 use crate::domain::Domain;
-use crate::domain::catalog::{FixtureTool, ToolEndpoint};
+use crate::domain::catalog::{FixtureTool, ToolEndpoint, caller_scopes_of};
 use crate::domain::error::ApiError;
 use crate::domain::invoker::InvokeResult;
 use crate::domain::workflows::{begin_run, end_run, new_run_id};
@@ -46,45 +49,45 @@ pub struct SessionRun {
     pub outcome: &'static str,
 }
 
-/// The tool a session opens: `tool_id` when named (a tool the caller may
-/// invoke in its own tenant, else the catalog's non-disclosing 404), or
-/// the caller's first catalog tool played by a receiver.
+/// The tool a session opens and the receiver that plays it: `tool_id`
+/// when named (a tool the caller may invoke in its own tenant, else the
+/// catalog's non-disclosing 404), or the caller's first catalog tool played
+/// by a receiver.
 fn session_tool(
     state: &Domain,
     caller: &Principal,
     tool_id: Option<&str>,
-) -> Result<std::sync::Arc<FixtureTool>, ApiError> {
-    let scopes = caller.resolve_scopes().map_err(|err| {
-        ApiError::forbidden(format!(
-            "{err}, so the tool cannot be authorized (fail-closed); retry when the resolver is available"
-        ))
-    })?;
+) -> Result<(Arc<FixtureTool>, Url), ApiError> {
+    let scopes = caller_scopes_of(caller)?;
+    let receiver_of = |tool: &FixtureTool| match &tool.endpoint {
+        ToolEndpoint::Receiver(url) => Some(url.clone()),
+        _ => None,
+    };
     let catalog = state.catalog();
-    let tool = match tool_id {
-        Some(id) => catalog
-            .visible_tool(&caller.tenant, id, scopes, false)
-            .ok_or_else(|| {
-                ApiError::not_found(format!(
-                    "no tool `{id}` for this caller; list the tools you may invoke with GET /tools"
-                ))
-            })?,
-        None => catalog
-            .visible(&caller.tenant, scopes, false)
+    let Some(id) = tool_id else {
+        return catalog
+            .visible(Some(&caller.tenant), Some(&scopes))
             .into_iter()
-            .find(|tool| matches!(tool.endpoint, ToolEndpoint::Receiver(_)))
+            .find_map(|tool| receiver_of(&tool).map(|url| (tool, url)))
             .ok_or_else(|| {
                 ApiError::validation(
                     "this caller has no catalog tool played by a receiver to open a session for; register one with the turn seam first, or name `toolId`",
                 )
-            })?,
+            });
     };
-    if !matches!(tool.endpoint, ToolEndpoint::Receiver(_)) {
-        return Err(ApiError::validation(format!(
-            "tool `{}` is not played by a receiver; a session runs receiver tools only (name another `toolId`)",
-            tool.tool_id
-        )));
-    }
-    Ok(tool)
+    let tool = catalog
+        .visible_tool(Some(&caller.tenant), id, &scopes)
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "no tool `{id}` for this caller; list the tools you may invoke with GET /tools"
+            ))
+        })?;
+    let url = receiver_of(&tool).ok_or_else(|| {
+        ApiError::validation(format!(
+            "tool `{id}` is not played by a receiver; a session runs receiver tools only (name another `toolId`)"
+        ))
+    })?;
+    Ok((tool, url))
 }
 
 /// Opens a session for one tool of the caller, calls it once with `{}`
@@ -94,10 +97,7 @@ pub async fn run_session(
     caller: &Principal,
     tool_id: Option<&str>,
 ) -> Result<SessionRun, ApiError> {
-    let tool = session_tool(state, caller, tool_id)?;
-    let ToolEndpoint::Receiver(receiver) = &tool.endpoint else {
-        return Err(ApiError::internal("session tool lost its receiver"));
-    };
+    let (tool, receiver) = session_tool(state, caller, tool_id)?;
     let mutant = state.mutant();
     let run_id = new_run_id();
     begin_run(
@@ -128,16 +128,17 @@ pub async fn run_session(
         transport: Transport::Http,
         inputs: None,
     };
-    let closed_early = |outcome: &str| json!({"sessionId": session_id, "toolId": tool.tool_id, "outcome": outcome});
+    // The close's payload, and the run's result.
+    let closed_payload = |outcome: &str| json!({"sessionId": session_id, "toolId": tool.tool_id, "outcome": outcome});
     // Bug under `session-empty-bracket`: the session is closed before the
     // call, so the bracket encloses none.
     if mutant == Some(Mutant::SessionEmptyBracket) {
-        append(TOOL_SESSION_CLOSED, closed_early("completed"))?;
+        append(TOOL_SESSION_CLOSED, closed_payload("completed"))?;
     }
     append(TOOL_CALLED, to_value(&call)?)?;
     let called = state
         .invoker()
-        .invoke_for_data(Some(receiver), &args, state.default_tool_timeout())
+        .invoke_for_data(Some(&receiver), &args, state.default_tool_timeout())
         .await;
     let duration_ms = called.invocation.duration_ms;
     let ret = match called.invocation.result {
@@ -168,7 +169,7 @@ pub async fn run_session(
     append(TOOL_RETURNED, to_value(&returned)?)?;
 
     if mutant != Some(Mutant::SessionEmptyBracket) {
-        let mut closed = closed_early(outcome);
+        let mut closed = closed_payload(outcome);
         // Bug under `session-close-unmatched`: the close names a session
         // id no opened event carries.
         if mutant == Some(Mutant::SessionCloseUnmatched) {
@@ -188,11 +189,7 @@ pub async fn run_session(
         }
         append(TOOL_SESSION_CLOSED, closed)?;
     }
-    end_run(
-        state,
-        &run_id,
-        Ok(json!({"sessionId": session_id, "toolId": tool.tool_id, "outcome": outcome})),
-    )?;
+    end_run(state, &run_id, Ok(closed_payload(outcome)))?;
     Ok(SessionRun {
         run_id,
         session_id,

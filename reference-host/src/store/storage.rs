@@ -406,21 +406,28 @@ impl Storage {
         Ok(runs)
     }
 
-    /// The ids of every run (of any tenant) whose id starts with `prefix`,
-    /// oldest first. Callers filter by tenant: the A2A task listing is the
-    /// one user, and it lists only runs it projected.
-    pub fn run_ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
-        // `prefix` is host-chosen ASCII with no LIKE metacharacters.
-        let pattern = format!("{prefix}%");
+    /// Every run (of any tenant) whose id starts with `prefix`, oldest
+    /// first. Callers filter by tenant: the A2A task listing is the one
+    /// user, and it lists only runs it projected.
+    pub fn runs_with_prefix(&self, prefix: &str) -> Result<Vec<RunRecord>, StorageError> {
+        // A plain prefix compare: in LIKE, the `_` of `run_a2a_` would match
+        // any character.
         let ids = self.with_conn(|conn| {
             let mut statement = conn.prepare(
-                "SELECT run_id FROM runs WHERE run_id LIKE ?1 ORDER BY created_at, run_id",
+                "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1
+                 ORDER BY created_at, run_id",
             )?;
             statement
-                .query_map(params![pattern], |row| row.get::<_, String>(0))?
+                .query_map(params![prefix], |row| row.get::<_, String>(0))?
                 .collect::<Result<Vec<_>, _>>()
         })?;
-        Ok(ids)
+        let mut runs = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(run) = self.run(&id)? {
+                runs.push(run);
+            }
+        }
+        Ok(runs)
     }
 
     /// Appends `event` and runs `also` in the SAME transaction, so a record
