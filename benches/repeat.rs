@@ -1,5 +1,5 @@
 //! pass^k cost: the whole suite against the embedded reference host with `--repeat 8` versus
-//! one run (`cargo bench --bench repeat`). Trials overlap within `jobs` and each trial has an
+//! one run (`cargo bench --bench repeat`). Trials overlap within `jobs` per host and each trial has an
 //! embedded host of its own; goal: K=8 under 4× the wall time of K=1.
 
 use std::time::Instant;

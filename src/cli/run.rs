@@ -27,8 +27,9 @@ pub struct RunArgs {
     /// Skip scenarios whose id contains this string (repeatable).
     #[arg(long, value_name = "FILTER")]
     pub skip: Vec<String>,
-    /// Scenarios run in parallel, at least 1 (each isolated by its own nonce, receiver ids and
-    /// tool names).
+    /// Scenarios run in parallel per host, at least 1 (each isolated by its own nonce, receiver
+    /// ids and tool names). Under --repeat, each trial of the embedded host has a host of its
+    /// own, so K trials run up to K×N scenarios at once; a host at a URL never sees more than N.
     #[arg(long, short = 'j', default_value_t = 4, value_name = "N")]
     pub jobs: usize,
     /// Seed for every random choice (default: from the clock; printed and reported).
@@ -132,7 +133,7 @@ pub struct RunArgs {
     pub partition: Option<crate::partition::Partition>,
     /// Run every scenario K times (1 to 64), trial i with a seed derived from --seed and i:
     /// a row passes only if it passed in every trial (pass^k); one that passed in some trials
-    /// only is `flaky`, which never certifies. Trials overlap within --jobs.
+    /// only is `flaky`, which never certifies. Trials overlap within --jobs (per host).
     #[arg(long, default_value_t = 1, value_name = "K", value_parser = parse_repeat)]
     pub repeat: u32,
 }
@@ -468,7 +469,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Routed before the trials take their handles: without a pipe the bar is gone for all.
     let forwarder = progress.route_libtest(&mut libtest);
     let progress_handle = Arc::new(progress.clone());
-    // The one scheduler runs every trial in the background (at most --jobs in flight,
+    // The one scheduler runs every trial in the background (at most --jobs in flight per host,
     // `serial` scenarios alone); each libtest trial only waits for its scenario's results
     // and prints them, so the console is libtest's and the schedule is the library's.
     let (waiting, scheduled) = ScenarioChannels::open(&selected, progress_handle.clone());
