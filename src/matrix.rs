@@ -9,19 +9,25 @@
 //! scenario. Kills are also tracked per check, so "every check can fail" is measured.
 //!
 //! A mutant's column runs only the scenarios that can tell it apart ([`Selection::Reached`]):
-//! each scenario first runs alone on the probe host (`Mutant::Probe`, the clean host that
-//! records every mutant site its code compares against), and a scenario that never reached a
-//! mutant's site does on that mutant exactly what it did on the clean host. `--full` runs
-//! every scenario in every column; CI checks that both give the same matrix.
+//! each scenario first runs alone on a probe host (`Mutant::Probe`, the clean host that
+//! records every mutant site its code compares against; up to 16 such windows overlap, each
+//! recording into a slot of its own), and a scenario that never reached a mutant's site does
+//! on that mutant exactly what it did on the clean host. The probe tells apart the sites a
+//! host reaches while starting (their mutants run every scenario), while serving discovery
+//! (their mutants run the scenarios whose view of the captured discovery they change) and in
+//! the scenario's own steps. `--full` runs every scenario in every column; CI checks that both
+//! give the same matrix.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use reference_host::mutants::{ALL, Mutant, MutantInfo};
 
+use serde_json::Value;
+
 use crate::runner::{
-    ReferenceVariant, RunOptions, RunOutcome, ScenarioResult, TargetError, probe_child_file,
-    run_reference,
+    ReferenceVariant, RunOptions, RunOutcome, ScenarioResult, Session, Target, TargetError,
+    probe_child_file, run_reference, run_reference_staged,
 };
 use crate::suite::{Scenario, Step, Suite, SuiteError};
 use crate::verdict::{Disposition, FoldOptions, fold_rows};
@@ -220,65 +226,256 @@ pub fn column_count() -> usize {
 /// that left no record of what it reached): it runs in every column.
 type Reach = BTreeMap<String, Option<BTreeSet<&'static str>>>;
 
-/// One probe window at a time in this process: the probe's record of reached sites is
-/// process-wide, and so is the file its child processes append to.
-static PROBE_WINDOW: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// What the probe saw in one mode.
+#[derive(Default)]
+struct Probed {
+    /// The sites each scenario's own steps reached (after its session opened).
+    reach: Reach,
+    /// Sites a host reached while starting: a mutant there may change any scenario, so its
+    /// column runs them all.
+    at_start: BTreeSet<&'static str>,
+    /// Sites reached while the session read discovery (and not while starting): a mutant
+    /// there reaches a scenario that does not reach it itself only through the discovery its
+    /// session captured ([`crate::runner::Session::discovery_view`]).
+    at_discovery: BTreeSet<&'static str>,
+    /// The probe's results, which must equal the clean host's.
+    results: Vec<ScenarioResult>,
+}
 
-/// Run every scenario alone on a fresh probe host and record the mutant sites it reached.
-/// Also returns the probe's results, which must equal the clean host's (the probe is inert).
+/// The probe slots of this process ([`Mutant::probe`]): each probe window running at once
+/// holds one, so its host records into a slot no other window uses, and so does its child
+/// file ([`probe_child_file`]). A window waits for a free slot.
+static PROBE_SLOTS_FREE: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// Notified whenever a slot is handed back.
+static PROBE_SLOT_RETURNED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Every slot starts free; the pool is filled on first use.
+static PROBE_POOL_FILLED: std::sync::Once = std::sync::Once::new();
+
+/// A probe slot held for one window; handed back when dropped.
+struct ProbeSlot(usize);
+
+impl ProbeSlot {
+    async fn take() -> ProbeSlot {
+        PROBE_POOL_FILLED.call_once(|| {
+            let mut free = PROBE_SLOTS_FREE.lock().unwrap_or_else(|p| p.into_inner());
+            free.extend((0..reference_host::mutants::PROBE_SLOTS).rev());
+        });
+        loop {
+            let returned = PROBE_SLOT_RETURNED.notified();
+            if let Some(slot) = PROBE_SLOTS_FREE
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop()
+            {
+                return ProbeSlot(slot);
+            }
+            returned.await;
+        }
+    }
+}
+
+impl Drop for ProbeSlot {
+    fn drop(&mut self) {
+        PROBE_SLOTS_FREE
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(self.0);
+        PROBE_SLOT_RETURNED.notify_waiters();
+    }
+}
+
+/// Run every scenario alone on a fresh probe host, in both modes, and record the mutant sites
+/// each reached: while its host started, while its session read discovery, and in its own
+/// steps. Also returns the probe's results, which must equal the clean host's (the probe is
+/// inert).
 ///
-/// A kill-and-restart scenario runs on a host process of its own: that child is a probe
-/// too (`reference-host --probe-reach FILE`) and appends each site it reaches to
-/// [`probe_child_file`], so its reach is the in-process probe's plus the file's.
+/// Windows overlap, `parallel` at a time, each on a probe slot of its own ([`ProbeSlot`]), so
+/// a host's record holds only its own scenario's sites. A kill-and-restart scenario runs on a
+/// host process of its own: that child is a probe too (`reference-host --probe-reach FILE`)
+/// and appends each site it reaches (its start and discovery included: more is safe) to its
+/// slot's [`probe_child_file`], so its reach is the in-process probe's plus the file's.
 async fn probe_reach(
     suite: &Suite,
     opts: &RunOptions,
+    parallel: usize,
+) -> Result<[Probed; 2], TargetError> {
+    use futures_util::StreamExt as _;
+    let windows: Vec<(bool, &Scenario)> = [false, true]
+        .into_iter()
+        .flat_map(|upstream| suite.scenarios.iter().map(move |s| (upstream, s)))
+        .collect();
+    let ran: Vec<Result<(bool, String, Window), TargetError>> = futures_util::stream::iter(windows)
+        .map(|(upstream_only, scenario)| async move {
+            let slot = ProbeSlot::take().await;
+            let window = probe_window(suite, opts, upstream_only, scenario, slot.0).await?;
+            Ok((upstream_only, scenario.id.clone(), window))
+        })
+        .buffer_unordered(windows_at_once(parallel))
+        .collect()
+        .await;
+    let mut both: [Probed; 2] = Default::default();
+    for window in ran {
+        let (upstream_only, id, window) = window?;
+        let probed = &mut both[usize::from(upstream_only)];
+        probed.reach.insert(id, window.steps);
+        probed.at_start.extend(window.at_start);
+        probed.at_discovery.extend(window.at_discovery);
+        probed.results.extend(window.run.scenarios);
+    }
+    for probed in &mut both {
+        let Probed {
+            at_start,
+            at_discovery,
+            ..
+        } = probed;
+        at_discovery.retain(|site| !at_start.contains(site));
+    }
+    Ok(both)
+}
+
+/// How many probe windows run at once: `--columns`, within the probe slots there are.
+fn windows_at_once(columns: usize) -> usize {
+    columns.clamp(1, reference_host::mutants::PROBE_SLOTS)
+}
+
+/// What one probe window saw.
+struct Window {
+    at_start: BTreeSet<&'static str>,
+    at_discovery: BTreeSet<&'static str>,
+    /// `None`: a child host of its own left no record, so the scenario runs in every column.
+    steps: Option<BTreeSet<&'static str>>,
+    run: RunOutcome,
+}
+
+/// One probe window: `scenario` alone on a fresh probe host of `slot`, in one mode.
+async fn probe_window(
+    suite: &Suite,
+    opts: &RunOptions,
     upstream_only: bool,
-) -> Result<(Reach, Vec<crate::runner::ScenarioResult>), TargetError> {
-    let _window = PROBE_WINDOW.lock().await;
-    let child_file = probe_child_file();
-    let mut reach = Reach::new();
-    let mut results = Vec::new();
-    for scenario in &suite.scenarios {
-        let spawns = spawns_a_host(scenario);
-        reference_host::mutants::probe_reset();
-        if spawns {
-            // A leftover file would only widen the reach (safe), but start clean.
-            let _ = std::fs::remove_file(&child_file);
-        }
-        let run = run_reference(
-            suite,
-            ReferenceVariant {
-                mutant: Some(Mutant::Probe),
-                upstream_only,
-            },
-            opts,
-            Some(&|s: &Scenario| s.id == scenario.id),
-        )
-        .await?;
-        let mut reached: BTreeSet<&'static str> = reference_host::mutants::probe_reached()
+    scenario: &Scenario,
+    slot: usize,
+) -> Result<Window, TargetError> {
+    use std::sync::Mutex;
+    let probe = Mutant::probe(slot).expect("a slot from the pool names a probe");
+    let spawns = spawns_a_host(scenario);
+    let child_file = probe_child_file(slot);
+    let sites = |slot| -> BTreeSet<&'static str> {
+        reference_host::mutants::probe_reached(slot)
             .into_iter()
             .map(Mutant::name)
-            .collect();
-        let watched = if spawns {
-            // No file: the child never started or could not write; it cannot be trusted to
-            // have reached nothing, so the scenario runs in every column.
-            std::fs::read_to_string(&child_file).ok().map(|text| {
-                reached.extend(
-                    reference_host::mutants::probe_reached_in(&text)
-                        .into_iter()
-                        .map(Mutant::name),
-                );
-                reached
-            })
-        } else {
-            Some(reached)
-        };
-        reach.insert(scenario.id.clone(), watched);
-        results.extend(run.scenarios);
-    }
+            .collect()
+    };
+    reference_host::mutants::probe_reset(slot);
+    // A leftover file would only widen the reach (safe), but start clean.
     let _ = std::fs::remove_file(&child_file);
-    Ok((reach, results))
+    let at_start = Mutex::new(BTreeSet::new());
+    let at_discovery = Mutex::new(BTreeSet::new());
+    let run = run_reference_staged(
+        suite,
+        ReferenceVariant {
+            mutant: Some(probe),
+            upstream_only,
+        },
+        opts,
+        Some(&|s: &Scenario| s.id == scenario.id),
+        &|| {
+            *at_start.lock().unwrap_or_else(|p| p.into_inner()) = sites(slot);
+            reference_host::mutants::probe_reset(slot);
+        },
+        &|_| {
+            *at_discovery.lock().unwrap_or_else(|p| p.into_inner()) = sites(slot);
+            reference_host::mutants::probe_reset(slot);
+        },
+    )
+    .await?;
+    let mut reached = sites(slot);
+    let steps = if spawns {
+        // No file: the child never started or could not write; it cannot be trusted to
+        // have reached nothing, so the scenario runs in every column.
+        std::fs::read_to_string(&child_file).ok().map(|text| {
+            reached.extend(
+                reference_host::mutants::probe_reached_in(&text)
+                    .into_iter()
+                    .map(Mutant::name),
+            );
+            reached
+        })
+    } else {
+        Some(reached)
+    };
+    let _ = std::fs::remove_file(&child_file);
+    Ok(Window {
+        at_start: at_start.into_inner().unwrap_or_else(|p| p.into_inner()),
+        at_discovery: at_discovery.into_inner().unwrap_or_else(|p| p.into_inner()),
+        steps,
+        run,
+    })
+}
+
+/// For each mutant reached only while discovery is served (`probed.at_discovery`), in one
+/// mode: the scenarios whose view of discovery ([`crate::runner::Session::discovery_view`])
+/// differs between a session against that mutant and one against the clean host. Those are
+/// the scenarios the mutant can change without their steps reaching its site.
+async fn discovery_sensitive(
+    suite: &Suite,
+    opts: &RunOptions,
+    upstream_only: bool,
+    probed: &Probed,
+    parallel: usize,
+) -> Result<BTreeMap<&'static str, BTreeSet<String>>, TargetError> {
+    use futures_util::StreamExt as _;
+    async fn views(
+        suite: &Suite,
+        opts: &RunOptions,
+        variant: ReferenceVariant,
+    ) -> Result<Vec<Value>, TargetError> {
+        let target = Target::embedded_variant(variant).await?;
+        let session = Session::open(&target, opts).await;
+        let views = session.map(|session| {
+            suite
+                .scenarios
+                .iter()
+                .map(|s| session.discovery_view(s))
+                .collect()
+        });
+        target.shutdown().await;
+        views
+    }
+    let clean = views(
+        suite,
+        opts,
+        ReferenceVariant {
+            mutant: None,
+            upstream_only,
+        },
+    )
+    .await?;
+    let found: Vec<Result<(&'static str, BTreeSet<String>), TargetError>> =
+        futures_util::stream::iter(ALL.iter().filter(|i| probed.at_discovery.contains(i.name)))
+            .map(|info| {
+                let clean = &clean;
+                async move {
+                    let variant = ReferenceVariant {
+                        mutant: Some(info.mutant),
+                        upstream_only,
+                    };
+                    let differ = views(suite, opts, variant)
+                        .await?
+                        .iter()
+                        .zip(clean)
+                        .zip(&suite.scenarios)
+                        .filter(|((mine, clean), _)| mine != clean)
+                        .map(|(_, s)| s.id.clone())
+                        .collect();
+                    Ok((info.name, differ))
+                }
+            })
+            .buffer_unordered(parallel.max(1))
+            .collect()
+            .await;
+    found.into_iter().collect()
 }
 
 /// A scenario that kills and restarts a host process: that process is a child of its own,
@@ -290,19 +487,25 @@ fn spawns_a_host(scenario: &Scenario) -> bool {
 /// The scenarios of `mutant`'s column under `selection`.
 fn selected<'s>(
     suite: &'s Suite,
-    reach: &Reach,
+    probed: &Probed,
+    sensitive: &BTreeMap<&'static str, BTreeSet<String>>,
     selection: Selection,
     info: &MutantInfo,
 ) -> BTreeSet<&'s str> {
+    let everywhere = probed.at_start.contains(info.name);
+    let through_discovery = sensitive.get(info.name);
     suite
         .scenarios
         .iter()
         .filter(|s| {
             selection == Selection::Full
+                || everywhere
                 || s.kills.iter().any(|k| k == info.name)
-                || reach
+                || probed
+                    .reach
                     .get(&s.id)
                     .is_none_or(|r| r.as_ref().is_none_or(|r| r.contains(info.name)))
+                || through_discovery.is_some_and(|ids| ids.contains(&s.id))
         })
         .map(|s| s.id.as_str())
         .collect()
@@ -338,37 +541,53 @@ pub async fn run_matrix_observed(
         )
         .await
     }
-    let clean_run = run_one(suite, opts, None, false, None).await?;
-    on_column("clean");
+    // The clean runs and the probe windows are independent: they overlap.
+    let probing = async {
+        match selection {
+            Selection::Full => Ok(Default::default()),
+            Selection::Reached => probe_reach(suite, opts, columns).await,
+        }
+    };
+    let (clean_run, upstream_clean_run, probed) = futures_util::future::join3(
+        run_one(suite, opts, None, false, None),
+        run_one(suite, opts, None, true, None),
+        probing,
+    )
+    .await;
+    let (clean_run, upstream_clean_run, probed) = (clean_run?, upstream_clean_run?, probed?);
     let clean = Column::from_run(suite, "clean", "", &clean_run);
-    let upstream_clean_run = run_one(suite, opts, None, true, None).await?;
+    on_column("clean");
     let upstream_clean = Column::from_run(suite, "clean", "", &upstream_clean_run);
     on_column("clean (upstream-only)");
     let mut probe_problems = Vec::new();
-    let reach = match selection {
-        Selection::Full => [Reach::new(), Reach::new()],
-        Selection::Reached => {
-            let mut both = [Reach::new(), Reach::new()];
-            for (i, (upstream, clean)) in [(false, &clean), (true, &upstream_clean)]
-                .into_iter()
-                .enumerate()
-            {
-                let (reach, results) = probe_reach(suite, opts, upstream).await?;
-                for r in &results {
-                    let was = clean.scenarios.get(&r.scenario_id);
-                    if was != Some(&r.disposition) {
-                        probe_problems.push(format!(
-                            "{}{}: the probe host made it {:?}, the clean host {:?}: the probe is not inert, so the matrix cannot trust what it reached",
-                            r.scenario_id,
-                            if upstream { " (upstream-only)" } else { "" },
-                            r.disposition,
-                            was
-                        ));
-                    }
-                }
-                both[i] = reach;
+    for (upstream, clean, probed) in [
+        (false, &clean, &probed[0]),
+        (true, &upstream_clean, &probed[1]),
+    ] {
+        for r in &probed.results {
+            let was = clean.scenarios.get(&r.scenario_id);
+            if was != Some(&r.disposition) {
+                probe_problems.push(format!(
+                    "{}{}: the probe host made it {:?}, the clean host {:?}: the probe is not inert, so the matrix cannot trust what it reached",
+                    r.scenario_id,
+                    if upstream { " (upstream-only)" } else { "" },
+                    r.disposition,
+                    was
+                ));
             }
-            both
+        }
+    }
+    // Windows end in any order; the problems are listed in scenario order.
+    probe_problems.sort();
+    let sensitive = match selection {
+        Selection::Full => Default::default(),
+        Selection::Reached => {
+            let (default, upstream) = futures_util::future::join(
+                discovery_sensitive(suite, opts, false, &probed[0], columns),
+                discovery_sensitive(suite, opts, true, &probed[1], columns),
+            )
+            .await;
+            [default?, upstream?]
         }
     };
     // Every (mode, mutant) pair is an independent column; the upstream-only ones are quick
@@ -386,12 +605,13 @@ pub async fn run_matrix_observed(
     };
     let columns_run: Vec<Result<Column, TargetError>> = futures_util::stream::iter(&jobs)
         .map(|(upstream, info)| {
-            let (reach, clean_run) = if *upstream {
-                (&reach[1], &upstream_clean_run)
+            let mode = usize::from(*upstream);
+            let clean_run = if *upstream {
+                &upstream_clean_run
             } else {
-                (&reach[0], &clean_run)
+                &clean_run
             };
-            let only = selected(suite, reach, selection, info);
+            let only = selected(suite, &probed[mode], &sensitive[mode], selection, info);
             async move {
                 let column = if only.is_empty() {
                     // Nothing can tell this mutant apart in this mode: its column is the

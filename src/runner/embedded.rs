@@ -2,7 +2,7 @@
 //! its `--repeat` trial hosts, and the runs of the mutation matrix and the benchmarks.
 
 use super::target::{Target, TargetError};
-use super::{RunOptions, RunOutcome, run_selected};
+use super::{RunOptions, RunOutcome, Session, run_selected_after_open};
 use crate::host::{HostProfile, SpawnCommand, reference_host_exe};
 use crate::suite::{Scenario, Suite};
 
@@ -89,22 +89,28 @@ impl Embedded {
     }
 }
 
-/// The file a probe host started as a child process appends its reached mutant sites to: one
-/// per toolcert process (the matrix runs one probe window at a time).
-pub fn probe_child_file() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("toolcert-probe-{}.reach", std::process::id()))
+/// The file a probe host of probe slot `slot` ([`reference_host::mutants::Mutant::probe`])
+/// started as a child process appends its reached mutant sites to: one per toolcert process
+/// and slot (the matrix gives each probe window running at once a slot of its own).
+pub fn probe_child_file(slot: usize) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "toolcert-probe-{}-{slot}.reach",
+        std::process::id()
+    ))
 }
 
 /// How kill-and-restart scenarios start `variant` as a child process: `toolcert
 /// reference-host` with the variant's mutant, or as the probe ([`probe_child_file`]).
 fn spawn_command(exe: &std::path::Path, variant: ReferenceVariant) -> SpawnCommand {
-    match variant.mutant {
-        Some(m) if m.is_probe() => {
-            SpawnCommand::reference_probe(exe, &probe_child_file(), variant.upstream_only)
+    match variant.mutant.and_then(|m| m.probe_slot()) {
+        Some(slot) => {
+            SpawnCommand::reference_probe(exe, &probe_child_file(slot), variant.upstream_only)
         }
-        mutant => {
-            SpawnCommand::reference_host(exe, mutant.map(|m| m.name()), variant.upstream_only)
-        }
+        None => SpawnCommand::reference_host(
+            exe,
+            variant.mutant.map(|m| m.name()),
+            variant.upstream_only,
+        ),
     }
 }
 
@@ -166,13 +172,29 @@ pub async fn run_reference(
     opts: &RunOptions,
     select: Option<&dyn Fn(&Scenario) -> bool>,
 ) -> Result<RunOutcome, TargetError> {
+    run_reference_staged(suite, variant, opts, select, &|| {}, &|_| {}).await
+}
+
+/// [`run_reference`], calling `started` once the host has started and `opened` once the
+/// session is open (discovery captured), before any scenario: how the mutation matrix's probe
+/// tells the sites a host reaches while starting and while serving discovery from those a
+/// scenario reaches.
+pub async fn run_reference_staged(
+    suite: &Suite,
+    variant: ReferenceVariant,
+    opts: &RunOptions,
+    select: Option<&dyn Fn(&Scenario) -> bool>,
+    started: &(dyn Fn() + Sync),
+    opened: &(dyn Fn(&Session) + Sync),
+) -> Result<RunOutcome, TargetError> {
     let mut target = Target::embedded_variant(variant).await?;
     target.prepare_trials(opts.repeat).await?;
     let target = match &opts.reference_host_exe {
         Some(exe) => target.with_spawner(Some(spawn_command(exe, variant))),
         None => target,
     };
-    let run = run_selected(suite, &target, opts, select).await;
+    started();
+    let run = run_selected_after_open(suite, &target, opts, select, opened).await;
     target.shutdown().await;
     run
 }

@@ -32,7 +32,9 @@ pub mod schedule;
 mod target;
 
 #[cfg(feature = "reference")]
-pub use embedded::{ReferenceVariant, probe_child_file, run_embedded, run_reference};
+pub use embedded::{
+    ReferenceVariant, probe_child_file, run_embedded, run_reference, run_reference_staged,
+};
 pub use target::{Target, TargetError};
 
 use std::sync::OnceLock;
@@ -303,6 +305,31 @@ impl Session {
             map.insert(id.clone(), Value::String(workflow.clone()));
         }
         Value::Object(map)
+    }
+
+    /// Everything `scenario` can learn from the session's discovery without asking the host
+    /// anything: whether it applies and why not, the wire major, the fixtures map, and, for a
+    /// scenario that reads discovery itself (a `/discovery/…` pointer, a `{{discovery.…}}`
+    /// template, a `discovery` step, or `fireEffectSeams`, which reads the effect-seams path),
+    /// the document and its ETag. Two sessions with equal views run the scenario alike as far
+    /// as discovery goes: the mutation matrix uses it for mutants reached only while
+    /// discovery is served.
+    pub fn discovery_view(&self, scenario: &Scenario) -> Value {
+        let d = match &self.discovery {
+            Ok(d) => d,
+            Err(e) => return json!({"error": e}),
+        };
+        let reads_document = scenario
+            .steps
+            .iter()
+            .any(|s| matches!(s, crate::suite::Step::FireEffectSeams(_)))
+            || serde_json::to_string(scenario).is_ok_and(|text| text.contains("discovery"));
+        json!({
+            "inapplicable": self.inapplicable_reason(scenario),
+            "wire": d.wire.number(),
+            "fixtures": self.fixtures(d),
+            "document": if reads_document { json!([d.document, d.etag]) } else { Value::Null },
+        })
     }
 
     /// Track scenarios that lost the host: after [`HOST_LOST_AFTER`] in a row, the host is
@@ -780,8 +807,22 @@ pub async fn run_selected(
     opts: &RunOptions,
     select: Option<&dyn Fn(&Scenario) -> bool>,
 ) -> Result<RunOutcome, TargetError> {
+    run_selected_after_open(suite, target, opts, select, &|_| {}).await
+}
+
+/// [`run_selected`], calling `opened` once the session is open (discovery captured) and
+/// before any scenario starts: the mutation matrix's probe starts its record of the sites a
+/// scenario reaches there.
+pub async fn run_selected_after_open(
+    suite: &Suite,
+    target: &Target,
+    opts: &RunOptions,
+    select: Option<&dyn Fn(&Scenario) -> bool>,
+    opened: &(dyn Fn(&Session) + Sync),
+) -> Result<RunOutcome, TargetError> {
     let started = Instant::now();
     let session = Session::open(target, opts).await?;
+    opened(&session);
     let chosen: Vec<&Scenario> = suite
         .scenarios
         .iter()

@@ -6,8 +6,8 @@
 //! [`crate::surface::mutants::ALL`].
 //!
 //! A mutant site tests `mutant == Some(Mutant::X)` (or `!=`, or
-//! `mutant_is`), never a `match` pattern: the comparison is what tells the
-//! [`Mutant::Probe`] host that the site was reached (see [`probe`]).
+//! `mutant_is`), never a `match` pattern: the comparison is what tells a
+//! probe host ([`Mutant::Probe`]) that the site was reached (see [`probe`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -403,7 +403,41 @@ pub enum Mutant {
     /// each scenario once on a probe host and gives a mutant's column only
     /// the scenarios that reached its site: elsewhere the mutant cannot
     /// change what the host does. It is not in [`crate::surface::mutants::ALL`].
+    ///
+    /// There are [`PROBE_SLOTS`] probes, `Probe` and `Probe1`…`Probe15`,
+    /// each recording into a slot of its own ([`Mutant::probe`]), so that
+    /// several probe hosts can run at once in one process.
     Probe,
+    /// Probe slot 1 (see [`Mutant::Probe`]).
+    Probe1,
+    /// Probe slot 2.
+    Probe2,
+    /// Probe slot 3.
+    Probe3,
+    /// Probe slot 4.
+    Probe4,
+    /// Probe slot 5.
+    Probe5,
+    /// Probe slot 6.
+    Probe6,
+    /// Probe slot 7.
+    Probe7,
+    /// Probe slot 8.
+    Probe8,
+    /// Probe slot 9.
+    Probe9,
+    /// Probe slot 10.
+    Probe10,
+    /// Probe slot 11.
+    Probe11,
+    /// Probe slot 12.
+    Probe12,
+    /// Probe slot 13.
+    Probe13,
+    /// Probe slot 14.
+    Probe14,
+    /// Probe slot 15.
+    Probe15,
 }
 
 impl Mutant {
@@ -412,21 +446,66 @@ impl Mutant {
     /// ([`Mutant::Probe`], after it, is not a mutant).
     pub const COUNT: usize = Mutant::CatalogIgnoresScopes as usize + 1;
 
-    /// Whether this is [`Mutant::Probe`] (without recording a site).
+    /// Whether this is one of the probes (without recording a site).
     pub fn is_probe(self) -> bool {
-        self as usize == Mutant::Probe as usize
+        self.probe_slot().is_some()
+    }
+
+    /// The probe's slot (0 to [`PROBE_SLOTS`] - 1), if this is a probe.
+    pub fn probe_slot(self) -> Option<usize> {
+        (self as usize).checked_sub(Mutant::Probe as usize)
+    }
+
+    /// The probe recording into `slot` (0 to [`PROBE_SLOTS`] - 1); `None`
+    /// past the last slot.
+    pub fn probe(slot: usize) -> Option<Mutant> {
+        PROBES.get(slot).copied()
     }
 }
 
-/// Equality is the variant's, and it is where a site is seen: comparing the
-/// probe with mutant `X` records that `X`'s site was reached (and is false).
+/// How many probe hosts can record at once in one process.
+pub const PROBE_SLOTS: usize = 16;
+
+/// The probes, slot order.
+const PROBES: [Mutant; PROBE_SLOTS] = [
+    Mutant::Probe,
+    Mutant::Probe1,
+    Mutant::Probe2,
+    Mutant::Probe3,
+    Mutant::Probe4,
+    Mutant::Probe5,
+    Mutant::Probe6,
+    Mutant::Probe7,
+    Mutant::Probe8,
+    Mutant::Probe9,
+    Mutant::Probe10,
+    Mutant::Probe11,
+    Mutant::Probe12,
+    Mutant::Probe13,
+    Mutant::Probe14,
+    Mutant::Probe15,
+];
+
+// The probes are the last variants, in slot order, right after the mutants.
+const _: () = {
+    assert!(Mutant::Probe as usize == Mutant::COUNT);
+    let mut i = 0;
+    while i < PROBE_SLOTS {
+        assert!(PROBES[i] as usize == Mutant::Probe as usize + i);
+        i += 1;
+    }
+};
+
+/// Equality is the variant's, and it is where a site is seen: comparing a
+/// probe with mutant `X` records in the probe's slot that `X`'s site was
+/// reached (and is false).
 impl PartialEq for Mutant {
     fn eq(&self, other: &Self) -> bool {
         let (a, b) = (*self as usize, *other as usize);
-        if a == Mutant::Probe as usize {
-            probe::reach(b);
-        } else if b == Mutant::Probe as usize {
-            probe::reach(a);
+        if let Some(slot) = self.probe_slot() {
+            probe::reach(slot, b);
+        } else if let Some(slot) = other.probe_slot() {
+            probe::reach(slot, a);
         }
         a == b
     }
@@ -439,30 +518,33 @@ impl std::hash::Hash for Mutant {
     }
 }
 
-/// The mutant sites the [`Mutant::Probe`] host reached, process-wide.
+/// The mutant sites each probe host reached, one record per probe slot.
 ///
 /// Sound by construction: a host that never compares its mutant with `X`
 /// behaves the same with `X` switched on, so a scenario whose probe run
 /// reached no `X` site cannot be told apart by `X`. Reaching more is safe
 /// (the matrix just runs more), so leftovers of an earlier probe host only
-/// widen a later window; the caller runs one probe window at a time.
+/// widen a later window; the caller gives each probe host running at once a
+/// slot of its own.
 pub mod probe {
     use std::io::Write as _;
     use std::path::PathBuf;
     use std::sync::OnceLock;
 
-    use super::{AtomicBool, Mutant, Ordering};
+    use super::{AtomicBool, Mutant, Ordering, PROBE_SLOTS};
 
     #[allow(clippy::declare_interior_mutable_const)]
     const UNSEEN: AtomicBool = AtomicBool::new(false);
-    static REACHED: [AtomicBool; Mutant::COUNT] = [UNSEEN; Mutant::COUNT];
+    #[allow(clippy::declare_interior_mutable_const)]
+    const SLOT: [AtomicBool; Mutant::COUNT] = [UNSEEN; Mutant::COUNT];
+    static REACHED: [[AtomicBool; Mutant::COUNT]; PROBE_SLOTS] = [SLOT; PROBE_SLOTS];
 
     /// Where a probe host running as a child process appends each site it
     /// reaches ([`record_to`]).
     static SINK: OnceLock<PathBuf> = OnceLock::new();
 
-    pub(super) fn reach(index: usize) {
-        if let Some(flag) = REACHED.get(index)
+    pub(super) fn reach(slot: usize, index: usize) {
+        if let Some(flag) = REACHED.get(slot).and_then(|sites| sites.get(index))
             && !flag.swap(true, Ordering::SeqCst)
             && let Some(path) = SINK.get()
         {
@@ -488,24 +570,28 @@ pub mod probe {
     }
 
     /// Makes this process's probe also append every site it reaches (its
-    /// index, once per process) to `path`: how a probe host that runs as a
-    /// child process (kill-and-restart scenarios) tells the matrix what it
-    /// reached. Only the first call takes effect.
+    /// index, once per process and slot) to `path`: how a probe host that
+    /// runs as a child process (kill-and-restart scenarios) tells the
+    /// matrix what it reached. Only the first call takes effect.
     pub fn record_to(path: PathBuf) {
         let _ = SINK.set(path);
     }
 
-    /// Forget every site reached so far: a probe window starts.
-    pub fn reset() {
-        for flag in &REACHED {
+    /// Forget every site slot `slot` reached so far: a probe window starts.
+    pub fn reset(slot: usize) {
+        for flag in REACHED.get(slot).into_iter().flatten() {
             flag.store(false, Ordering::SeqCst);
         }
     }
 
-    /// The indices (variant order) of the sites reached since [`reset`].
-    pub fn reached() -> Vec<usize> {
+    /// The indices (variant order) of the sites slot `slot` reached since
+    /// [`reset`].
+    pub fn reached(slot: usize) -> Vec<usize> {
+        let Some(sites) = REACHED.get(slot) else {
+            return Vec::new();
+        };
         (0..Mutant::COUNT)
-            .filter(|&i| REACHED[i].load(Ordering::SeqCst))
+            .filter(|&i| sites[i].load(Ordering::SeqCst))
             .collect()
     }
 }

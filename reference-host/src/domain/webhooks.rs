@@ -92,8 +92,10 @@ pub struct Fanout {
     queue: mpsc::Sender<Delivery>,
     receiver: Mutex<Option<mpsc::Receiver<Delivery>>>,
     dropped: AtomicU64,
-    /// Bug under `webhook-refires-prefix` (RPL-8).
-    refire_prefix: AtomicBool,
+    /// The host's mutant, compared where it acts (`webhook-refires-prefix`,
+    /// RPL-8), so the matrix's probe sees the site only in runs that fan out
+    /// a fork's prefix.
+    mutant: Mutex<Option<Mutant>>,
 }
 
 impl Default for Fanout {
@@ -113,16 +115,17 @@ impl Fanout {
             queue,
             receiver: Mutex::new(Some(receiver)),
             dropped: AtomicU64::new(0),
-            refire_prefix: AtomicBool::new(false),
+            mutant: Mutex::new(None),
         }
     }
 
-    /// Plants (or clears) the `webhook-refires-prefix` bug.
+    /// Sets the host's mutant (`webhook-refires-prefix` plants its bug).
     pub fn set_mutant(&self, mutant: Option<Mutant>) {
-        self.refire_prefix.store(
-            mutant == Some(Mutant::WebhookRefiresPrefix),
-            Ordering::Relaxed,
-        );
+        *self.mutant.lock().unwrap_or_else(|p| p.into_inner()) = mutant;
+    }
+
+    fn mutant(&self) -> Option<Mutant> {
+        *self.mutant.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Deliveries dropped because the queue was full (not exposed over HTTP).
@@ -195,7 +198,6 @@ pub fn fan_out(fanout: &Fanout, storage: &Storage) {
 }
 
 fn queue_batch(fanout: &Fanout, batch: Vec<Appended>) {
-    let refire = fanout.refire_prefix.load(Ordering::Relaxed);
     let subscriptions = fanout.subscriptions().clone();
     for event in batch {
         // RPL-8: a fork's events up to its `fromSeq` re-state the source's,
@@ -204,7 +206,7 @@ fn queue_batch(fanout: &Fanout, batch: Vec<Appended>) {
         // `webhook-refires-prefix`: it is ignored.
         let forked = matches!(event.mode.as_deref(), Some("replay" | "branch"));
         let prefix = forked && event.from_seq.is_some_and(|from| event.sequence <= from);
-        if prefix && !refire {
+        if prefix && fanout.mutant() != Some(Mutant::WebhookRefiresPrefix) {
             continue;
         }
         let payload: Value = serde_json::from_str(&event.payload).unwrap_or(Value::Null);

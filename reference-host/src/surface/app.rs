@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::base::config::HostConfig;
+use crate::base::mutant::Mutant;
 use crate::domain::Domain;
 use crate::domain::catalog;
 use crate::domain::effects;
@@ -62,7 +63,10 @@ struct Inner {
     seams_enabled: bool,
     /// Serving as a plain upstream v1 host ([`crate::surface::upstream`]).
     upstream_only: bool,
-    discovery: DiscoveryDoc,
+    /// Rendered on first use ([`AppState::discovery`]).
+    discovery: OnceLock<DiscoveryDoc>,
+    /// The mutant the document is rendered with.
+    mutant: Option<Mutant>,
     /// The MCP server mount's templates and request-state key (TURN-E4).
     mcp_server: McpServer,
 }
@@ -80,11 +84,8 @@ impl AppState {
             turn: LoopState::new(config, domain)?,
             seams_enabled: config.seams_enabled,
             upstream_only: config.upstream_only,
-            discovery: if config.upstream_only {
-                upstream::discovery::render(config.mutant)
-            } else {
-                DiscoveryDoc::render(config.seams_enabled, config.mutant)
-            },
+            discovery: OnceLock::new(),
+            mutant: config.mutant,
             mcp_server: McpServer::new(),
         };
         Ok(Self {
@@ -113,9 +114,19 @@ impl AppState {
         self.inner.upstream_only
     }
 
-    /// The rendered discovery document.
+    /// The rendered discovery document. It is fixed for the host's lifetime
+    /// and rendered on first use rather than at start, so a mutant of the
+    /// document is seen where it acts, when discovery is served (the matrix's
+    /// probe tells such sites from the ones a host reaches while starting).
     pub fn discovery(&self) -> &DiscoveryDoc {
-        &self.inner.discovery
+        let inner = &self.inner;
+        inner.discovery.get_or_init(|| {
+            if inner.upstream_only {
+                upstream::discovery::render(inner.mutant)
+            } else {
+                DiscoveryDoc::render(inner.seams_enabled, inner.mutant)
+            }
+        })
     }
 
     /// The MCP server mount (`POST /mcp`): its run templates and its

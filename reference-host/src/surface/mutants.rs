@@ -15,7 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-pub use crate::base::mutant::{Mutant, MutantInfo};
+pub use crate::base::mutant::{Mutant, MutantInfo, PROBE_SLOTS};
 
 /// Every module's table of the mutants planted in it.
 const TABLES: &[&[MutantInfo]] = &[
@@ -142,22 +142,24 @@ impl Mutant {
     }
 }
 
-/// [`Mutant::Probe`]'s entry: not in [`ALL`], and not accepted by `--mutant`.
+/// The entry of every probe ([`Mutant::Probe`] and the other slots): not in [`ALL`], and not
+/// accepted by `--mutant`.
 const PROBE: MutantInfo = MutantInfo {
     mutant: Mutant::Probe,
     name: "probe",
     breaks: "nothing: it records the mutant sites the host reaches",
 };
 
-/// Start a probe window: forget every site the probe host reached so far.
-pub fn probe_reset() {
-    crate::base::mutant::probe::reset();
+/// Start a probe window in `slot`: forget every site the probe of that slot
+/// ([`Mutant::probe`]) reached so far.
+pub fn probe_reset(slot: usize) {
+    crate::base::mutant::probe::reset(slot);
 }
 
-/// The mutants whose sites the probe host reached since
-/// [`crate::base::mutant::probe::reset`], in [`ALL`] order.
-pub fn probe_reached() -> Vec<Mutant> {
-    crate::base::mutant::probe::reached()
+/// The mutants whose sites the probe of `slot` reached since
+/// [`probe_reset`], in [`ALL`] order.
+pub fn probe_reached(slot: usize) -> Vec<Mutant> {
+    crate::base::mutant::probe::reached(slot)
         .into_iter()
         .filter_map(|i| ALL.get(i).map(|info| info.mutant))
         .collect()
@@ -273,22 +275,34 @@ mod tests {
 
     #[test]
     fn the_probe_records_the_sites_compared_with_it_and_matches_none() {
-        // The only test that touches the process-wide record.
-        crate::base::mutant::probe::reset();
+        // The only test that touches the process-wide record (slots 0 and 15).
+        crate::base::mutant::probe::reset(0);
+        crate::base::mutant::probe::reset(15);
         let probe = Some(Mutant::Probe);
         assert!(probe != Some(Mutant::ArgsHashRaw));
         assert!(Some(Mutant::DoubleReturn) != probe);
         assert!(probe.is_some_and(Mutant::is_probe));
         assert_eq!(
-            probe_reached(),
+            probe_reached(0),
             vec![Mutant::ArgsHashRaw, Mutant::DoubleReturn]
         );
         // A real mutant compared with another records nothing.
         assert!(Some(Mutant::ArgsHashRaw) != Some(Mutant::InvokeThenCheck));
-        assert_eq!(probe_reached().len(), 2);
+        assert_eq!(probe_reached(0).len(), 2);
         assert_eq!(Mutant::Probe.name(), "probe");
         assert!("probe".parse::<Mutant>().is_err(), "not a --mutant name");
-        crate::base::mutant::probe::reset();
-        assert!(probe_reached().is_empty());
+        // Another slot records apart, and two probes match each other only
+        // as the same slot.
+        let last = Mutant::probe(15);
+        assert_eq!(last.and_then(Mutant::probe_slot), Some(15));
+        assert!(last != Some(Mutant::InvokeThenCheck));
+        assert_eq!(probe_reached(15), vec![Mutant::InvokeThenCheck]);
+        assert_eq!(probe_reached(0).len(), 2);
+        assert_eq!(Mutant::probe(16), None);
+        assert!(!Mutant::ArgsHashRaw.is_probe());
+        crate::base::mutant::probe::reset(0);
+        assert!(probe_reached(0).is_empty());
+        assert_eq!(probe_reached(15).len(), 1);
+        crate::base::mutant::probe::reset(15);
     }
 }
