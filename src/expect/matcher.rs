@@ -322,13 +322,27 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
                 .ok_or_else(|| format!("{mine} is after {bound} (the date at {pointer})"))
         }
         Matcher::WithinDaysBefore(spec) => within_days_before(&need(actual)?, spec, doc),
-        Matcher::Each(cond) => match need(actual)? {
+        Matcher::Each(spec) => match need(actual)? {
             Value::Array(items) if !items.is_empty() => {
+                let mut checked = 0;
                 for (i, item) in items.iter().enumerate() {
-                    matches(&cond.expect, item.pointer(&cond.at), doc)
-                        .map_err(|e| format!("item {i} at {}: {e}", cond.at))?;
+                    if let Some(only) = &spec.only
+                        && matches(&only.expect, item.pointer(&only.at), doc).is_err()
+                    {
+                        continue;
+                    }
+                    checked += 1;
+                    matches(&spec.expect, item.pointer(&spec.at), doc)
+                        .map_err(|e| format!("item {i} at {}: {e}", spec.at))?;
                 }
-                Ok(())
+                match (&spec.only, checked) {
+                    (Some(only), 0) => Err(format!(
+                        "no item of {} has {} matching `where` (nothing to check)",
+                        items.len(),
+                        only.at
+                    )),
+                    _ => Ok(()),
+                }
             }
             Value::Array(_) => {
                 Err("expected a non-empty array, found [] (nothing to check)".into())
@@ -785,6 +799,26 @@ mod tests {
             (
                 json!({"each": {"at": "/t", "expect": {"equals": 1}}}),
                 Some(json!([])),
+                false,
+            ),
+            // `where` keeps the items it holds for: others' entries are not judged.
+            (
+                json!({"each": {"at": "/t", "expect": {"equals": 1},
+                    "where": {"at": "/id", "expect": {"contains": "_mine"}}}}),
+                Some(json!([{"id": "a_mine", "t": 1}, {"id": "theirs", "t": 2}])),
+                true,
+            ),
+            (
+                json!({"each": {"at": "/t", "expect": {"equals": 1},
+                    "where": {"at": "/id", "expect": {"contains": "_mine"}}}}),
+                Some(json!([{"id": "a_mine", "t": 2}, {"id": "theirs", "t": 1}])),
+                false,
+            ),
+            // Nothing kept is nothing checked: it does not hold.
+            (
+                json!({"each": {"at": "/t", "expect": {"equals": 1},
+                    "where": {"at": "/id", "expect": {"contains": "_mine"}}}}),
+                Some(json!([{"id": "theirs", "t": 1}])),
                 false,
             ),
             (json!({"memberOf": "/list"}), Some(json!("b")), true),

@@ -82,7 +82,14 @@ impl<'c> Reads<'c> {
             }
             Matcher::WithinDaysBefore(spec) => self.pointers.push(&spec.at),
             Matcher::DateNotAfter(p) => self.pointers.push(p),
-            Matcher::Each(c) | Matcher::AsJson(c) => self.condition(c),
+            Matcher::Each(spec) => {
+                // Its `at` (and its `where`'s) is relative to each item.
+                self.matcher(&spec.expect);
+                if let Some(only) = &spec.only {
+                    self.condition(only);
+                }
+            }
+            Matcher::AsJson(c) => self.condition(c),
             Matcher::Some(cs) | Matcher::None(cs) => cs.iter().for_each(|c| self.condition(c)),
             Matcher::IfPresent(inner) | Matcher::Length(inner) => self.matcher(inner),
             Matcher::AtLeast(Bound::Template(t)) | Matcher::AtMost(Bound::Template(t)) => {

@@ -375,6 +375,21 @@ pub struct RepeatSpec {
     pub call: SeamCall,
 }
 
+/// `each`: a matcher applied at a pointer in every item of an array, or only in the items a
+/// `where` condition holds for (a scenario judges its own entries of a list other scenarios
+/// add theirs to in parallel).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EachSpec {
+    /// JSON pointer into each item.
+    pub at: String,
+    /// The expectation.
+    pub expect: Matcher,
+    /// Only the items this holds for (pointer into the item); at least one must.
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub only: Option<Condition>,
+}
+
 /// A matcher applied at a pointer, used by `repeat`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -525,7 +540,7 @@ pub enum Matcher {
     /// value must be `true`).
     NoFalseFacets(bool),
     /// A non-empty array each of whose items satisfies the inner check.
-    Each(Box<Condition>),
+    Each(Box<EachSpec>),
     /// Equal to one item of the array at another pointer.
     MemberOf(String),
     /// Absent, or present and satisfying the inner matcher (optional fields).
