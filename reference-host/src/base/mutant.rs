@@ -422,6 +422,12 @@ pub enum Mutant {
     /// the agent was first installed in, not the caller's (A2A-8, RFC 0202
     /// §D.9).
     AgentCardRunInInstallTenant,
+    /// `a2a.agentCards` is advertised without the `a2a-1.0` profile and
+    /// without `agents.manifestRuntime` (A2A-8, RFC 0202 §A.1).
+    AgentCardsUnbacked,
+    /// A per-agent card declares capabilities of its own and no security
+    /// instead of the host card's (A2A-8, RFC 0202 §C.4).
+    AgentCardOwnCapabilities,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -432,9 +438,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `AgentCardRunInInstallTenant`
+    /// per variant, in variant order; the last variant is `AgentCardOwnCapabilities`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::AgentCardRunInInstallTenant as usize + 1;
+    pub const COUNT: usize = Mutant::AgentCardOwnCapabilities as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

@@ -47,8 +47,8 @@ pub const PREFERRED_VERSION: &str = "1.0";
 /// The floor (`a2a.minimumVersion`).
 pub const MINIMUM_VERSION: &str = "0.3";
 
-/// The `a2a` discovery record (A2A-1). Bug under `a2a-facet-no-floor`:
-/// the required `minimumVersion` is missing.
+/// The `a2a` discovery record (A2A-1), with `agentCards` (A2A-8). Bug
+/// under `a2a-facet-no-floor`: the required `minimumVersion` is missing.
 pub fn discovery_record(mutant: Option<Mutant>) -> Value {
     let mut record = json!({
         "versions": VERSIONS,
@@ -64,6 +64,11 @@ pub fn discovery_record(mutant: Option<Mutant>) -> Value {
         && let Some(object) = record.as_object_mut()
     {
         object.remove("minimumVersion");
+    }
+    // Bug under `agent-cards-unbacked`: `agentCards` without the `a2a-1.0`
+    // profile RFC 0202 §A.1 requires with it.
+    if mutant == Some(Mutant::AgentCardsUnbacked) {
+        record["profiles"] = json!(["a2a-0.3"]);
     }
     record
 }
@@ -247,6 +252,15 @@ pub fn agent_card_of(
     if mutant == Some(Mutant::AgentCardHostCard) {
         return card;
     }
+    // Bug under `agent-card-own-capabilities`: the agent claims capabilities
+    // of its own and drops the host's security (§C.4 keeps both the host's).
+    if mutant == Some(Mutant::AgentCardOwnCapabilities)
+        && let Some(object) = card.as_object_mut()
+    {
+        object.insert("capabilities".to_owned(), json!({"streaming": true}));
+        object.remove("securitySchemes");
+        object.remove("securityRequirements");
+    }
     card["name"] = json!(agent.persona);
     card["description"] = json!(agent.card_description());
     card["version"] = json!(agent.pack_version);
@@ -290,6 +304,11 @@ pub const MUTANTS: &[MutantInfo] = &[
         mutant: Mutant::AgentCardHostCard,
         name: "agent-card-host-card",
         breaks: "GetExtendedAgentCard with an agent's routing value answers the host card unchanged (A2A-8, RFC 0202 §C.4)",
+    },
+    MutantInfo {
+        mutant: Mutant::AgentCardOwnCapabilities,
+        name: "agent-card-own-capabilities",
+        breaks: "a per-agent card declares capabilities of its own and no security schemes instead of the host card's (A2A-8, RFC 0202 §C.4)",
     },
     MutantInfo {
         mutant: Mutant::AgentCardPublicListsR,

@@ -118,14 +118,22 @@ pub fn inventory(tenant: &str) -> Vec<&'static InstalledAgent> {
 }
 
 /// The `agents` discovery record: the manifest-agent inventory, scoped per
-/// tenant (RFC 0074 `installScope`), which `a2a.agentCards` requires.
-pub fn discovery_record() -> Value {
-    json!({
+/// tenant (RFC 0074 `installScope`), which `a2a.agentCards` requires
+/// (RFC 0202 §A.1). Bug under `agent-cards-unbacked`: `manifestRuntime` is
+/// missing (and so is the `a2a-1.0` profile, [`crate::domain::a2a::discovery_record`]).
+pub fn discovery_record(mutant: Option<Mutant>) -> Value {
+    let mut record = json!({
         "status": "stable",
         "since": "2.0",
         "witness": "witnessable-gated",
         "manifestRuntime": {"installScope": "tenant"},
-    })
+    });
+    if mutant == Some(Mutant::AgentCardsUnbacked)
+        && let Some(object) = record.as_object_mut()
+    {
+        object.remove("manifestRuntime");
+    }
+    record
 }
 
 /// The routing value of `agent` (RFC 0202 §B.2): a keyed MAC of its agentId
@@ -282,6 +290,11 @@ pub const MUTANTS: &[MutantInfo] = &[
         mutant: Mutant::AgentCardRPerRequest,
         name: "agent-card-r-per-request",
         breaks: "every GET /agents mints a new a2aTenant per entry, so the routing value is not stable (A2A-8, RFC 0202 §B.2)",
+    },
+    MutantInfo {
+        mutant: Mutant::AgentCardsUnbacked,
+        name: "agent-cards-unbacked",
+        breaks: "a2a.agentCards is advertised without the a2a-1.0 profile and without agents.manifestRuntime (A2A-8, RFC 0202 §A.1)",
     },
     MutantInfo {
         mutant: Mutant::AgentCardRNamesPrincipal,

@@ -131,7 +131,7 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         // A2A-8: the per-tenant agent inventory that `a2a.agentCards` publishes.
         object.insert(
             "agents".to_owned(),
-            crate::domain::agents::discovery_record(),
+            crate::domain::agents::discovery_record(mutant),
         );
         // TRUST-2: the turn seam's knowledge store.
         object.insert("memory".to_owned(), memory_record());
