@@ -7,7 +7,13 @@
 //! advertises in its `a2a` facet, each send gets a Task back (item 4: a row toolcert passes
 //! must also satisfy the real client), the repeated send names the same task (A2A-7), no state
 //! the SDK parsed is `TASK_STATE_AUTH_REQUIRED` (A2A-4), and GetTask and ListTasks return the
-//! task to its owner. When the SDK cannot be installed the test fails saying what to install.
+//! task to its owner. Then the per-agent card (A2A-8, RFC 0202): the SDK fetches the extended
+//! card with the first `a2aTenant` of `GET /agents` as `tenant` and parses the entry's
+//! persona, pack version and description in it, with the routing value on every interface;
+//! a client the SDK builds from that card sends through the agent (the SDK attaches the
+//! interface's `tenant`), the run it made is the caller's (`GET /runs/{taskId}`), and ListTasks
+//! through the agent lists that task and not the earlier one sent to the host. When the SDK
+//! cannot be installed the test fails saying what to install.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -70,8 +76,27 @@ async fn the_a2a_sdk_reads_the_card_sends_and_reads_its_task() {
         .json()
         .await
         .unwrap();
-    host.shutdown().await;
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let agent_run = serde_json::from_str::<Value>(stdout.trim())
+        .ok()
+        .and_then(|r| r["agentSent"][0]["taskId"].as_str().map(str::to_owned));
+    let agent_run_status = match agent_run {
+        Some(run) => Some(
+            reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .unwrap()
+                .get(format!("{}/runs/{run}", host.base_url))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16(),
+        ),
+        None => None,
+    };
+    host.shutdown().await;
     let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
         panic!(
             "client.py printed no JSON (exit {}):\n{stdout}\n{}",
@@ -136,4 +161,46 @@ async fn the_a2a_sdk_reads_the_card_sends_and_reads_its_task() {
         assert!(state.is_string(), "{report}");
         assert_ne!(state, "TASK_STATE_AUTH_REQUIRED", "{report}");
     }
+
+    // A2A-8: the per-agent card, as the SDK reads and uses it.
+    assert!(
+        report.get("agentError").is_none(),
+        "the a2a-sdk's per-agent leg failed: {report}"
+    );
+    let entry = &report["agentEntry"];
+    let card = &report["agentCard"];
+    assert!(entry["a2aTenant"].is_string(), "{report}");
+    assert_eq!(card["name"], entry["persona"], "{report}");
+    assert_eq!(card["version"], entry["packVersion"], "{report}");
+    let tenants = card["tenants"].as_array().cloned().unwrap_or_default();
+    assert!(!tenants.is_empty(), "{report}");
+    assert!(
+        tenants.iter().all(|t| *t == entry["a2aTenant"]),
+        "an interface of the agent's card lacks its routing value: {report}"
+    );
+    assert!(
+        !card["skills"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .is_empty(),
+        "{report}"
+    );
+    let sent = report["agentSent"].as_array().cloned().unwrap_or_default();
+    assert_eq!(sent.len(), 1, "{report}");
+    assert_eq!(sent[0]["kind"], "task", "{report}");
+    assert_eq!(
+        agent_run_status,
+        Some(200),
+        "the run sent through the agent is not the caller's: {report}"
+    );
+    let agent_listed = report["agentListed"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        agent_listed,
+        vec![sent[0]["taskId"].clone()],
+        "ListTasks through the agent's tenant lists exactly the task sent through it: {report}"
+    );
 }

@@ -256,6 +256,40 @@ impl Discovery {
         }
     }
 
+    /// Why a scenario gate does not hold on this host (a fact about the host), or `None` when
+    /// it does. A gate is alternatives joined with ` | `, each facets joined with ` & `
+    /// (HOOKS-EVT-5 needs both `safeFetch` and `prePostEvents`); a facet written `!x` holds
+    /// when `x` is not advertised (absent, not `true`, or its family refused), so a leg of
+    /// DISC-4 runs only on a host that lacks the family it probes. The reason names, per
+    /// alternative, the first facet that does not hold.
+    pub fn unmet_gate(&self, gate: &str) -> Option<String> {
+        let mut reasons = Vec::new();
+        for alternative in gate.split(" | ") {
+            let unmet = alternative.split(" & ").find_map(|facet| {
+                match facet.strip_prefix('!') {
+                    Some(absent) => (self.advertisement(absent) == Advertised::Yes).then(|| {
+                        format!(
+                            "the host advertises {absent} (this leg is witnessed on a capability the host does not advertise)"
+                        )
+                    }),
+                    None => match self.advertisement(facet) {
+                        Advertised::Yes => None,
+                        Advertised::Refused => Some(format!(
+                            "the host refuses the {} family (refusedCapabilities)",
+                            facet.split('.').next().unwrap_or(facet)
+                        )),
+                        Advertised::No => Some(format!("the host does not advertise {facet}")),
+                    },
+                }
+            });
+            match unmet {
+                None => return None,
+                Some(reason) => reasons.push(reason),
+            }
+        }
+        Some(reasons.join(", and "))
+    }
+
     /// The fixture workflow ids the host advertises: `fixtures[]` at the root, or (v2, whose
     /// root is closed) the metadata key `conformance.fixtures`.
     pub fn fixtures(&self) -> Vec<String> {
@@ -364,6 +398,39 @@ mod tests {
         assert_eq!(d.advertisement("mcp.client"), Advertised::Refused);
         assert_eq!(d.advertisement("toolHooks"), Advertised::Yes);
         assert_eq!(d.advertisement("replay"), Advertised::No);
+    }
+
+    #[test]
+    fn gates_join_alternatives_and_facets_and_negate_with_a_bang() {
+        let d = disc(
+            json!({"protocolVersion": "1.0", "refusedCapabilities": ["mcp"],
+                   "toolHooks": {"supported": true, "prePostEvents": true},
+                   "agents": {"subRunAttestation": true}}),
+            WireMajor::V1,
+        );
+        assert_eq!(d.unmet_gate("toolHooks.prePostEvents"), None);
+        assert_eq!(d.unmet_gate("replay | toolHooks"), None);
+        assert_eq!(
+            d.unmet_gate("toolHooks & replay").as_deref(),
+            Some("the host does not advertise replay")
+        );
+        assert_eq!(
+            d.unmet_gate("mcp.client").as_deref(),
+            Some("the host refuses the mcp family (refusedCapabilities)")
+        );
+        // `!x` holds for a family absent, refused, or present without `supported: true`.
+        assert_eq!(d.unmet_gate("!toolCatalog"), None);
+        assert_eq!(d.unmet_gate("!mcp"), None);
+        assert_eq!(d.unmet_gate("!agents"), None);
+        assert_eq!(d.unmet_gate("!toolHooks.perToolRateLimit"), None);
+        let why = d.unmet_gate("!toolHooks").unwrap();
+        assert!(why.starts_with("the host advertises toolHooks"), "{why}");
+        assert_eq!(
+            d.unmet_gate("!toolHooks | replay").as_deref(),
+            Some(
+                "the host advertises toolHooks (this leg is witnessed on a capability the host does not advertise), and the host does not advertise replay"
+            )
+        );
     }
 
     #[test]

@@ -45,8 +45,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::host::{
-    Advertised, Budgets, Discovery, HostClient, HostProfile, STARTUP_BUDGET, SpawnCommand,
-    SpawnedHost, discover,
+    Budgets, Discovery, HostClient, HostProfile, STARTUP_BUDGET, SpawnCommand, SpawnedHost,
+    discover,
 };
 use crate::redact::Redactor;
 use crate::steps::{Flow, ScenarioCtx};
@@ -272,26 +272,8 @@ impl Session {
                 "the host profile says the host cannot use a {wire} provider"
             ));
         }
-        // A gate is alternatives joined with ` | `, each facets joined with ` & `
-        // (HOOKS-EVT-5 needs both `safeFetch` and `prePostEvents`); the reason names, per
-        // alternative, the first facet missing.
         let gate = scenario.gate.as_deref()?;
-        let mut reasons = Vec::new();
-        for alternative in gate.split(" | ") {
-            let missing = alternative
-                .split(" & ")
-                .map(|g| (g, d.advertisement(g)))
-                .find(|(_, a)| *a != Advertised::Yes);
-            match missing {
-                None => return None,
-                Some((g, Advertised::Refused)) => reasons.push(format!(
-                    "the host refuses the {} family (refusedCapabilities)",
-                    g.split('.').next().unwrap_or(g)
-                )),
-                Some((g, _)) => reasons.push(format!("the host does not advertise {g}")),
-            }
-        }
-        Some(reasons.join(", and "))
+        d.unmet_gate(gate)
     }
 
     /// Fixture id ⇒ the host's workflow id: what discovery advertises, then what the profile

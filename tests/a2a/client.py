@@ -8,6 +8,12 @@ GetTask and ListTasks. Prints one JSON object: what the card parsed to, what eac
 (`sent`: per send, the response kind, task id and state), what GetTask and ListTasks gave
 (`got`, `listed`), or the first SDK exception (`sendError`). A card the SDK cannot resolve or
 parse exits 1 with `cardError`.
+
+Then the per-agent card (RFC 0202, A2A-8): it reads GET BASE_URL/agents, asks the SDK for the
+extended card with the first entry's `a2aTenant` as `tenant`, builds a client from that card
+(the SDK then puts the interface's `tenant` on every request), sends one message and lists
+tasks through it. Prints `agentEntry`, `agentCard` (name, version, description, each
+interface's tenant, skill ids), `agentSent` and `agentListed`, or `agentError`.
 """
 
 import asyncio
@@ -18,6 +24,7 @@ import uuid
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types.a2a_pb2 import (
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -37,6 +44,35 @@ def describe(response) -> dict:
         out["taskId"] = task.id
         out["state"] = TaskState.Name(task.status.state)
     return out
+
+
+async def agent_leg(http: httpx.AsyncClient, base: str, client, out: dict) -> None:
+    """The per-agent card through the first a2aTenant the caller's inventory lists."""
+    listing = await http.get(f"{base}/agents")
+    listing.raise_for_status()
+    entry = listing.json()["agents"][0]
+    out["agentEntry"] = {k: entry.get(k) for k in ("agentId", "persona", "packVersion", "a2aTenant")}
+    card = await client.get_extended_agent_card(
+        GetExtendedAgentCardRequest(tenant=entry["a2aTenant"])
+    )
+    out["agentCard"] = {
+        "name": card.name,
+        "version": card.version,
+        "description": card.description,
+        "tenants": [i.tenant for i in card.supported_interfaces],
+        "skills": [s.id for s in card.skills],
+    }
+    agent = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+    message = Message(
+        message_id=uuid.uuid4().hex,
+        role=Role.ROLE_USER,
+        parts=[Part(text="hello to one agent from the a2a-sdk client")],
+    )
+    out["agentSent"] = [
+        describe(r) async for r in agent.send_message(SendMessageRequest(message=message))
+    ]
+    listed = await agent.list_tasks(ListTasksRequest())
+    out["agentListed"] = [t.id for t in listed.tasks]
 
 
 async def main(base: str, token: str | None) -> int:
@@ -80,6 +116,10 @@ async def main(base: str, token: str | None) -> int:
             ]
         except Exception as e:
             out["sendError"] = f"{type(e).__name__}: {e}"[:500]
+        try:
+            await agent_leg(http, base, client, out)
+        except Exception as e:
+            out["agentError"] = f"{type(e).__name__}: {e}"[:500]
     print(json.dumps(out))
     return 0
 

@@ -310,7 +310,7 @@ pub enum Mutant {
     ErrorBodyExtraKey,
     /// `not_found` is sent with HTTP 400 (ERR-2).
     NotFoundAs400,
-    /// `GET /agents/{agentId}` is served although `agents` is not advertised (DISC-4).
+    /// `GET /prompts` is served although `prompts` is not advertised (DISC-4).
     UnadvertisedFamilyServed,
     /// A tool return's error object in the log has an empty `code` (ERR-4).
     EventErrorEmptyCode,
@@ -398,6 +398,36 @@ pub enum Mutant {
     McpHealthFromConnection,
     /// The catalog list ignores the caller's scopes (CAT-2).
     CatalogIgnoresScopes,
+    /// The public agent card lacks `capabilities.extendedAgentCard` although
+    /// the host advertises `a2a.agentCards` (A2A-8, RFC 0202 §A.1).
+    AgentCardNoExtendedFlag,
+    /// Every `GET /agents` mints a new routing value per entry (A2A-8,
+    /// RFC 0202 §B.2).
+    AgentCardRPerRequest,
+    /// The routing value names the caller's principal (A2A-8, RFC 0202 §B.2).
+    AgentCardRNamesPrincipal,
+    /// `GetExtendedAgentCard` with an agent's routing value answers the host
+    /// card unchanged (A2A-8, RFC 0202 §C.4).
+    AgentCardHostCard,
+    /// A routing value is resolved before the caller is authenticated (A2A-8,
+    /// RFC 0202 §D.6).
+    AgentCardResolveBeforeAuth,
+    /// Another tenant's routing value is refused unlike a never-minted one
+    /// (A2A-8, RFC 0202 §D.7).
+    AgentCardForeignDistinct,
+    /// The public agent card lists every agent's interfaces with their
+    /// routing values (A2A-8, RFC 0202 §D.8).
+    AgentCardPublicListsR,
+    /// A message sent through a routing value starts its run in the tenant
+    /// the agent was first installed in, not the caller's (A2A-8, RFC 0202
+    /// §D.9).
+    AgentCardRunInInstallTenant,
+    /// `a2a.agentCards` is advertised without the `a2a-1.0` profile and
+    /// without `agents.manifestRuntime` (A2A-8, RFC 0202 §A.1).
+    AgentCardsUnbacked,
+    /// A per-agent card declares capabilities of its own and no security
+    /// instead of the host card's (A2A-8, RFC 0202 §C.4).
+    AgentCardOwnCapabilities,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -442,9 +472,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `CatalogIgnoresScopes`
+    /// per variant, in variant order; the last variant is `AgentCardOwnCapabilities`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::CatalogIgnoresScopes as usize + 1;
+    pub const COUNT: usize = Mutant::AgentCardOwnCapabilities as usize + 1;
 
     /// Whether this is one of the probes (without recording a site).
     pub fn is_probe(self) -> bool {

@@ -19,10 +19,18 @@
 //! `A2A-Version` header and, for the 0.3 card, its `protocolVersion`.
 //! The card advertises its interfaces at [`A2A_PATH`], the JSON-RPC
 //! endpoint of [`crate::domain::a2a_tasks`].
+//!
+//! Per-agent cards (A2A-8, RFC 0202): the facet `agentCards` is advertised,
+//! the 1.0 card declares `capabilities.extendedAgentCard: true` (§A.1), and
+//! [`agent_card_of`] projects an inventory entry
+//! ([`crate::domain::agents`]) onto the card `GetExtendedAgentCard` answers
+//! for the entry's routing value (§C.4). The public card lists no routing
+//! value (§D.8).
 
 use serde_json::{Map, Value, json};
 
 use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::agents::{self, InstalledAgent};
 
 /// Where the agent card is served.
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -39,8 +47,8 @@ pub const PREFERRED_VERSION: &str = "1.0";
 /// The floor (`a2a.minimumVersion`).
 pub const MINIMUM_VERSION: &str = "0.3";
 
-/// The `a2a` discovery record (A2A-1). Bug under `a2a-facet-no-floor`:
-/// the required `minimumVersion` is missing.
+/// The `a2a` discovery record (A2A-1), with `agentCards` (A2A-8). Bug
+/// under `a2a-facet-no-floor`: the required `minimumVersion` is missing.
 pub fn discovery_record(mutant: Option<Mutant>) -> Value {
     let mut record = json!({
         "versions": VERSIONS,
@@ -49,11 +57,18 @@ pub fn discovery_record(mutant: Option<Mutant>) -> Value {
         "refreshedAt": crate::base::clock::started_day_rfc3339(),
         "profiles": ["a2a-0.3", "a2a-1.0"],
         "agentCardUrl": AGENT_CARD_PATH,
+        // RFC 0202: each inventory entry is published as an A2A card.
+        "agentCards": true,
     });
     if mutant == Some(Mutant::A2aFacetNoFloor)
         && let Some(object) = record.as_object_mut()
     {
         object.remove("minimumVersion");
+    }
+    // Bug under `agent-cards-unbacked`: `agentCards` without the `a2a-1.0`
+    // profile RFC 0202 §A.1 requires with it.
+    if mutant == Some(Mutant::AgentCardsUnbacked) {
+        record["profiles"] = json!(["a2a-0.3"]);
     }
     record
 }
@@ -120,9 +135,19 @@ pub fn refusal_details(requested: &str) -> Map<String, Value> {
     details
 }
 
+/// The name of the card's one security scheme: the bearer token every
+/// authenticated route takes.
+const BEARER_SCHEME: &str = "bearer";
+
 /// The agent card of `version`, its interfaces at `base` + [`A2A_PATH`]
 /// (A2A-5). Bug under `a2a-card-interfaces-mismatch`: an interface for a
 /// version the host does not advertise is listed too.
+///
+/// The 1.0 card declares the bearer scheme its JSON-RPC endpoint requires
+/// and `capabilities.extendedAgentCard: true` (RFC 0202 §A.1: the
+/// per-agent cards ride `GetExtendedAgentCard`). The 0.3 card, whose
+/// shapes for both differ, claims neither: this host serves no 0.3
+/// extended-card method.
 pub fn agent_card(version: &str, base: &str, mutant: Option<Mutant>) -> Value {
     let url = format!("{base}{A2A_PATH}");
     let mut versions: Vec<&str> = VERSIONS.to_vec();
@@ -143,13 +168,107 @@ pub fn agent_card(version: &str, base: &str, mutant: Option<Mutant>) -> Value {
         "defaultOutputModes": ["text/plain"],
         "skills": [],
     });
-    if version == "0.3"
-        && let Some(object) = card.as_object_mut()
-    {
+    let Some(object) = card.as_object_mut() else {
+        return card;
+    };
+    if version == "0.3" {
         // The 0.3 card shape names its version and main transport.
         object.insert("protocolVersion".to_owned(), json!("0.3"));
         object.insert("url".to_owned(), json!(url));
         object.insert("preferredTransport".to_owned(), json!("JSONRPC"));
+        return card;
+    }
+    // Bug under `agent-card-no-extended-flag`: the flag RFC 0202 §A.1
+    // requires with `a2a.agentCards` is missing.
+    if mutant != Some(Mutant::AgentCardNoExtendedFlag) {
+        object.insert(
+            "capabilities".to_owned(),
+            json!({"streaming": false, "pushNotifications": false, "extendedAgentCard": true}),
+        );
+    }
+    object.insert(
+        "securitySchemes".to_owned(),
+        json!({BEARER_SCHEME: {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}),
+    );
+    object.insert(
+        "securityRequirements".to_owned(),
+        json!([{"schemes": {BEARER_SCHEME: {"list": []}}}]),
+    );
+    card
+}
+
+/// The card served at [`AGENT_CARD_PATH`] to anyone: [`agent_card`],
+/// listing no routing value (RFC 0202 §D.8). Bug under
+/// `agent-card-public-lists-r`: it also lists every installed agent's
+/// interfaces, each with the agent's routing value.
+pub fn public_card(version: &str, base: &str, mutant: Option<Mutant>) -> Value {
+    let mut card = agent_card(version, base, mutant);
+    if mutant == Some(Mutant::AgentCardPublicListsR)
+        && let Some(interfaces) = card["supportedInterfaces"].as_array_mut()
+    {
+        let hosts: Vec<Value> = interfaces.clone();
+        for agent in agents::AGENTS {
+            let tenant = agents::routing_value(agent);
+            interfaces.extend(hosts.iter().cloned().map(|mut interface| {
+                interface["tenant"] = json!(tenant);
+                interface
+            }));
+        }
+    }
+    card
+}
+
+/// One A2A skill per workflow the host routes to `agent` (the v1 §C skill
+/// rule: a skill is a workflow).
+fn skills_of(agent: &InstalledAgent) -> Vec<Value> {
+    agent
+        .workflows
+        .iter()
+        .map(|workflow| {
+            json!({
+                "id": workflow,
+                "name": workflow,
+                "description": format!("Runs the {workflow} workflow."),
+                "tags": ["openwop-workflow"],
+            })
+        })
+        .collect()
+}
+
+/// The card `GetExtendedAgentCard` answers for `agent`'s routing value
+/// `tenant` (RFC 0202 §C.4): the 1.0 host card with the entry's persona,
+/// description (else label) and pack version, every interface carrying
+/// `tenant`, and one skill per routed workflow; capabilities and security
+/// stay the host card's. It carries nothing the inventory entry may not
+/// (§C.5): no prompt, schema or credential is ever in it. Bug under
+/// `agent-card-host-card`: the host card is answered unchanged.
+pub fn agent_card_of(
+    agent: &InstalledAgent,
+    tenant: &str,
+    base: &str,
+    mutant: Option<Mutant>,
+) -> Value {
+    let mut card = agent_card(PREFERRED_VERSION, base, mutant);
+    if mutant == Some(Mutant::AgentCardHostCard) {
+        return card;
+    }
+    // Bug under `agent-card-own-capabilities`: the agent claims capabilities
+    // of its own and drops the host's security (§C.4 keeps both the host's).
+    if mutant == Some(Mutant::AgentCardOwnCapabilities)
+        && let Some(object) = card.as_object_mut()
+    {
+        object.insert("capabilities".to_owned(), json!({"streaming": true}));
+        object.remove("securitySchemes");
+        object.remove("securityRequirements");
+    }
+    card["name"] = json!(agent.persona);
+    card["description"] = json!(agent.card_description());
+    card["version"] = json!(agent.pack_version);
+    card["skills"] = json!(skills_of(agent));
+    if let Some(interfaces) = card["supportedInterfaces"].as_array_mut() {
+        for interface in interfaces {
+            interface["tenant"] = json!(tenant);
+        }
     }
     card
 }
@@ -175,6 +294,26 @@ pub const MUTANTS: &[MutantInfo] = &[
         mutant: Mutant::A2aCardInterfacesMismatch,
         name: "a2a-card-interfaces-mismatch",
         breaks: "the agent card lists a supportedInterfaces[].protocolVersion the host does not advertise (A2A-5)",
+    },
+    MutantInfo {
+        mutant: Mutant::AgentCardNoExtendedFlag,
+        name: "agent-card-no-extended-flag",
+        breaks: "the 1.0 agent card lacks capabilities.extendedAgentCard although a2a.agentCards is advertised (A2A-8, RFC 0202 §A.1)",
+    },
+    MutantInfo {
+        mutant: Mutant::AgentCardHostCard,
+        name: "agent-card-host-card",
+        breaks: "GetExtendedAgentCard with an agent's routing value answers the host card unchanged (A2A-8, RFC 0202 §C.4)",
+    },
+    MutantInfo {
+        mutant: Mutant::AgentCardOwnCapabilities,
+        name: "agent-card-own-capabilities",
+        breaks: "a per-agent card declares capabilities of its own and no security schemes instead of the host card's (A2A-8, RFC 0202 §C.4)",
+    },
+    MutantInfo {
+        mutant: Mutant::AgentCardPublicListsR,
+        name: "agent-card-public-lists-r",
+        breaks: "the public agent card lists every agent's interfaces with its routing value (A2A-8, RFC 0202 §D.8)",
     },
 ];
 
@@ -205,5 +344,36 @@ mod tests {
             .collect();
         assert_eq!(listed, VERSIONS);
         assert!(discovery_record(None)["minimumVersion"].is_string());
+        assert_eq!(discovery_record(None)["agentCards"], true);
+        assert_eq!(card["capabilities"]["extendedAgentCard"], true);
+        assert!(
+            agent_card("0.3", "http://127.0.0.1:1", None)["capabilities"]
+                .get("extendedAgentCard")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn an_agent_card_projects_its_entry_onto_the_host_card() {
+        let base = "http://127.0.0.1:1";
+        let host = public_card("1.0", base, None);
+        let relay = &agents::AGENTS[1];
+        let r = agents::routing_value(relay);
+        let card = agent_card_of(relay, &r, base, None);
+        assert_eq!(card["name"], relay.persona);
+        assert_eq!(card["version"], relay.pack_version);
+        assert_eq!(card["description"], relay.card_description());
+        assert_eq!(card["capabilities"], host["capabilities"]);
+        assert_eq!(card["securitySchemes"], host["securitySchemes"]);
+        assert_eq!(card["securityRequirements"], host["securityRequirements"]);
+        let interfaces = card["supportedInterfaces"].as_array().unwrap();
+        assert_eq!(
+            interfaces.len(),
+            host["supportedInterfaces"].as_array().unwrap().len()
+        );
+        assert!(interfaces.iter().all(|i| i["tenant"] == r.as_str()));
+        assert_eq!(card["skills"][0]["id"], relay.workflows[0]);
+        // The public card names no routing value (§D.8).
+        assert!(!host.to_string().contains(&r));
     }
 }

@@ -13,6 +13,20 @@
 //!   `contextId`; `contextId`, `tenant` and `metadata`/`_meta` in a request
 //!   never choose tenant or principal (A2A-6).
 //!
+//! - `GetExtendedAgentCard` answers the host's 1.0 card, or with the routing
+//!   value of an agent of the caller's inventory as `tenant`, that agent's card
+//!   (A2A-8, RFC 0202 §C.4).
+//!
+//! A `tenant` is resolved within the caller's inventory only
+//! ([`crate::domain::agents::route`]; RFC 0202 §D.9). One that routes to
+//! nothing the caller may address, whether never minted or another tenant's,
+//! is answered alike everywhere (§D.7): `GetExtendedAgentCard` refuses it with
+//! `ExtendedAgentCardNotConfiguredError` in a message that does not echo it,
+//! and the task methods serve the host endpoint, as for a request naming no
+//! tenant (A2A-6: `tenant` never selects a tenant or principal). A message sent
+//! through an agent's value starts its run in the caller's tenant and records
+//! the agent; `ListTasks` through it lists the tasks sent through it.
+//!
 //! A task's state follows its run; no run state maps to `TASK_STATE_AUTH_REQUIRED`
 //! (A2A-4): authorization happens before the task exists, never inside it.
 
@@ -22,6 +36,8 @@ use sha2::{Digest, Sha256};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;
 use crate::domain::Domain;
+use crate::domain::a2a;
+use crate::domain::agents::{self, InstalledAgent, Route};
 use crate::domain::error::ApiError;
 use crate::domain::workflows::{self, NOOP_WORKFLOW, Workflow};
 use crate::store::storage::{RunRecord, RunStatus};
@@ -37,6 +53,8 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// A2A `TaskNotFoundError`.
 pub const TASK_NOT_FOUND: i64 = -32001;
+/// A2A `ExtendedAgentCardNotConfiguredError`.
+pub const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32007;
 
 /// Longest `messageId`, `contextId` or task id read.
 const MAX_ID_LEN: usize = 200;
@@ -106,15 +124,22 @@ pub fn task_state(status: RunStatus, mutant: Option<Mutant>) -> &'static str {
     }
 }
 
-/// The `contextId` a run's message was sent in (from its `run.started`).
-fn context_of(state: &Domain, run_id: &str) -> Result<String, TaskError> {
+/// What a run's `run.started` recorded of the message it was projected from.
+fn started_a2a(state: &Domain, run_id: &str) -> Result<Value, TaskError> {
     let events = state
         .storage()
         .events_after(run_id, -1)
         .map_err(TaskError::internal)?;
     Ok(events
         .first()
-        .and_then(|event| event.payload["a2a"]["contextId"].as_str())
+        .map(|event| event.payload["a2a"].clone())
+        .unwrap_or(Value::Null))
+}
+
+/// The `contextId` a run's message was sent in (from its `run.started`).
+fn context_of(state: &Domain, run_id: &str) -> Result<String, TaskError> {
+    Ok(started_a2a(state, run_id)?["contextId"]
+        .as_str()
         .unwrap_or(run_id)
         .to_owned())
 }
@@ -175,11 +200,75 @@ fn workflow_of(message: &Map<String, Value>) -> Result<Workflow, TaskError> {
     })
 }
 
-/// `SendMessage`: the Task the message was projected onto (A2A-7).
+/// The request's `tenant` (absent, null or a string).
+fn tenant_of(params: &Value) -> Result<Option<&str>, TaskError> {
+    match object_params(params)?.get("tenant") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(tenant)) => Ok(Some(tenant)),
+        Some(_) => Err(TaskError::rpc(
+            INVALID_PARAMS,
+            "`tenant` must be a string: an a2aTenant GET /agents listed for you",
+        )),
+    }
+}
+
+/// Where the request's `tenant` routes it, within the caller's inventory
+/// (RFC 0202 §D.9), and the value as given.
+pub fn route<'p>(
+    caller: &Principal,
+    params: &'p Value,
+    mutant: Option<Mutant>,
+) -> Result<(Route, Option<&'p str>), TaskError> {
+    let tenant = tenant_of(params)?;
+    let route = agents::route(caller, tenant, mutant);
+    // Bug under `agent-card-foreign-distinct`: another tenant's value is
+    // refused with its own error, which tells the caller it exists (§D.7).
+    if route == (Route::Unrouted { foreign: true })
+        && mutant == Some(Mutant::AgentCardForeignDistinct)
+    {
+        return Err(TaskError::rpc(
+            TASK_NOT_FOUND,
+            "the agent this tenant routes to is not in your inventory",
+        ));
+    }
+    Ok((route, tenant))
+}
+
+/// `GetExtendedAgentCard` (A2A-8): the host's 1.0 card without a `tenant`,
+/// the agent's card through its routing value (`tenant`, as given), and one
+/// refusal for every other value, whatever it is (RFC 0202 §D.7: the message
+/// does not echo it).
+pub fn get_extended_agent_card(
+    route: Route,
+    tenant: Option<&str>,
+    base: &str,
+    mutant: Option<Mutant>,
+) -> Result<Value, TaskError> {
+    match (route, tenant) {
+        (Route::Agent(agent), Some(tenant)) => Ok(a2a::agent_card_of(agent, tenant, base, mutant)),
+        (Route::Host, _) => Ok(a2a::agent_card(a2a::PREFERRED_VERSION, base, mutant)),
+        _ => Err(TaskError::rpc(
+            EXTENDED_CARD_NOT_CONFIGURED,
+            "no extended agent card is configured for this tenant; send an a2aTenant GET /agents listed for you, or no tenant for the host's card",
+        )),
+    }
+}
+
+/// The agent a route addresses, if any.
+fn agent_of(route: Route) -> Option<&'static InstalledAgent> {
+    match route {
+        Route::Agent(agent) => Some(agent),
+        Route::Host | Route::Unrouted { .. } => None,
+    }
+}
+
+/// `SendMessage`: the Task the message was projected onto (A2A-7), through
+/// the agent `route` addresses when it addresses one (A2A-8).
 pub async fn send_message(
     state: &Domain,
     caller: &Principal,
     params: &Value,
+    route: Route,
 ) -> Result<Value, TaskError> {
     let params = object_params(params)?;
     let message = params
@@ -205,12 +294,23 @@ pub async fn send_message(
     let context_id = id_member(message, "contextId")?
         .map(str::to_owned)
         .unwrap_or_else(|| format!("ctx_{run_id}"));
+    let agent = agent_of(route);
+    let mut a2a = json!({"messageId": message_id, "contextId": context_id});
+    if let Some(agent) = agent {
+        a2a["agentId"] = json!(agent.agent_id);
+    }
     let mut started = Map::new();
-    started.insert(
-        "a2a".to_owned(),
-        json!({"messageId": message_id, "contextId": context_id}),
-    );
-    let outcome = workflows::start_as(state, caller, workflow, &run_id, started).await;
+    started.insert("a2a".to_owned(), a2a);
+    // RFC 0202 §D.9: the run belongs to the caller's tenant of record. Bug
+    // under `agent-card-run-in-install-tenant`: it goes to the tenant that
+    // installed the agent first.
+    let owner = match agent {
+        Some(agent) if state.mutant() == Some(Mutant::AgentCardRunInInstallTenant) => {
+            caller.clone().in_tenant(agent.install_tenant())
+        }
+        _ => caller.clone(),
+    };
+    let outcome = workflows::start_as(state, &owner, workflow, &run_id, started).await;
     // A concurrent send of the same message may have created the run first:
     // then this one fails to insert it and answers with that run.
     let run = state.storage().run(&run_id).map_err(TaskError::internal)?;
@@ -245,10 +345,17 @@ pub fn get_task(state: &Domain, caller: &Principal, params: &Value) -> Result<Va
 }
 
 /// `ListTasks`: the caller's tenant's tasks, optionally of one `contextId`
-/// (A2A-6: a subset of the runs the caller may list).
-pub fn list_tasks(state: &Domain, caller: &Principal, params: &Value) -> Result<Value, TaskError> {
+/// (A2A-6: a subset of the runs the caller may list); through an agent's
+/// routing value, only those sent through it (A2A-8).
+pub fn list_tasks(
+    state: &Domain,
+    caller: &Principal,
+    params: &Value,
+    route: Route,
+) -> Result<Value, TaskError> {
     let params = object_params(params)?;
     let context = id_member(params, "contextId")?;
+    let agent = agent_of(route);
     let mutant = state.mutant();
     let runs = state
         .storage()
@@ -266,6 +373,11 @@ pub fn list_tasks(state: &Domain, caller: &Principal, params: &Value) -> Result<
         }
         let task = task_of(state, &run)?;
         if context.is_some_and(|c| task["contextId"] != c) {
+            continue;
+        }
+        if let Some(agent) = agent
+            && started_a2a(state, &run.run_id)?["agentId"] != agent.agent_id
+        {
             continue;
         }
         tasks.push(task);
@@ -308,6 +420,16 @@ pub const MUTANTS: &[MutantInfo] = &[
         mutant: Mutant::A2aSendNotIdempotent,
         name: "a2a-send-not-idempotent",
         breaks: "a repeated SendMessage with the same messageId starts a second run (A2A-7)",
+    },
+    MutantInfo {
+        mutant: Mutant::AgentCardForeignDistinct,
+        name: "agent-card-foreign-distinct",
+        breaks: "an A2A request with another tenant's routing value gets TaskNotFoundError, unlike a never-minted value (A2A-8, RFC 0202 §D.7)",
+    },
+    MutantInfo {
+        mutant: Mutant::AgentCardRunInInstallTenant,
+        name: "agent-card-run-in-install-tenant",
+        breaks: "SendMessage through an agent's routing value starts the run in the tenant that installed the agent first, not the caller's (A2A-8, RFC 0202 §D.9)",
     },
 ];
 

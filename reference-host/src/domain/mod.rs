@@ -1,6 +1,6 @@
 //! Layer 2, the domain: runs and events, effects and claims, authorization
 //! and rate limits, idempotency (Layer-1), webhooks, workflows, the catalog
-//! and the interrupt registry, over the store; and their shared state,
+//! and the interrupt registry, the agent inventory, over the store; and their shared state,
 //! [`Domain`]: what those modules need, and nothing of the tool loop or the
 //! HTTP surface above them.
 //!
@@ -10,6 +10,7 @@
 
 pub mod a2a;
 pub mod a2a_tasks;
+pub mod agents;
 pub mod auth;
 pub mod authz;
 pub mod catalog;

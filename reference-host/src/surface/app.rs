@@ -191,8 +191,12 @@ pub fn router(state: AppState) -> Router {
             get(catalog::get_tool).delete(catalog::delete_tool),
         )
         .route("/webhooks", post(webhooks::post_webhook))
-        // DISC-4: an operation of the unadvertised `agents` family (404 not_found).
-        .route("/agents/{agentId}", get(error_shape::agent))
+        // The manifest-agent inventory (RFC 0072 §A), per tenant (RFC 0074),
+        // each entry with its A2A routing value (A2A-8, RFC 0202).
+        .route("/agents", get(crate::domain::agents::list_agents))
+        .route("/agents/{agentId}", get(crate::domain::agents::get_agent))
+        // DISC-4: an operation of the unadvertised `prompts` family (404 not_found).
+        .route("/prompts", get(error_shape::prompts))
         .route("/webhooks/{webhookId}", delete(webhooks::delete_webhook))
         // TURN-E4: the host as an MCP server (authenticated; its tools are
         // registered through the turn seam, so without seams it lists none).

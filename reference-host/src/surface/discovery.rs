@@ -128,6 +128,11 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
             "a2a".to_owned(),
             crate::domain::a2a::discovery_record(mutant),
         );
+        // A2A-8: the per-tenant agent inventory that `a2a.agentCards` publishes.
+        object.insert(
+            "agents".to_owned(),
+            crate::domain::agents::discovery_record(mutant),
+        );
         // TRUST-2: the turn seam's knowledge store.
         object.insert("memory".to_owned(), memory_record());
     }
@@ -434,6 +439,14 @@ mod tests {
             json!({"status": "stable", "since": "2.0", "witness": "seam-gated",
                    "recallTrust": "stored-segment"})
         );
+        assert_eq!(
+            value["agents"],
+            json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                   "manifestRuntime": {"installScope": "tenant"}})
+        );
+        assert_eq!(value["a2a"]["agentCards"], true);
+        // DISC-4 is witnessed on `prompts`, a family this host does not advertise.
+        assert!(value.get("prompts").is_none());
         let with_seams = parsed(&DiscoveryDoc::render(true, None));
         assert_eq!(
             with_seams["metadata"]["conformance.seamsProfile"],

@@ -8,7 +8,7 @@
 //! provoke errors.
 
 use axum::body::{Body, to_bytes};
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -51,19 +51,17 @@ pub async fn shape_errors(State(domain): State<Domain>, request: Request, next: 
     Response::from_parts(parts, Body::from(bytes))
 }
 
-/// `GET /agents/{agentId}`: the `agents` family, which this host does not advertise, so the
-/// route answers `404 not_found` like any operation of an unadvertised family (DISC-4).
-pub async fn agent(State(domain): State<Domain>, Path(agent_id): Path<String>) -> Response {
+/// `GET /prompts` (`listPromptTemplates`): the `prompts` family, which this host does not
+/// advertise, so the route answers `404 not_found` like any operation of an unadvertised
+/// family (DISC-4).
+pub async fn prompts(State(domain): State<Domain>) -> Response {
     if domain.mutant_is(Mutant::UnadvertisedFamilyServed) {
         // Bug: an operation of a family discovery does not advertise is served.
-        return json_response(
-            StatusCode::OK,
-            &json!({"agentId": agent_id, "name": agent_id}),
-        );
+        return json_response(StatusCode::OK, &json!({"templates": []}));
     }
-    ApiError::not_found(format!(
-        "this host does not advertise the `agents` family, so there is no agent `{agent_id}`"
-    ))
+    ApiError::not_found(
+        "this host does not advertise the `prompts` family, so it serves no prompt templates",
+    )
     .into_response()
 }
 
@@ -82,6 +80,6 @@ pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::UnadvertisedFamilyServed,
         name: "unadvertised-family-served",
-        breaks: "GET /agents/{agentId} answers 200 although discovery advertises no `agents` family",
+        breaks: "GET /prompts answers 200 although discovery advertises no `prompts` family",
     },
 ];

@@ -22,6 +22,8 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::base::args_hash::MUTANTS,
     crate::domain::a2a::MUTANTS,
     crate::domain::a2a_tasks::MUTANTS,
+    crate::domain::agents::MUTANTS,
+    crate::surface::a2a::MUTANTS,
     crate::domain::authz::MUTANTS,
     crate::domain::catalog::MUTANTS,
     crate::domain::tool_session::MUTANTS,
