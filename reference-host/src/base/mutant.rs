@@ -398,6 +398,29 @@ pub enum Mutant {
     McpHealthFromConnection,
     /// The catalog list ignores the caller's scopes (CAT-2).
     CatalogIgnoresScopes,
+    /// A tasks-declaring `tools/call` on a run waiting for input is answered
+    /// `InputRequiredResult` instead of `CreateTaskResult` (MCP-14).
+    McpTaskInputRequired,
+    /// The `taskId` is a task id of its own (`task-` + the run id), not the
+    /// run's id (MCP-14).
+    McpTaskIdNotRun,
+    /// The runs the MCP mount starts get ids with 32 random bits (MCP-14).
+    McpTaskIdShort,
+    /// `tasks/get` appends a read-audit event to the run's log (MCP-14).
+    McpTasksGetAppends,
+    /// `tasks/get` serves any caller who knows the `taskId`, whatever its
+    /// tenant: the id works as a credential (MCP-14).
+    McpTaskIdCredential,
+    /// `tasks/cancel` acknowledges and leaves the run running (MCP-14).
+    McpTasksCancelIgnored,
+    /// A client disconnect before the answer leaves the run running (MCP-14).
+    McpDisconnectIgnored,
+    /// A disconnect cancels the run with the reason `cancelled by <principal>`
+    /// instead of `mcp-request-cancelled` (MCP-14).
+    McpCancelWrongReason,
+    /// A task's run stays bound to the request after `CreateTaskResult` was
+    /// sent: the end of the exchange cancels it (MCP-14).
+    McpDisconnectAfterResponseCancels,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -408,9 +431,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `CatalogIgnoresScopes`
+    /// per variant, in variant order; the last variant is `McpDisconnectAfterResponseCancels`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::CatalogIgnoresScopes as usize + 1;
+    pub const COUNT: usize = Mutant::McpDisconnectAfterResponseCancels as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {
