@@ -421,6 +421,9 @@ pub enum Mutant {
     /// A task's run stays bound to the request after `CreateTaskResult` was
     /// sent: the end of the exchange cancels it (MCP-14).
     McpDisconnectAfterResponseCancels,
+    /// A task whose run waits for a clarification reads as `working`, without
+    /// its `inputRequests` (MCP-14).
+    McpTaskStatusWorking,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -431,9 +434,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `McpDisconnectAfterResponseCancels`
+    /// per variant, in variant order; the last variant is `McpTaskStatusWorking`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::McpDisconnectAfterResponseCancels as usize + 1;
+    pub const COUNT: usize = Mutant::McpTaskStatusWorking as usize + 1;
 
     /// Whether this is [`Mutant::Probe`] (without recording a site).
     pub fn is_probe(self) -> bool {

@@ -129,7 +129,12 @@ pub fn task(
         RunStatus::Running => ("working", None),
         RunStatus::WaitingInput | RunStatus::WaitingApproval => {
             match state.interrupts().ticket(run_id) {
-                Some(ticket) if ticket.kind == InterruptKind::Clarification => {
+                // Bug under `mcp-task-status-working`: the question is not surfaced; the
+                // task reads as working and the client never learns what to answer.
+                Some(ticket)
+                    if ticket.kind == InterruptKind::Clarification
+                        && !state.mutant_is(Mutant::McpTaskStatusWorking) =>
+                {
                     detail = Some(("inputRequests", input_requests(&ticket)));
                     ("input_required", ticket.question.clone())
                 }
@@ -212,11 +217,18 @@ pub fn create_task_result(state: &AppState, run_id: &str) -> Result<Value, RpcEr
 }
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
-pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
-    mutant: Mutant::McpTaskIdNotRun,
-    name: "mcp-task-id-not-run",
-    breaks: "the MCP mount's taskId is `task-` + the run id, not the run's id (MCP-14)",
-}];
+pub const MUTANTS: &[MutantInfo] = &[
+    MutantInfo {
+        mutant: Mutant::McpTaskIdNotRun,
+        name: "mcp-task-id-not-run",
+        breaks: "the MCP mount's taskId is `task-` + the run id, not the run's id (MCP-14)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpTaskStatusWorking,
+        name: "mcp-task-status-working",
+        breaks: "a task whose run waits for a clarification reads as working, without its inputRequests (MCP-14)",
+    },
+];
 
 #[cfg(test)]
 mod tests {
