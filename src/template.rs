@@ -35,15 +35,48 @@ impl TemplateError {
 /// Look a dotted path up in `doc` (`steps.granted.runId` ⇒ `doc["steps"]["granted"]["runId"]`;
 /// numeric segments index arrays). The segment `$keys` turns an object into the array of its
 /// member names, so a scenario can answer a member the host named itself (an MCP
-/// `inputRequests` key: `{{steps.first.body.result.inputRequests.$keys.0}}`).
+/// `inputRequests` key: `{{steps.first.body.result.inputRequests.$keys.0}}`). A segment in
+/// single quotes is one member name, dots and all (an MCP `_meta` key:
+/// `{{steps.ask.body.result._meta.'org.openwop/runId'}}`).
 pub fn lookup<'a>(doc: &'a Value, path: &str) -> Option<Cow<'a, Value>> {
-    path.split('.')
+    segments(path)?
+        .into_iter()
         .try_fold(Cow::Borrowed(doc), |v, seg| match (v, seg) {
             (Cow::Borrowed(Value::Object(m)), "$keys") => Some(Cow::Owned(keys_of(m))),
             (Cow::Owned(Value::Object(m)), "$keys") => Some(Cow::Owned(keys_of(&m))),
             (Cow::Borrowed(v), seg) => step(v, seg).map(Cow::Borrowed),
             (Cow::Owned(v), seg) => step(&v, seg).cloned().map(Cow::Owned),
         })
+}
+
+/// The segments of a dotted path: split at dots, except inside a single-quoted segment (which
+/// must be a whole segment, closed, and is taken without its quotes). `None` for a path that
+/// breaks those rules.
+fn segments(path: &str) -> Option<Vec<&str>> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    loop {
+        if let Some(quoted) = rest.strip_prefix('\'') {
+            let end = quoted.find('\'')?;
+            out.push(&quoted[..end]);
+            rest = &quoted[end + 1..];
+            if rest.is_empty() {
+                return Some(out);
+            }
+            rest = rest.strip_prefix('.')?;
+            continue;
+        }
+        match rest.split_once('.') {
+            Some((seg, tail)) => {
+                out.push(seg);
+                rest = tail;
+            }
+            None => {
+                out.push(rest);
+                return Some(out);
+            }
+        }
+    }
 }
 
 fn step<'a>(v: &'a Value, seg: &str) -> Option<&'a Value> {
@@ -134,6 +167,26 @@ pub fn render_text(s: &str, doc: &Value) -> Result<String, TemplateError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_quoted_segment_is_one_member_name() {
+        let doc = json!({"r": {"_meta": {"org.openwop/runId": "run_1", "a": {"b.c": [7]}}}});
+        assert_eq!(
+            render_str("{{r._meta.'org.openwop/runId'}}", &doc).unwrap(),
+            json!("run_1")
+        );
+        assert_eq!(
+            render_text("/runs/{{r._meta.'org.openwop/runId'}}/events", &doc).unwrap(),
+            "/runs/run_1/events"
+        );
+        assert_eq!(render_str("{{r._meta.a.'b.c'.0}}", &doc).unwrap(), json!(7));
+        for broken in ["r._meta.'org", "r._meta.'a'b", "r._meta.org.openwop/runId"] {
+            assert!(
+                render_str(&format!("{{{{{broken}}}}}"), &doc).is_err(),
+                "{broken}"
+            );
+        }
+    }
 
     #[test]
     fn keys_segment_lists_member_names() {

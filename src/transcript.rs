@@ -42,7 +42,8 @@ pub struct Exchange {
     pub response_body: Option<Value>,
     /// Wall time of the exchange in milliseconds.
     pub elapsed_ms: u64,
-    /// Transport failure, when no usable response arrived.
+    /// Transport failure, when no usable response arrived; or, saying so, toolcert's own
+    /// dropping of a request before its answer (an `http` step's `abandon`, MCP-14).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transport_error: Option<String>,
     /// A `curl` command that reproduces the request (token replaced by `$TOKEN`).

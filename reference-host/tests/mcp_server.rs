@@ -9,8 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    ALICE, BOB, ERIN, FakeProvider, OPERATOR, Reply, assert_valid, bounded, client, events_until,
-    fed_back, get_json, of_type, openai_calls, openai_text, seam_host, send,
+    ALICE, BOB, Canned, ERIN, FakeProvider, OPERATOR, Reply, assert_valid, bounded, client,
+    events_until, fed_back, get_json, of_type, openai_calls, openai_text, seam_host, send,
 };
 use reference_host::mutants::Mutant;
 use reference_host::{HostConfig, RunningHost};
@@ -266,7 +266,8 @@ async fn discover_and_list_are_private_sorted_and_shaped() {
         assert_eq!(
             discovered.body["result"],
             json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
-                   "capabilities": {"tools": {}},
+                   "capabilities": {"tools": {},
+                                    "extensions": {"io.modelcontextprotocol/tasks": {}}},
                    "serverInfo": {"name": "toolcert-reference-host",
                                   "version": env!("CARGO_PKG_VERSION")}})
         );
@@ -338,6 +339,8 @@ async fn discover_and_list_are_private_sorted_and_shaped() {
             doc["mcp"]["serverMount"],
             json!({"transports": ["streamable-http"]})
         );
+        // MCP-14: the Tasks extension is listed as the feature `extensions`.
+        assert_eq!(doc["mcp"]["features"], json!(["mrtr", "extensions"]));
         host.shutdown().await;
     })
     .await;
@@ -882,3 +885,351 @@ async fn other_outcomes_are_complete_results() {
 
 // ---------------------------------------------------------------------------
 // The mutants.
+
+// ---------------------------------------------------------------------------
+// The Tasks extension and request ownership (MCP-14).
+
+/// `_meta` declaring the Tasks extension.
+fn task_meta() -> Value {
+    let mut meta = meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    meta
+}
+
+/// One JSON-RPC request declaring the Tasks extension, as `token`.
+async fn task_rpc(
+    client: &reqwest::Client,
+    host: &RunningHost,
+    token: &str,
+    id: &str,
+    method: &str,
+    mut params: Value,
+) -> Reply {
+    params["_meta"] = task_meta();
+    let request = client
+        .post(format!("{}/mcp", host.base_url))
+        .header("MCP-Protocol-Version", VERSION)
+        .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    send(request, Some(token)).await
+}
+
+/// How many events the run's log holds.
+async fn event_count(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> usize {
+    let page = common::poll(client, host, run_id, "streamMode=debug&timeout=1").await;
+    page["events"].as_array().map_or(0, Vec::len)
+}
+
+/// Polls `tasks/get` until the task's status is `wanted` (bounded).
+async fn task_until(
+    client: &reqwest::Client,
+    host: &RunningHost,
+    task_id: &str,
+    wanted: &str,
+) -> Value {
+    for i in 0..100 {
+        let got = task_rpc(
+            client,
+            host,
+            ALICE,
+            &format!("poll-{i}"),
+            "tasks/get",
+            json!({"taskId": task_id}),
+        )
+        .await;
+        if got.body["result"]["status"] == wanted {
+            return got.body["result"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("task {task_id} never became {wanted}");
+}
+
+/// The run's `run.cancelled.reason`, once it is cancelled (bounded).
+async fn cancel_reason(client: &reqwest::Client, host: &RunningHost, run_id: &str) -> Value {
+    let events = events_until(client, host, run_id, EVENT_POLLS, |events| {
+        !of_type(events, "run.cancelled").is_empty()
+    })
+    .await;
+    let cancelled = of_type(&events, "run.cancelled");
+    assert_eq!(cancelled.len(), 1, "{events:#?}");
+    cancelled[0]["payload"]["reason"].clone()
+}
+
+#[tokio::test]
+async fn a_task_declaring_call_is_a_task_of_the_run() {
+    bounded(TEST_TIMEOUT, async {
+        let provider = FakeProvider::start().await;
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        let model = asking_model(&provider);
+        registered(
+            &client,
+            &host,
+            &template(&provider, &model, "alice", "helper"),
+        )
+        .await;
+        let created = task_rpc(
+            &client,
+            &host,
+            ALICE,
+            "c1",
+            "tools/call",
+            json!({"name": "helper", "arguments": {"input": "Charge my account."}}),
+        )
+        .await;
+        assert_eq!(created.status, 200, "{}", created.body);
+        let result = &created.body["result"];
+        // Never InputRequiredResult: a task waiting for input.
+        assert_eq!(result["resultType"], "task", "{result}");
+        assert_eq!(result["status"], "input_required", "{result}");
+        assert!(result.get("inputRequests").is_none(), "{result}");
+        assert!(result.get("requestState").is_none(), "{result}");
+        let task_id = result["taskId"].as_str().expect("taskId").to_owned();
+        // The taskId is the run's id: `run_` and 128 random bits.
+        assert_eq!(task_id.len(), 4 + 32, "{task_id}");
+        assert!(task_id.starts_with("run_"), "{task_id}");
+        assert!(task_id[4..].chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(run_status(&client, &host, &task_id).await, "waiting-input");
+        assert_eq!(result["_meta"]["org.openwop/runId"], task_id.as_str());
+
+        // tasks/get appends nothing to the log.
+        let before = event_count(&client, &host, &task_id).await;
+        for id in ["g1", "g2"] {
+            let got = task_rpc(
+                &client,
+                &host,
+                ALICE,
+                id,
+                "tasks/get",
+                json!({"taskId": task_id}),
+            )
+            .await;
+            let got = &got.body["result"];
+            assert_eq!(got["resultType"], "complete", "{got}");
+            assert_eq!(got["status"], "input_required", "{got}");
+            assert_eq!(
+                got["inputRequests"]["agent"]["params"]["message"], QUESTION,
+                "{got}"
+            );
+        }
+        assert_eq!(event_count(&client, &host, &task_id).await, before);
+
+        // The id is no credential: another tenant's read is an unknown
+        // task's, and an undeclared request is -32021.
+        let foreign = task_rpc(
+            &client,
+            &host,
+            ERIN,
+            "f",
+            "tasks/get",
+            json!({"taskId": task_id}),
+        )
+        .await;
+        let unknown = task_rpc(
+            &client,
+            &host,
+            ALICE,
+            "u",
+            "tasks/get",
+            json!({"taskId": "run_nope"}),
+        )
+        .await;
+        assert_eq!(error_code(&foreign), -32602, "{}", foreign.body);
+        assert_eq!(foreign.body["error"], unknown.body["error"]);
+        let undeclared = rpc(
+            &client,
+            &host,
+            ALICE,
+            "n",
+            "tasks/get",
+            json!({"taskId": task_id}),
+        )
+        .await;
+        assert_eq!(error_code(&undeclared), -32021, "{}", undeclared.body);
+        // Only the run's principal answers.
+        let answers = json!({"agent": {"action": "accept", "content": {"account": "42"}}});
+        let stranger = task_rpc(
+            &client,
+            &host,
+            BOB,
+            "b",
+            "tasks/update",
+            json!({"taskId": task_id, "inputResponses": answers}),
+        )
+        .await;
+        assert_eq!(error_code(&stranger), -32602, "{}", stranger.body);
+
+        let updated = task_rpc(
+            &client,
+            &host,
+            ALICE,
+            "up",
+            "tasks/update",
+            json!({"taskId": task_id, "inputResponses": answers}),
+        )
+        .await;
+        assert_eq!(updated.body["result"], json!({"resultType": "complete"}));
+        let done = task_until(&client, &host, &task_id, "completed").await;
+        assert_eq!(done["result"]["content"][0]["text"], ANSWER_TEXT, "{done}");
+        assert_eq!(done["result"]["isError"], false);
+        assert_eq!(provider.requests(&model).len(), 2);
+        // A terminal task cannot be cancelled.
+        let late = task_rpc(
+            &client,
+            &host,
+            ALICE,
+            "x",
+            "tasks/cancel",
+            json!({"taskId": task_id}),
+        )
+        .await;
+        assert_eq!(error_code(&late), -32602, "{}", late.body);
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn tasks_cancel_cancels_the_run() {
+    bounded(TEST_TIMEOUT, async {
+        let provider = FakeProvider::start().await;
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        let slow = provider.script(vec![Canned::Delayed(
+            Duration::from_secs(5),
+            Box::new(openai_text("late")),
+        )]);
+        registered(&client, &host, &template(&provider, &slow, "alice", "slow")).await;
+        let created = task_rpc(
+            &client,
+            &host,
+            ALICE,
+            "c",
+            "tools/call",
+            json!({"name": "slow", "arguments": {"input": "go"}}),
+        )
+        .await;
+        assert_eq!(
+            created.body["result"]["resultType"], "task",
+            "{}",
+            created.body
+        );
+        assert_eq!(created.body["result"]["status"], "working");
+        let task_id = created.body["result"]["taskId"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let cancelled = task_rpc(
+            &client,
+            &host,
+            ALICE,
+            "k",
+            "tasks/cancel",
+            json!({"taskId": task_id}),
+        )
+        .await;
+        assert_eq!(cancelled.body["result"], json!({"resultType": "complete"}));
+        assert_eq!(run_status(&client, &host, &task_id).await, "cancelled");
+        assert_eq!(
+            cancel_reason(&client, &host, &task_id).await,
+            "cancelled by alice"
+        );
+        let got = task_until(&client, &host, &task_id, "cancelled").await;
+        assert_eq!(got["statusMessage"], "cancelled by alice");
+        host.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_disconnect_before_the_answer_cancels_and_after_it_does_not() {
+    bounded(TEST_TIMEOUT, async {
+        let provider = FakeProvider::start().await;
+        let host = host(None).await;
+        let client = client(CLIENT_TIMEOUT);
+        // The run asks, then (after the retry) thinks for 5 s.
+        let model = provider.script(vec![
+            openai_calls(
+                &[("call_ask", ASK, &json!({"question": QUESTION}).to_string())],
+                "tool_calls",
+            ),
+            Canned::Delayed(Duration::from_secs(5), Box::new(openai_text(ANSWER_TEXT))),
+        ]);
+        registered(
+            &client,
+            &host,
+            &template(&provider, &model, "alice", "held"),
+        )
+        .await;
+        let first = call(
+            &client,
+            &host,
+            ALICE,
+            "c1",
+            json!({"name": "held", "arguments": {"input": "Charge my account."}}),
+        )
+        .await;
+        let run_id = run_id_of(&first);
+        // The retry continues the run; the client goes away before the answer.
+        let retry = {
+            let request = client
+                .post(format!("{}/mcp", host.base_url))
+                .header("MCP-Protocol-Version", VERSION)
+                .bearer_auth(ALICE)
+                .json(
+                    &json!({"jsonrpc": "2.0", "id": "c2", "method": "tools/call",
+                    "params": {"_meta": meta(), "name": "held",
+                        "arguments": {"input": "Charge my account."},
+                        "inputResponses": accept(json!({"account": "42"})),
+                        "requestState": first.body["result"]["requestState"]}}),
+                );
+            tokio::spawn(async move { request.send().await })
+        };
+        for _ in 0..200 {
+            if provider.requests(&model).len() == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(provider.requests(&model).len(), 2, "the retry went through");
+        retry.abort();
+        assert_eq!(
+            cancel_reason(&client, &host, &run_id).await,
+            "mcp-request-cancelled"
+        );
+
+        // A task's answer was sent: a disconnect afterwards leaves the run.
+        let slow = provider.script(vec![Canned::Delayed(
+            Duration::from_millis(1500),
+            Box::new(openai_text("done")),
+        )]);
+        registered(&client, &host, &template(&provider, &slow, "alice", "slow")).await;
+        let closing = common::client(CLIENT_TIMEOUT);
+        let created = send(
+            closing
+                .post(format!("{}/mcp", host.base_url))
+                .header("MCP-Protocol-Version", VERSION)
+                .header("Connection", "close")
+                .json(&json!({"jsonrpc": "2.0", "id": "t", "method": "tools/call",
+                    "params": {"_meta": task_meta(), "name": "slow",
+                               "arguments": {"input": "go"}}})),
+            Some(ALICE),
+        )
+        .await;
+        drop(closing);
+        assert_eq!(
+            created.body["result"]["resultType"], "task",
+            "{}",
+            created.body
+        );
+        let task_id = created.body["result"]["taskId"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let done = task_until(&client, &host, &task_id, "completed").await;
+        assert_eq!(done["result"]["content"][0]["text"], "done");
+        host.shutdown().await;
+    })
+    .await;
+}

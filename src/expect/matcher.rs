@@ -247,6 +247,44 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
                 show(&other)
             )),
         },
+        Matcher::EntropyBits(inner) => match need(actual)? {
+            Value::String(id) => {
+                let e = super::ids::estimate(&id);
+                // Two decimals: the bound compared with is a whole number of bits.
+                let bits = (e.bits * 100.0).round() / 100.0;
+                matches(inner, Some(&Value::from(bits)), doc).map_err(|err| {
+                    format!(
+                        "the opaque segment {} reads as {} and carries at most {bits} bits of entropy: {err}",
+                        show(&Value::String(e.random_part.clone())),
+                        e.scheme
+                    )
+                })
+            }
+            other => Err(format!("expected an id (a string), found {}", show(&other))),
+        },
+        Matcher::SameIdAt(pointer) => {
+            let other = doc
+                .pointer(pointer)
+                .ok_or_else(|| format!("the id to compare with ({pointer}) is absent"))?;
+            let v = need(actual)?;
+            match (v.as_str(), other.as_str()) {
+                (Some(mine), Some(theirs))
+                    if super::ids::unproject(mine) == super::ids::unproject(theirs) =>
+                {
+                    Ok(())
+                }
+                (Some(_), Some(_)) => Err(format!(
+                    "expected the id at {pointer} ({}), projected or not, found {}",
+                    show(other),
+                    show(&v)
+                )),
+                _ => Err(format!(
+                    "expected two ids (strings), found {} and {} (at {pointer})",
+                    show(&v),
+                    show(other)
+                )),
+            }
+        }
         Matcher::Length(inner) => match need(actual)? {
             Value::Array(items) => matches(inner, Some(&Value::from(items.len())), doc)
                 .map_err(|e| format!("array length {}: {e}", items.len())),
@@ -631,6 +669,32 @@ mod tests {
 
     fn m(v: Value) -> Matcher {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn entropy_bits_and_same_ids() {
+        let doc = json!({"run": {"runId": "acme/run_0123456789abcdef0123456789abcdef"}});
+        let at_least = m(json!({"entropyBits": {"atLeast": 128}}));
+        let long = json!("acme~2Frun_0123456789abcdef0123456789abcdef");
+        assert_eq!(matches(&at_least, Some(&long), &doc), Ok(()));
+        let err = matches(&at_least, Some(&json!("run_0123abcd")), &doc).unwrap_err();
+        assert!(err.contains("32 bits") && err.contains("hex"), "{err}");
+        assert!(matches(&at_least, Some(&json!(7)), &doc).is_err());
+        assert!(matches(&at_least, None, &doc).is_err());
+
+        let same = m(json!({"sameIdAt": "/run/runId"}));
+        assert_eq!(matches(&same, Some(&long), &doc), Ok(()));
+        assert_eq!(
+            matches(
+                &same,
+                Some(&json!("acme/run_0123456789abcdef0123456789abcdef")),
+                &doc
+            ),
+            Ok(())
+        );
+        let err = matches(&same, Some(&json!("task-run_1")), &doc).unwrap_err();
+        assert!(err.contains("/run/runId"), "{err}");
+        assert!(matches(&m(json!({"sameIdAt": "/nope"})), Some(&long), &doc).is_err());
     }
 
     #[test]

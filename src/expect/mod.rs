@@ -13,6 +13,7 @@
 
 pub mod catalog;
 pub mod error_registry;
+pub mod ids;
 mod matcher;
 pub mod reads;
 pub mod shapes;

@@ -72,7 +72,8 @@ impl<'c> Reads<'c> {
             Matcher::EqualsAt(p)
             | Matcher::JcsSha256Of(p)
             | Matcher::NotJcsSha256Of(p)
-            | Matcher::MemberOf(p) => self.pointers.push(p),
+            | Matcher::MemberOf(p)
+            | Matcher::SameIdAt(p) => self.pointers.push(p),
             Matcher::EqualsAtIgnoring(spec) => self.pointers.push(&spec.at),
             Matcher::SameSetAt(spec) => {
                 self.pointers.push(&spec.at);
@@ -91,7 +92,9 @@ impl<'c> Reads<'c> {
             }
             Matcher::AsJson(c) => self.condition(c),
             Matcher::Some(cs) | Matcher::None(cs) => cs.iter().for_each(|c| self.condition(c)),
-            Matcher::IfPresent(inner) | Matcher::Length(inner) => self.matcher(inner),
+            Matcher::IfPresent(inner) | Matcher::Length(inner) | Matcher::EntropyBits(inner) => {
+                self.matcher(inner)
+            }
             Matcher::AtLeast(Bound::Template(t)) | Matcher::AtMost(Bound::Template(t)) => {
                 self.template(t)
             }

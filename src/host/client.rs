@@ -142,6 +142,17 @@ impl HostRequest {
     }
 }
 
+/// How a request sent with [`HostClient::send_abandoning`] ended.
+#[derive(Debug, Clone)]
+pub enum Sent {
+    /// The whole answer came before the point.
+    Answered(HostResponse),
+    /// The point was reached first (what was seen): the request was dropped unanswered.
+    Abandoned(String),
+    /// Neither came within the request budget: the request was dropped then.
+    Unreached,
+}
+
 /// A response from the host.
 #[derive(Debug, Clone)]
 pub struct HostResponse {
@@ -266,6 +277,71 @@ impl HostClient {
         step: &str,
         req: &HostRequest,
     ) -> (Result<HostResponse, TransportError>, Exchange) {
+        let (builder, url, mut exchange) = self.prepare(step, req);
+        let started = Instant::now();
+        let result = tokio::time::timeout(self.budgets.request, self.exchange(builder, &url)).await;
+        exchange.elapsed_ms = started.elapsed().as_millis() as u64;
+        let result = match result {
+            Ok(r) => r,
+            Err(_) => Err(TransportError::Timeout {
+                url: url.clone(),
+                budget_ms: self.budgets.request.as_millis(),
+            }),
+        };
+        Self::record(&mut exchange, &result);
+        (result, exchange)
+    }
+
+    /// Send a request and drop it (its connection with it) as soon as `point` resolves, unless
+    /// the whole answer came first (MCP-14: a client that goes away while the host still owes
+    /// the answer). `point` resolves with a description of what was seen; a point not reached
+    /// within the request budget drops the request then, as [`Sent::Unreached`].
+    pub async fn send_abandoning(
+        &self,
+        step: &str,
+        req: &HostRequest,
+        point: impl std::future::Future<Output = String>,
+    ) -> (Result<Sent, TransportError>, Exchange) {
+        let (builder, url, mut exchange) = self.prepare(step, req);
+        let started = Instant::now();
+        let work = self.exchange(builder, &url);
+        let point = tokio::time::timeout(self.budgets.request, point);
+        tokio::pin!(work, point);
+        // An answer complete at the same instant the point is reached counts as answered.
+        let sent = tokio::select! {
+            biased;
+            result = &mut work => result.map(Sent::Answered),
+            seen = &mut point => Ok(match seen {
+                Ok(seen) => Sent::Abandoned(seen),
+                Err(_) => Sent::Unreached,
+            }),
+        };
+        exchange.elapsed_ms = started.elapsed().as_millis() as u64;
+        match &sent {
+            Ok(Sent::Answered(response)) => Self::record(&mut exchange, &Ok(response.clone())),
+            Ok(Sent::Abandoned(seen)) => {
+                exchange.transport_error = Some(format!(
+                    "not a transport error: toolcert dropped the request after {} ms, once {seen} (the scenario's client goes away before the answer)",
+                    exchange.elapsed_ms
+                ));
+            }
+            Ok(Sent::Unreached) => {
+                exchange.transport_error = Some(format!(
+                    "not a transport error: toolcert dropped the request after {} ms, its point unreached and no answer within the request budget",
+                    exchange.elapsed_ms
+                ));
+            }
+            Err(e) => exchange.transport_error = Some(e.to_string()),
+        }
+        (sent, exchange)
+    }
+
+    /// The request builder, its URL and the transcript entry of a request.
+    fn prepare(
+        &self,
+        step: &str,
+        req: &HostRequest,
+    ) -> (reqwest::RequestBuilder, String, Exchange) {
         let url = format!("{}{}", self.base_url, req.path);
         let mut exchange = Exchange {
             step: step.to_string(),
@@ -296,17 +372,12 @@ impl HostClient {
             curl.push_str(&format!(" -H 'content-type: application/json' -d '{body}'"));
         }
         exchange.curl = curl;
-        let started = Instant::now();
-        let result = tokio::time::timeout(self.budgets.request, self.exchange(builder, &url)).await;
-        exchange.elapsed_ms = started.elapsed().as_millis() as u64;
-        let result = match result {
-            Ok(r) => r,
-            Err(_) => Err(TransportError::Timeout {
-                url: url.clone(),
-                budget_ms: self.budgets.request.as_millis(),
-            }),
-        };
-        match &result {
+        (builder, url, exchange)
+    }
+
+    /// Record an answer (or the transport error) in its transcript entry.
+    fn record(exchange: &mut Exchange, result: &Result<HostResponse, TransportError>) {
+        match result {
             Ok(resp) => {
                 exchange.status = Some(resp.status);
                 exchange.response_headers = resp
@@ -318,7 +389,6 @@ impl HostClient {
             }
             Err(e) => exchange.transport_error = Some(e.to_string()),
         }
-        (result, exchange)
     }
 
     async fn exchange(

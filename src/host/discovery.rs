@@ -220,8 +220,10 @@ impl Discovery {
         out
     }
 
-    /// Whether the dotted capability path is advertised: `toolHooks` (the family) or
-    /// `toolHooks.perToolAuthorization` (a facet that must be `true`).
+    /// Whether the dotted capability path is advertised: `toolHooks` (the family),
+    /// `toolHooks.perToolAuthorization` (a facet that must be `true`), or
+    /// `mcp.features.extensions` (a member a list facet must hold: a segment after an array
+    /// names a string the array contains, MCP-14).
     pub fn advertises(&self, gate: &str) -> bool {
         self.advertisement(gate) == Advertised::Yes
     }
@@ -242,7 +244,17 @@ impl Discovery {
             return Advertised::No;
         }
         let mut node = record;
-        for facet in parts {
+        let mut parts = parts.peekable();
+        while let Some(facet) = parts.next() {
+            if let Value::Array(members) = node {
+                // A list facet: the segment is a member it must hold, and nothing follows it.
+                let listed = members.iter().any(|m| m.as_str() == Some(facet));
+                return if listed && parts.peek().is_none() {
+                    Advertised::Yes
+                } else {
+                    Advertised::No
+                };
+            }
             match node.get(facet) {
                 Some(next) => node = next,
                 None => return Advertised::No,
@@ -343,6 +355,21 @@ mod tests {
         assert!(!d.advertises("toolHooks.perToolRateLimit"));
         assert!(!d.advertises("toolHooks.perToolAuthorization"));
         assert!(!d.advertises("replay"));
+    }
+
+    #[test]
+    fn a_segment_after_a_list_facet_is_a_member_it_must_hold() {
+        let d = disc(
+            json!({"protocolVersions": ["2.0"], "mcp": {"features": ["mrtr", "extensions"], "empty": []}}),
+            WireMajor::V2,
+        );
+        assert!(d.advertises("mcp.features.extensions"));
+        assert!(d.advertises("mcp.features.mrtr"));
+        assert!(!d.advertises("mcp.features.tasks"));
+        assert!(!d.advertises("mcp.features.extensions.more"));
+        assert!(!d.advertises("mcp.empty.extensions"));
+        // The list itself is not a facet that is claimed.
+        assert!(!d.advertises("mcp.features"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod spawn;
 mod sse;
 mod tls;
 
-pub use client::{Budgets, HostClient, HostRequest, HostResponse, TransportError};
+pub use client::{Budgets, HostClient, HostRequest, HostResponse, Sent, TransportError};
 pub use discovery::{Advertised, Discovery, DiscoveryError, discover};
 pub use paths::WireMajor;
 pub use profile::{HostProfile, ProfileError, RoleProfile};

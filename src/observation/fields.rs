@@ -44,6 +44,7 @@ pub fn of_step(step: &Step) -> (Root, &'static [&'static str]) {
         Step::Provider(_) => (Root::Providers, names_of::<ProviderObservation>()),
         Step::McpServer(_) => (Root::McpServers, names_of::<McpServerObservation>()),
         Step::Seam(_) => (Root::Steps, names_of::<SeamObservation>()),
+        Step::Http(h) if h.abandon.is_some() => (Root::Steps, names_of::<AbandonObservation>()),
         Step::Http(_) => (Root::Steps, names_of::<HttpObservation>()),
         Step::Events(_) => (Root::Steps, names_of::<EventsObservation>()),
         Step::Discovery(_) => (Root::Steps, names_of::<DiscoveryObservation>()),
@@ -133,6 +134,12 @@ mod tests {
             tool_returned: Some(json!({})),
         };
         same_keys(&seam);
+        same_keys(&AbandonObservation {
+            abandoned: false,
+            after_ms: 1,
+            point: Some("p".into()),
+            answer: Some(http.clone()),
+        });
         same_keys(&DiscoveryObservation {
             first: http.clone(),
             etag: None,

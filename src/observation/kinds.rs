@@ -33,6 +33,25 @@ impl From<&crate::host::HostResponse> for HttpObservation {
     }
 }
 
+/// `http` with `abandon`: a request toolcert dropped before the answer (MCP-14), or the
+/// answer that came first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AbandonObservation {
+    /// Whether toolcert dropped the connection with no answer received, once the point was
+    /// reached (`false`: the host answered first).
+    pub abandoned: bool,
+    /// Milliseconds from sending to the drop (or to the answer).
+    pub after_ms: u64,
+    /// The point as seen when the request was dropped (`provider script model saw 1
+    /// request(s)`); absent when the host answered first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<String>,
+    /// The host's answer, when it came before the point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<HttpObservation>,
+}
+
 /// A seam answer's status line and headers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,11 +1,22 @@
 //! `http`: one request to the host, recorded as `{status, headers, body}`.
+//!
+//! With `abandon`, toolcert drops the request (and its connection) before the answer once a
+//! double has seen the point's requests, so the host is demonstrably working on it: a client
+//! that goes away while the host still owes the answer (MCP-14). The step then records an
+//! [`AbandonObservation`]; a point not reached within the request budget is `blocked`, since
+//! nothing the row is about was put to the test.
+
+use std::time::Duration;
 
 use serde_json::Value;
 
 use super::{Flow, ScenarioCtx, require_role, transport_failure};
-use crate::host::HostRequest;
-use crate::observation::{HttpObservation, NotObserved, Observation};
-use crate::suite::HttpCall;
+use crate::host::{HostRequest, Sent};
+use crate::observation::{AbandonObservation, HttpObservation, NotObserved, Observation};
+use crate::suite::{AbandonPoint, HttpCall};
+
+/// How often an abandon point is looked at.
+const POLL: Duration = Duration::from_millis(10);
 
 pub(super) async fn run(
     ctx: &mut ScenarioCtx<'_>,
@@ -22,6 +33,90 @@ pub(super) async fn run(
             (obs.into(), flow)
         }
     }
+}
+
+/// An `http` step with `abandon`: send, and drop the request once the point is reached.
+pub(super) async fn run_abandoning(
+    ctx: &mut ScenarioCtx<'_>,
+    call: &HttpCall,
+    point: &AbandonPoint,
+) -> (Observation<AbandonObservation>, Flow) {
+    let req = match build(ctx, call) {
+        Ok(r) => r,
+        Err(obs) => return (obs.into(), Flow::Continue),
+    };
+    let (sent, exchange) = {
+        let ctx: &ScenarioCtx<'_> = ctx;
+        ctx.client
+            .send_abandoning(&call.name, &req, reached(ctx, point))
+            .await
+    };
+    let after_ms = exchange.elapsed_ms;
+    ctx.transcript.push(exchange);
+    match sent {
+        Ok(Sent::Abandoned(seen)) => (
+            Observation::Made(AbandonObservation {
+                abandoned: true,
+                after_ms,
+                point: Some(seen),
+                answer: None,
+            }),
+            Flow::Continue,
+        ),
+        Ok(Sent::Answered(resp)) => (
+            Observation::Made(AbandonObservation {
+                abandoned: false,
+                after_ms,
+                point: None,
+                answer: Some((&resp).into()),
+            }),
+            Flow::Continue,
+        ),
+        Ok(Sent::Unreached) => (
+            NotObserved::blocked(format!(
+                "the host neither answered nor reached the point ({}) within {after_ms} ms, so no request was dropped while the host worked on it",
+                describe(ctx, point).0
+            ))
+            .into(),
+            Flow::Continue,
+        ),
+        Err(e) => {
+            let (obs, flow) = transport_failure(&e);
+            (obs.into(), flow)
+        }
+    }
+}
+
+/// Resolves once the point's double has seen `count` requests, with what it saw.
+async fn reached(ctx: &ScenarioCtx<'_>, point: &AbandonPoint) -> String {
+    loop {
+        let (what, seen) = describe(ctx, point);
+        if seen >= point.count {
+            return format!("{what} saw {seen} request(s)");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The point's double, named, and how many requests it has seen.
+fn describe(ctx: &ScenarioCtx<'_>, point: &AbandonPoint) -> (String, usize) {
+    if let Some(name) = &point.receiver {
+        let seen = ctx
+            .receivers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, id)| ctx.receiver.arrivals(id).len());
+        return (format!("receiver {name}"), seen);
+    }
+    if let Some(name) = &point.provider {
+        let seen = ctx
+            .providers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, model)| ctx.provider.requests(model).len());
+        return (format!("provider script {name}"), seen);
+    }
+    ("nothing".into(), 0)
 }
 
 /// Render a request, or the observation saying why it cannot be made.

@@ -119,7 +119,10 @@ impl ScenarioCtx<'_> {
                 return go;
             }
             Step::Seam(call) => record(seam::run(self, call).await),
-            Step::Http(call) => record(http::run(self, call).await),
+            Step::Http(call) => match &call.abandon {
+                Some(point) => record(http::run_abandoning(self, call, point).await),
+                None => record(http::run(self, call).await),
+            },
             Step::Events(read) => record(events::run(self, read).await),
             Step::Discovery(_) => record(discovery::run(self, step.name()).await),
             Step::Repeat(spec) => record(repeat::run(self, spec).await),

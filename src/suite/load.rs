@@ -597,7 +597,8 @@ fn check_scenario(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
                 "burst count must be 2..=64".into(),
             ));
         }
-        // A kill point or a release must name a double made by an earlier step.
+        // A kill point, an abandon point or a release must name a double made by an earlier
+        // step.
         let earlier = |kind: &str, name: &str| {
             s.steps[..i].iter().any(|e| match e {
                 Step::Receiver(r) => kind == "receiver" && r.name == name,
@@ -618,6 +619,20 @@ fn check_scenario(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
                         .iter()
                         .map(|n| ("provider", n.as_str(), "until/provider")),
                 )
+                .collect(),
+            Step::Http(h) => h
+                .abandon
+                .iter()
+                .flat_map(|a| {
+                    a.receiver
+                        .iter()
+                        .map(|n| ("receiver", n.as_str(), "abandon/receiver"))
+                        .chain(
+                            a.provider
+                                .iter()
+                                .map(|n| ("provider", n.as_str(), "abandon/provider")),
+                        )
+                })
                 .collect(),
             _ => Vec::new(),
         };

@@ -22,10 +22,10 @@ mod surfaces;
 pub use error::SuiteError;
 pub use registry::{Family, Level, Registry, Row};
 pub use scenario::{
-    Bound, BurstSpec, Check, Condition, DaysSpec, EventsRead, FailFirst, FireEffectSeamsSpec,
-    ForeachSpec, HostAction, HostActionKind, HttpCall, IgnoringSpec, KillPoint, Matcher,
-    McpServerSpec, ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec, SameSetSpec, Scenario,
-    SeamCall, Shape, Step, WaitSpec,
+    AbandonPoint, Bound, BurstSpec, Check, Condition, DaysSpec, EventsRead, FailFirst,
+    FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall, IgnoringSpec,
+    KillPoint, Matcher, McpServerSpec, ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec,
+    SameSetSpec, Scenario, SeamCall, Shape, Step, WaitSpec,
 };
 pub use schema::SchemaSet;
 pub use surfaces::{Surface, SurfaceKind, Surfaces, fact_id, field_id, fixture_id, seam_id};

@@ -303,6 +303,26 @@ pub struct HttpCall {
     /// JSON body (templated).
     #[serde(default)]
     pub body: Option<Value>,
+    /// Drop the connection before the answer, as soon as a double has seen this many
+    /// requests (MCP-14: a client that goes away while the host still owes the answer). The
+    /// step then records an abandon observation instead of the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abandon: Option<AbandonPoint>,
+}
+
+/// When an `http` step drops its request: a receiver or a provider script has seen at least
+/// `count` requests (so the host is demonstrably working on it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AbandonPoint {
+    /// A receiver's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<String>,
+    /// A provider script's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Requests seen.
+    pub count: usize,
 }
 
 /// `{"step": "events"}`: read a run's events (debug stream mode) until the run is terminal.
@@ -573,6 +593,13 @@ pub enum Matcher {
     /// A tool descriptor whose `annotations`, when present, hold the four hints derived from
     /// its `safetyTier`, `replayPolicy` and `egress`, and no `title` (the value must be `true`).
     AnnotationsDerived(bool),
+    /// A host-minted id whose opaque segment's estimated entropy in bits (see
+    /// [`crate::expect::ids`]) satisfies the inner matcher (MCP-14: a `taskId` carries at least
+    /// 128 bits).
+    EntropyBits(Box<Matcher>),
+    /// The same id as the string at another pointer once identity.md §5's projection (`~XX`)
+    /// is undone on both (MCP-14: `taskId` is the run's projected `runId`).
+    SameIdAt(String),
 }
 
 /// `sameSetAt`: the other list, and the key compared.

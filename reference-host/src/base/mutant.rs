@@ -428,6 +428,32 @@ pub enum Mutant {
     /// A per-agent card declares capabilities of its own and no security
     /// instead of the host card's (A2A-8, RFC 0202 §C.4).
     AgentCardOwnCapabilities,
+    /// A tasks-declaring `tools/call` on a run waiting for input is answered
+    /// `InputRequiredResult` instead of `CreateTaskResult` (MCP-14).
+    McpTaskInputRequired,
+    /// The `taskId` is a task id of its own (`task-` + the run id), not the
+    /// run's id (MCP-14).
+    McpTaskIdNotRun,
+    /// The runs the MCP mount starts get ids with 32 random bits (MCP-14).
+    McpTaskIdShort,
+    /// `tasks/get` appends a read-audit event to the run's log (MCP-14).
+    McpTasksGetAppends,
+    /// `tasks/get` serves any caller who knows the `taskId`, whatever its
+    /// tenant: the id works as a credential (MCP-14).
+    McpTaskIdCredential,
+    /// `tasks/cancel` acknowledges and leaves the run running (MCP-14).
+    McpTasksCancelIgnored,
+    /// A client disconnect before the answer leaves the run running (MCP-14).
+    McpDisconnectIgnored,
+    /// A disconnect cancels the run with the reason `cancelled by <principal>`
+    /// instead of `mcp-request-cancelled` (MCP-14).
+    McpCancelWrongReason,
+    /// A task's run stays bound to the request after `CreateTaskResult` was
+    /// sent: the end of the exchange cancels it (MCP-14).
+    McpDisconnectAfterResponseCancels,
+    /// A task whose run waits for a clarification reads as `working`, without
+    /// its `inputRequests` (MCP-14).
+    McpTaskStatusWorking,
     /// Not a bug: a host that behaves as the clean one and records every
     /// mutant site its code reaches ([`probe`]). The mutation matrix runs
     /// each scenario once on a probe host and gives a mutant's column only
@@ -472,9 +498,9 @@ pub enum Mutant {
 
 impl Mutant {
     /// How many mutants there are. [`crate::surface::mutants::ALL`] holds one entry
-    /// per variant, in variant order; the last variant is `AgentCardOwnCapabilities`
+    /// per variant, in variant order; the last variant is `McpTaskStatusWorking`
     /// ([`Mutant::Probe`], after it, is not a mutant).
-    pub const COUNT: usize = Mutant::AgentCardOwnCapabilities as usize + 1;
+    pub const COUNT: usize = Mutant::McpTaskStatusWorking as usize + 1;
 
     /// Whether this is one of the probes (without recording a site).
     pub fn is_probe(self) -> bool {

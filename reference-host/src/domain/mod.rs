@@ -190,6 +190,12 @@ impl Domain {
         self.inner.shutdown.send_replace(true);
     }
 
+    /// Whether [`Domain::request_shutdown`] has been called (a request
+    /// dropped then was dropped by the host, not by its client).
+    pub fn shutting_down(&self) -> bool {
+        *self.inner.shutdown.borrow()
+    }
+
     /// Resolves once [`Domain::request_shutdown`] has been called.
     pub async fn shutdown_requested(&self) {
         let mut stopping = self.inner.shutdown.subscribe();

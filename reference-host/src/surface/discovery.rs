@@ -431,7 +431,7 @@ mod tests {
                    "revisions": ["2026-07-28"], "preferredVersion": "2026-07-28",
                    "minimumRevision": "2026-07-28",
                    "refreshedAt": crate::base::clock::started_day_rfc3339(),
-                   "client": true, "features": ["mrtr"], "mrtr": {"maxRounds": 2},
+                   "client": true, "features": ["mrtr", "extensions"], "mrtr": {"maxRounds": 2},
                    "serverMount": {"transports": ["streamable-http"]}})
         );
         assert_eq!(

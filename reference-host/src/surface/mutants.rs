@@ -41,6 +41,8 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::domain::layer1::MUTANTS,
     crate::surface::mcp_server::call::MUTANTS,
     crate::surface::mcp_server::MUTANTS,
+    crate::surface::mcp_server::results::MUTANTS,
+    crate::surface::mcp_server::tasks::MUTANTS,
     crate::domain::rate_limit::MUTANTS,
     crate::surface::seams::effect_fire::MUTANTS,
     crate::surface::seams::mcp_client::MUTANTS,

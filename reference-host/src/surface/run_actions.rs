@@ -32,17 +32,19 @@ use axum::response::Response;
 use serde_json::json;
 
 use crate::base::clock::now_unix_ms;
-use crate::base::events::{NewEvent, RUN_CANCELLED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::effects::ledger;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::json_body::{Fields, body_rejection, parse_object};
 use crate::domain::runs::{authorize_reader, find_visible_run};
+use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunRecord, RunStatus};
 use crate::surface::app::AppState;
 use crate::surface::seams::effect_fire::{self, BranchEffect, BranchSource, FireRequest, FireSeam};
 use crate::surface::seams::packs::{self, PackRunRequest};
+use crate::turn::control::cancelled_by;
 use crate::turn::driver::{self, ReplaySource, TurnPlan};
+use crate::turn::ownership::cancel_run;
 use crate::turn::records::{self, RunMode, StoredPlan};
 use crate::turn::request::TurnRunRequest;
 
@@ -234,7 +236,7 @@ fn create_fork_run(
     mode: RunMode,
     from_seq: i64,
 ) -> Result<String, ApiError> {
-    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    let run_id = new_run_id();
     state
         .storage()
         .create_run_in(&run_id, &source.principal, &source.tenant)?;
@@ -346,7 +348,25 @@ pub async fn cancel(
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let caller = authorize_reader(state, headers)?;
-    let run = find_visible_run(state, &caller.tenant, run_id)?;
+    cancel_and_wait(state, &caller.tenant, run_id, &cancelled_by(&caller.id)).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"runId": run_id, "status": "cancelled"}),
+    ))
+}
+
+/// `cancelRun` of `run_id` for a caller of `tenant`, writing `reason` as
+/// `run.cancelled.reason`; waits (at most [`CANCEL_WAIT`]) until the run is
+/// `cancelled`. An invisible run is exactly an unknown one (404); a terminal
+/// one is the 409 [`already_terminal`]. The MCP mount's `tasks/cancel`
+/// cancels through here too (MCP-14).
+pub async fn cancel_and_wait(
+    state: &AppState,
+    tenant: &str,
+    run_id: &str,
+    reason: &str,
+) -> Result<(), ApiError> {
+    let run = find_visible_run(state, tenant, run_id)?;
     if run.status.is_terminal() {
         return Err(already_terminal(run_id, run.status));
     }
@@ -355,26 +375,16 @@ pub async fn cancel(
         .storage()
         .subscribe_run(run_id)
         .unwrap_or_else(|| state.storage().subscribe());
-    if !state.run_controls().cancel(run_id, &caller.id) {
-        // No loop of this run runs here (a workflow run): settle it now.
-        state.storage().finish_run(
-            run_id,
-            RunStatus::Cancelled,
-            None,
-            NewEvent::new(
-                RUN_CANCELLED,
-                json!({"reason": format!("cancelled by {}", caller.id)}),
-            ),
-        )?;
-    }
+    // A run with no loop here (a workflow run) is settled at once.
+    cancel_run(state, run_id, reason)?;
     // The loop stops at its next await and writes `run.cancelled`; the wait
     // is bounded.
     let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
     loop {
         changes.borrow_and_update();
-        let now = find_visible_run(state, &caller.tenant, run_id)?;
+        let now = find_visible_run(state, tenant, run_id)?;
         match now.status {
-            RunStatus::Cancelled => break,
+            RunStatus::Cancelled => return Ok(()),
             status if status.is_terminal() => return Err(already_terminal(run_id, status)),
             _ => {}
         }
@@ -388,10 +398,6 @@ pub async fn cancel(
             }
         }
     }
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({"runId": run_id, "status": "cancelled"}),
-    ))
 }
 
 /// 409 `refhost.run_already_terminal` for a run that already finished.

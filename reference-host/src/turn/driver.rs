@@ -305,7 +305,7 @@ pub struct RunAnswer {
 enum Ended {
     /// With an answer or a failure.
     Done(Result<RunAnswer, RunFailure>),
-    /// Cancelled by this principal.
+    /// Cancelled; the `run.cancelled.reason` to write.
     Cancelled(String),
     /// The host is stopping with a durable store: the run stays `running`
     /// and is recovered at the next start.
@@ -395,7 +395,7 @@ pub async fn drive(state: LoopState, plan: TurnPlan) {
     let cancel = state.run_controls().register(&plan.run_id);
     let ended = tokio::select! {
         ended = run_loop(&state, &plan) => Ended::Done(ended),
-        by = cancelled(cancel) => Ended::Cancelled(by),
+        reason = cancelled(cancel) => Ended::Cancelled(reason),
         () = state.shutdown_requested() => {
             if state.durable() {
                 Ended::Suspended
@@ -413,7 +413,7 @@ pub async fn drive(state: LoopState, plan: TurnPlan) {
     state.run_controls().remove(&plan.run_id);
 }
 
-/// Resolves with the cancelling principal once the run is cancelled.
+/// Resolves with the `run.cancelled.reason` once the run is cancelled.
 async fn cancelled(mut cancel: watch::Receiver<Option<String>>) -> String {
     loop {
         if let Some(by) = cancel.borrow_and_update().clone() {
@@ -430,15 +430,12 @@ async fn cancelled(mut cancel: watch::Receiver<Option<String>>) -> String {
 fn settle(state: &Domain, run_id: &str, ended: Ended) -> Result<(), StorageError> {
     match ended {
         Ended::Suspended => {}
-        Ended::Cancelled(by) => {
+        Ended::Cancelled(reason) => {
             state.storage().finish_run(
                 run_id,
                 RunStatus::Cancelled,
                 None,
-                NewEvent::new(
-                    RUN_CANCELLED,
-                    json!({"reason": format!("cancelled by {by}")}),
-                ),
+                NewEvent::new(RUN_CANCELLED, json!({ "reason": reason })),
             )?;
         }
         Ended::Done(Ok(answer)) => {

@@ -55,7 +55,9 @@ pub const CLIENT_NAME: &str = "toolcert-reference-host";
 /// revision [`PROTOCOL_VERSION`] with MRTR, at most [`MAX_MRTR_ROUNDS`]
 /// retries per call, and an MCP server of the same revision at `POST /mcp`
 /// (`serverMount`, TURN-E4; its transport is the MCP server's own
-/// `streamable-http`, DISC-5). `refreshedAt` is the host's start day
+/// `streamable-http`, DISC-5) that serves the MCP Tasks extension, listed
+/// as the feature `extensions` (MCP-14; the mount's `server/discover` names
+/// it). `refreshedAt` is the host's start day
 /// ([`crate::base::clock::started_day_rfc3339`]), so the document (and its
 /// ETag) stays the same while the host runs.
 pub fn discovery_record() -> Value {
@@ -68,7 +70,7 @@ pub fn discovery_record() -> Value {
         "minimumRevision": PROTOCOL_VERSION,
         "refreshedAt": crate::base::clock::started_day_rfc3339(),
         "client": true,
-        "features": ["mrtr"],
+        "features": ["mrtr", "extensions"],
         "mrtr": {"maxRounds": MAX_MRTR_ROUNDS},
         "serverMount": {"transports": ["streamable-http"]},
     })
@@ -717,7 +719,7 @@ mod tests {
         let record = discovery_record();
         assert_eq!(record["mrtr"]["maxRounds"], 2);
         assert_eq!(record["preferredVersion"], "2026-07-28");
-        assert_eq!(record["features"], json!(["mrtr"]));
+        assert_eq!(record["features"], json!(["mrtr", "extensions"]));
         assert_eq!(
             record["serverMount"],
             json!({"transports": ["streamable-http"]})

@@ -22,6 +22,10 @@
 //! A `mode: "replay"` fork serves its tool emissions from the source run's
 //! record ([`replay`]); after a restart, recorded emissions are served and
 //! the one call in doubt is settled by its `replayPolicy` ([`recovery`]).
+//!
+//! A run an MCP request started or continued belongs to that request until
+//! its answer is sent; a client that goes away first cancels it
+//! ([`ownership`], MCP-14).
 
 pub mod admission;
 pub mod allowlist;
@@ -35,6 +39,7 @@ pub mod feedback;
 pub mod mcp;
 pub mod memory;
 pub mod negotiation;
+pub mod ownership;
 pub mod provider;
 pub mod provider_tools;
 pub mod records;

@@ -24,28 +24,44 @@
 //!
 //! Nothing is cached: a spent state names an interrupt that is no longer
 //! open, so using it again is `-32602`.
+//!
+//! **Tasks (MCP-14).** A call (first or retry) that declares the Tasks
+//! extension waits at most [`TASK_WAIT`] instead: a run terminal by then is
+//! answered as above; any other is answered `CreateTaskResult`
+//! ([`super::results::create_task_result`], `taskId` = the run id), never
+//! `input_required`: a clarification is then the task's `inputRequests`,
+//! answered by `tasks/update`.
+//!
+//! **Ownership (MCP-14).** From the moment a call starts (or a retry
+//! continues) a run until its whole answer is sent, the run belongs to the
+//! request ([`crate::turn::ownership::RequestOwnedRun`]): a client that goes
+//! away first cancels it with `run.cancelled.reason: "mcp-request-cancelled"`.
 
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
 use super::request_state::{StateClaims, interrupt_id};
-use super::{RUN_ID_META_KEY, RpcError};
+use super::results::{complete, create_task_result, input_requests, run_meta, tool_error};
+use super::{OwnedRun, Reply, RpcError, declares_tasks};
 use crate::base::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;
 use crate::domain::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::domain::json_body::kind;
+use crate::domain::workflows::new_run_id;
 use crate::store::storage::RunStatus;
 use crate::surface::app::AppState;
-use crate::surface::seams::turn_run::start_run;
+use crate::surface::seams::turn_run::start_run_as;
+use crate::turn::control::{MCP_REQUEST_CANCELLED, cancelled_by};
+use crate::turn::ownership::RequestOwnedRun;
 
 /// How long one `tools/call` waits for its run to finish or ask.
 pub const CALL_WAIT: Duration = Duration::from_secs(20);
 
-/// The elicitation message when the model's question is empty (it never is:
-/// the clarification tool requires a non-empty `question`).
-pub const FALLBACK_QUESTION: &str = "The agent needs more input to continue.";
+/// How long a `tools/call` that declared the Tasks extension waits for its
+/// run to finish or ask before answering `CreateTaskResult` (MCP-14).
+pub const TASK_WAIT: Duration = Duration::from_secs(1);
 
 /// The text of a clarification answered as a tool error (only the
 /// `mcp-ask-as-tool-error` mutant).
@@ -63,12 +79,45 @@ pub fn cancelled_answers() -> Value {
     json!({"cancelled": true})
 }
 
-/// Serves one `tools/call`.
-pub async fn call(
-    state: &AppState,
-    caller: &Principal,
-    params: &Map<String, Value>,
-) -> Result<Value, RpcError> {
+/// Serves one `tools/call`; the reply owns the run the call started or
+/// continued, if any.
+pub async fn call(state: &AppState, caller: &Principal, params: &Map<String, Value>) -> Reply {
+    match checked(params) {
+        Ok(Checked::First(name)) => {
+            first_call(
+                state,
+                caller,
+                name,
+                params.get("arguments"),
+                declares_tasks(params),
+            )
+            .await
+        }
+        Ok(Checked::Retry(name, request_state, responses)) => {
+            retry(
+                state,
+                caller,
+                name,
+                request_state,
+                responses,
+                declares_tasks(params),
+            )
+            .await
+        }
+        Err(err) => Reply::plain(Err(err)),
+    }
+}
+
+/// A `tools/call` whose members are well formed.
+enum Checked<'p> {
+    /// A first call of the tool.
+    First(&'p str),
+    /// An MRTR retry: the tool, `requestState`, `inputResponses`.
+    Retry(&'p str, &'p str, Option<&'p Map<String, Value>>),
+}
+
+/// The members of a `tools/call`, checked.
+fn checked(params: &Map<String, Value>) -> Result<Checked<'_>, RpcError> {
     let Some(Value::String(name)) = params.get("name") else {
         return Err(RpcError::invalid_params(
             "`params.name` is required (a string): the tool to call",
@@ -95,13 +144,61 @@ pub async fn call(
         }
     };
     match (request_state, responses) {
-        (None, None) => first_call(state, caller, name, params.get("arguments")).await,
-        (Some(request_state), responses) => {
-            retry(state, caller, name, request_state, responses).await
-        }
+        (None, None) => Ok(Checked::First(name)),
+        (Some(request_state), responses) => Ok(Checked::Retry(name, request_state, responses)),
         (None, Some(_)) => Err(RpcError::invalid_params(
             "`params.requestState` is required with `params.inputResponses`: echo the input_required result's requestState",
         )),
+    }
+}
+
+/// The run id of a run the mount starts: [`new_run_id`] (128 random bits),
+/// which is also its MCP `taskId` (MCP-14).
+fn mint_run_id(state: &AppState) -> String {
+    let run_id = new_run_id();
+    if state.mutant_is(Mutant::McpTaskIdShort) {
+        // Bug: 32 random bits (`run_` and 8 hex digits), guessable.
+        return run_id.chars().take(12).collect();
+    }
+    run_id
+}
+
+/// The run now belongs to the request being served (MCP-14): dropped before
+/// its answer is sent, the guard cancels the run as `cancelRun` would, with
+/// `run.cancelled.reason: "mcp-request-cancelled"`.
+pub fn own(state: &AppState, caller: &Principal, run_id: &str) -> Option<RequestOwnedRun> {
+    // Bug under `mcp-disconnect-ignored`: nothing owns the run; a client that
+    // goes away leaves it running, doing work nobody holds a handle for.
+    if state.mutant_is(Mutant::McpDisconnectIgnored) {
+        return None;
+    }
+    // Bug under `mcp-cancel-wrong-reason`: the reason a caller's cancelRun
+    // would write, not the one the rule names.
+    let reason = if state.mutant_is(Mutant::McpCancelWrongReason) {
+        cancelled_by(&caller.id)
+    } else {
+        MCP_REQUEST_CANCELLED.to_owned()
+    };
+    Some(RequestOwnedRun::new(state, run_id, &reason))
+}
+
+/// The reply of a request that owns `guard`'s run: a task answer's guard
+/// stays bound past the answer only under
+/// `mcp-disconnect-after-response-cancels`.
+pub fn owning_reply(
+    state: &AppState,
+    result: Result<Value, RpcError>,
+    guard: Option<RequestOwnedRun>,
+) -> Reply {
+    let is_task = result
+        .as_ref()
+        .is_ok_and(|value| value.get("resultType").and_then(Value::as_str) == Some("task"));
+    // Bug under `mcp-disconnect-after-response-cancels`: the task's run stays
+    // bound to the request after its CreateTaskResult was sent.
+    let keep_bound = is_task && state.mutant_is(Mutant::McpDisconnectAfterResponseCancels);
+    Reply {
+        result,
+        owned: guard.map(|guard| OwnedRun { guard, keep_bound }),
     }
 }
 
@@ -111,24 +208,62 @@ async fn first_call(
     caller: &Principal,
     name: &str,
     arguments: Option<&Value>,
-) -> Result<Value, RpcError> {
+    tasks: bool,
+) -> Reply {
     // MCP-12: a principal sees only its own templates.
     let Some(template) = state
         .mcp_server()
         .templates()
         .get(&caller.tenant, &caller.id, name)
     else {
-        return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
+        return Reply::plain(Err(RpcError::invalid_params(format!(
+            "Unknown tool: {name}"
+        ))));
     };
     // Input validation failures are tool execution errors (MCP tools
     // spec): a result with isError, so a model can correct itself.
     let input = match call_input(arguments) {
         Ok(input) => input,
-        Err(message) => return Ok(tool_error(None, &message)),
+        Err(message) => return Reply::plain(Ok(tool_error(None, &message))),
     };
-    let run_id = start_run(state, caller, &template.body_with_input(&input))?;
-    let settled = settle(state, &run_id).await?;
-    outcome(state, caller, name, &run_id, settled)
+    let body = template.body_with_input(&input);
+    let run_id = match start_run_as(state, caller, &body, mint_run_id(state)) {
+        Ok(run_id) => run_id,
+        Err(err) => return Reply::plain(Err(err.into())),
+    };
+    let guard = own(state, caller, &run_id);
+    let result = answer(state, caller, name, &run_id, tasks).await;
+    owning_reply(state, result, guard)
+}
+
+/// Waits for the run (at most [`CALL_WAIT`], or [`TASK_WAIT`] for a call
+/// that declared the Tasks extension) and answers with where it stands.
+async fn answer(
+    state: &AppState,
+    caller: &Principal,
+    name: &str,
+    run_id: &str,
+    tasks: bool,
+) -> Result<Value, RpcError> {
+    if !tasks {
+        let settled = settle(state, run_id).await?;
+        return outcome(state, caller, name, run_id, settled);
+    }
+    match settle_within(state, run_id, TASK_WAIT).await? {
+        terminal @ (Settled::Completed(_) | Settled::Failed { .. } | Settled::Cancelled(_)) => {
+            outcome(state, caller, name, run_id, terminal)
+        }
+        // MCP-14: never InputRequiredResult to a call that declared tasks.
+        // Bug under `mcp-task-input-required`: the clarification is answered
+        // as MRTR input_required all the same.
+        Settled::Waiting(ticket)
+            if ticket.kind == InterruptKind::Clarification
+                && state.mutant_is(Mutant::McpTaskInputRequired) =>
+        {
+            Ok(input_required(state, caller, name, &ticket))
+        }
+        Settled::Waiting(_) | Settled::StillRunning => create_task_result(state, run_id),
+    }
 }
 
 /// `arguments.input`: a non-empty string, and nothing else in `arguments`.
@@ -171,7 +306,27 @@ async fn retry(
     name: &str,
     request_state: &str,
     responses: Option<&Map<String, Value>>,
-) -> Result<Value, RpcError> {
+    tasks: bool,
+) -> Reply {
+    let run_id = match resolve_retry(state, caller, name, request_state, responses) {
+        Ok(run_id) => run_id,
+        Err(err) => return Reply::plain(Err(err)),
+    };
+    // The retry continues the run: it is the request's until answered.
+    let guard = own(state, caller, &run_id);
+    let result = answer(state, caller, name, &run_id, tasks).await;
+    owning_reply(state, result, guard)
+}
+
+/// Verifies a retry and resolves the clarification it answers; returns the
+/// run it continues. On any refusal nothing changes.
+fn resolve_retry(
+    state: &AppState,
+    caller: &Principal,
+    name: &str,
+    request_state: &str,
+    responses: Option<&Map<String, Value>>,
+) -> Result<String, RpcError> {
     let opened = state
         .mcp_server()
         .state_key()
@@ -255,15 +410,15 @@ async fn retry(
         Err(ResolveError::NotOpen) => return Err(not_open()),
         Err(ResolveError::Storage(err)) => return Err(err.into()),
     }
-    let settled = settle(state, &claims.run_id).await?;
-    outcome(state, caller, name, &claims.run_id, settled)
+    Ok(claims.run_id)
 }
 
 /// The clarification's answers from one elicitation result
 /// `{action, content?}`: `accept` ⇒ `content` (an object, `{}` when
 /// absent); `decline` ⇒ [`declined_answers`]; `cancel` ⇒
-/// [`cancelled_answers`].
-fn answers_of(state: &AppState, key: &str, response: &Value) -> Result<Value, RpcError> {
+/// [`cancelled_answers`]. `tasks/update` reads its `inputResponses` through
+/// here too.
+pub fn answers_of(state: &AppState, key: &str, response: &Value) -> Result<Value, RpcError> {
     let path = format!("params.inputResponses.{key}");
     let Value::Object(result) = response else {
         return Err(RpcError::invalid_params(format!(
@@ -324,8 +479,17 @@ pub enum Settled {
 /// never a busy loop) until the run is terminal or waits on an open
 /// interrupt.
 pub async fn settle(state: &AppState, run_id: &str) -> Result<Settled, RpcError> {
+    settle_within(state, run_id, CALL_WAIT).await
+}
+
+/// [`settle`], waiting at most `wait`.
+pub async fn settle_within(
+    state: &AppState,
+    run_id: &str,
+    wait: Duration,
+) -> Result<Settled, RpcError> {
     let storage = state.storage();
-    let deadline = tokio::time::Instant::now() + CALL_WAIT;
+    let deadline = tokio::time::Instant::now() + wait;
     // Subscribe before the first read, so a write between the read and the
     // wait still wakes it.
     let mut changes = storage
@@ -403,29 +567,6 @@ fn last_payload(
         .map(|event| event.payload))
 }
 
-/// The `_meta` of every result about a run.
-fn run_meta(run_id: &str) -> Value {
-    json!({ RUN_ID_META_KEY: run_id })
-}
-
-/// A complete result with one text block.
-fn complete(run_id: Option<&str>, text: &str, is_error: bool) -> Value {
-    let mut result = json!({
-        "resultType": "complete",
-        "content": [{"type": "text", "text": text}],
-        "isError": is_error,
-    });
-    if let (Some(run_id), Some(object)) = (run_id, result.as_object_mut()) {
-        object.insert("_meta".to_owned(), run_meta(run_id));
-    }
-    result
-}
-
-/// A tool execution error (`isError: true`).
-fn tool_error(run_id: Option<&str>, text: &str) -> Value {
-    complete(run_id, text, true)
-}
-
 /// The answer for where the run stands (see the module docs).
 fn outcome(
     state: &AppState,
@@ -486,36 +627,18 @@ fn outcome(
 
 /// The MRTR `input_required` result of an open clarification (TURN-E4).
 fn input_required(state: &AppState, caller: &Principal, name: &str, ticket: &Ticket) -> Value {
-    let key = ticket.node_id.clone();
     let claims = StateClaims {
         run_id: ticket.run_id.clone(),
-        keys: vec![key.clone()],
+        keys: vec![ticket.node_id.clone()],
         interrupt: interrupt_id(ticket),
         principal: caller.id.clone(),
         tenant: caller.tenant.clone(),
         tool: name.to_owned(),
     };
     let request_state = state.mcp_server().state_key().mint(&claims);
-    let message = ticket
-        .question
-        .clone()
-        .filter(|question| !question.is_empty())
-        .unwrap_or_else(|| FALLBACK_QUESTION.to_owned());
-    let mut requests = Map::new();
-    requests.insert(
-        key,
-        json!({
-            "method": "elicitation/create",
-            "params": {
-                "mode": "form",
-                "message": message,
-                "requestedSchema": {"type": "object"},
-            },
-        }),
-    );
     json!({
         "resultType": "input_required",
-        "inputRequests": requests,
+        "inputRequests": input_requests(ticket),
         "requestState": request_state,
         "_meta": run_meta(&ticket.run_id),
     })
@@ -538,6 +661,31 @@ pub const MUTANTS: &[MutantInfo] = &[
         name: "mcp-input-responses-dropped",
         breaks: "the MCP server's MRTR retry resolves the clarification with {} instead of the inputResponses content (MCP-9)",
     },
+    MutantInfo {
+        mutant: Mutant::McpTaskInputRequired,
+        name: "mcp-task-input-required",
+        breaks: "a tools/call that declared the Tasks extension, on a run waiting for a clarification, is answered InputRequiredResult instead of CreateTaskResult (MCP-14)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpTaskIdShort,
+        name: "mcp-task-id-short",
+        breaks: "the runs the MCP mount starts (so their taskIds) get ids with 32 random bits (MCP-14)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpDisconnectIgnored,
+        name: "mcp-disconnect-ignored",
+        breaks: "a client disconnect before the MCP answer is sent leaves the run it started or continued running (MCP-14)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpCancelWrongReason,
+        name: "mcp-cancel-wrong-reason",
+        breaks: "a client disconnect before the MCP answer cancels the run with reason `cancelled by <principal>` instead of mcp-request-cancelled (MCP-14)",
+    },
+    MutantInfo {
+        mutant: Mutant::McpDisconnectAfterResponseCancels,
+        name: "mcp-disconnect-after-response-cancels",
+        breaks: "a task's run stays bound to its tools/call after the CreateTaskResult was sent: the end of the exchange cancels it (MCP-14)",
+    },
 ];
 
 #[cfg(test)]
@@ -559,15 +707,5 @@ mod tests {
             assert!(err.contains(says), "{arguments:?}: {err}");
             assert!(err.starts_with("validation_error: "), "{err}");
         }
-    }
-
-    #[test]
-    fn complete_results_carry_the_run() {
-        assert_eq!(
-            complete(Some("run_1"), "Done.", false),
-            json!({"resultType": "complete", "content": [{"type": "text", "text": "Done."}],
-                   "isError": false, "_meta": {"org.openwop/runId": "run_1"}})
-        );
-        assert!(tool_error(None, "x").get("_meta").is_none());
     }
 }

@@ -9,6 +9,18 @@
 //! model asks is answered as an MRTR `input_required` result whose
 //! `requestState` ([`request_state`]) the client echoes in its retry.
 //!
+//! The mount serves the MCP Tasks extension [`TASKS_EXTENSION`] (revision
+//! 2026-07-28, MCP-14; [`tasks`]): advertised in `server/discover`
+//! `capabilities.extensions` (and as `extensions` in the discovery record's
+//! `mcp.features[]`), a `tools/call` declaring it in its per-request client
+//! capabilities is answered `CreateTaskResult` whenever its run is not
+//! terminal, the `taskId` being the run's id; `tasks/get`, `tasks/update` and
+//! `tasks/cancel` read, answer and cancel that run. Until its whole answer is
+//! sent, a request that starts or continues a run owns it
+//! ([`crate::turn::ownership::RequestOwnedRun`]): a client that disconnects
+//! first cancels the run with `run.cancelled.reason: "mcp-request-cancelled"`;
+//! once the answer is handed over, no disconnect touches the run.
+//!
 //! Order of the checks on every POST:
 //!
 //! 1. authentication (MCP-12): no or an unknown bearer token is a 401 with
@@ -33,9 +45,15 @@
 
 pub mod call;
 pub mod request_state;
+pub mod results;
+pub mod tasks;
 pub mod templates;
 
-use axum::body::Bytes;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -47,6 +65,7 @@ use crate::base::principals::Principal;
 use crate::domain::auth::authenticate;
 use crate::domain::error::{ApiError, json_response};
 use crate::surface::app::AppState;
+use crate::turn::ownership::RequestOwnedRun;
 use request_state::StateKey;
 use templates::Templates;
 
@@ -73,6 +92,12 @@ pub const RUN_ID_META_KEY: &str = "org.openwop/runId";
 /// The version header.
 pub const VERSION_HEADER: &str = "mcp-protocol-version";
 
+/// The `_meta` key of a request's per-request client capabilities.
+pub const CLIENT_CAPABILITIES_META_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The MCP Tasks extension the mount serves (revision 2026-07-28, MCP-14).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// JSON-RPC: the body is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC: not a valid request object.
@@ -87,6 +112,9 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const HEADER_MISMATCH: i64 = -32020;
 /// MCP `UnsupportedProtocolVersionError`.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// MCP `MissingRequiredClientCapabilityError` (a `tasks/*` request that did
+/// not declare [`TASKS_EXTENSION`]).
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 
 /// The mount's state: the templates and the request-state key.
 #[derive(Debug, Default)]
@@ -303,7 +331,8 @@ pub fn check_version(headers: &HeaderMap, params: &Map<String, Value>) -> Result
 }
 
 /// MCP-10: the `Mcp-Method` and `Mcp-Name` headers, when sent, must say
-/// what the body says.
+/// what the body says (`Mcp-Name`: `params.name`, or `params.taskId` for the
+/// `tasks/*` methods, as the Tasks extension routes them).
 pub fn check_routing_headers(headers: &HeaderMap, request: &RpcRequest) -> Result<(), RpcError> {
     let mismatch = |name: &str, header: &str, body: &str| {
         RpcError::new(
@@ -320,9 +349,14 @@ pub fn check_routing_headers(headers: &HeaderMap, request: &RpcRequest) -> Resul
         return Err(mismatch("Mcp-Method", &method, &request.method));
     }
     if let Some(name) = header_text(headers, "mcp-name") {
+        let member = if request.method.starts_with("tasks/") {
+            "taskId"
+        } else {
+            "name"
+        };
         let body_name = request
             .params
-            .get("name")
+            .get(member)
             .and_then(Value::as_str)
             .unwrap_or_default();
         if name != body_name {
@@ -426,12 +460,102 @@ pub async fn handle(
         );
         return response;
     }
-    match dispatch(&state, caller, &headers, &request).await {
+    let Reply { result, owned } = dispatch(&state, caller, &headers, &request).await;
+    let response = match result {
         Ok(result) => answer(
             StatusCode::OK,
             &json!({"jsonrpc": "2.0", "id": request.id, "result": result}),
         ),
         Err(err) => error_answer(&request.id, &err),
+    };
+    match owned {
+        Some(owned) => owning_answer(response, owned).await,
+        None => response,
+    }
+}
+
+/// A run the request being served owns until its answer is sent (MCP-14),
+/// and whether it stays bound past that (only the
+/// `mcp-disconnect-after-response-cancels` mutant).
+#[derive(Debug)]
+pub struct OwnedRun {
+    /// Cancels the run when dropped armed.
+    pub guard: RequestOwnedRun,
+    /// Keep the guard armed after the answer is handed over, so the end of
+    /// the exchange cancels the run (the mutant's bug).
+    pub keep_bound: bool,
+}
+
+/// What serving one request produced: its result (or error), and the run it
+/// owns until the answer is sent, if it started or continued one.
+#[derive(Debug)]
+pub struct Reply {
+    /// The JSON-RPC result or error.
+    pub result: Result<Value, RpcError>,
+    /// The run the request owns (MCP-14).
+    pub owned: Option<OwnedRun>,
+}
+
+impl Reply {
+    /// A reply that owns no run.
+    pub fn plain(result: Result<Value, RpcError>) -> Self {
+        Self {
+            result,
+            owned: None,
+        }
+    }
+}
+
+/// `response` with its body handed over through [`OwnedBody`]: the owned
+/// run is released when the connection takes the body's bytes, and
+/// cancelled if the body is dropped first (the client went away).
+async fn owning_answer(response: Response, owned: OwnedRun) -> Response {
+    let (mut parts, body) = response.into_parts();
+    // The whole answer is already in memory: a few KiB of JSON.
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => bytes,
+        // An in-memory body cannot fail to read; answer nothing rather than
+        // something half built (the guard then cancels, as for a lost client).
+        Err(_) => Bytes::new(),
+    };
+    parts
+        .headers
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    let body = OwnedBody {
+        bytes: Some(bytes),
+        owned: Some(owned),
+    };
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// The body of an answer whose request owns a run (MCP-14): one chunk.
+/// Handing that chunk to the connection is sending the whole answer, so the
+/// run is released then; a body dropped before (the server dropped the
+/// connection: the client disconnected) drops the guard armed, which
+/// cancels the run.
+struct OwnedBody {
+    bytes: Option<Bytes>,
+    owned: Option<OwnedRun>,
+}
+
+impl futures_util::Stream for OwnedBody {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let Some(bytes) = this.bytes.take() else {
+            return Poll::Ready(None);
+        };
+        if let Some(owned) = this.owned.take() {
+            if owned.keep_bound {
+                // Bug: the run stays bound to the exchange; the guard goes
+                // when the body does, after the answer was sent.
+                this.owned = Some(owned);
+            } else {
+                owned.guard.release();
+            }
+        }
+        Poll::Ready(Some(Ok(bytes)))
     }
 }
 
@@ -441,31 +565,51 @@ async fn dispatch(
     caller: &Principal,
     headers: &HeaderMap,
     request: &RpcRequest,
-) -> Result<Value, RpcError> {
-    check_version(headers, &request.params)?;
-    if !state.mutant_is(Mutant::McpHeaderMismatchIgnored) {
-        check_routing_headers(headers, request)?;
+) -> Reply {
+    if let Err(err) = check_version(headers, &request.params) {
+        return Reply::plain(Err(err));
+    }
+    if !state.mutant_is(Mutant::McpHeaderMismatchIgnored)
+        && let Err(err) = check_routing_headers(headers, request)
+    {
+        return Reply::plain(Err(err));
     }
     match request.method.as_str() {
-        "server/discover" => Ok(discover()),
-        "tools/list" => list_tools(state, caller, &request.params),
+        "server/discover" => Reply::plain(Ok(discover())),
+        "tools/list" => Reply::plain(list_tools(state, caller, &request.params)),
         "tools/call" => call::call(state, caller, &request.params).await,
-        other => Err(RpcError::new(
+        "tasks/get" => Reply::plain(tasks::get(state, caller, &request.params)),
+        "tasks/update" => tasks::update(state, caller, &request.params).await,
+        "tasks/cancel" => Reply::plain(tasks::cancel(state, caller, &request.params).await),
+        other => Reply::plain(Err(RpcError::new(
             StatusCode::NOT_FOUND,
             METHOD_NOT_FOUND,
             format!(
-                "method `{other}` is not served; this stateless {PROTOCOL_VERSION} server serves server/discover, tools/list and tools/call"
+                "method `{other}` is not served; this stateless {PROTOCOL_VERSION} server serves server/discover, tools/list, tools/call, tasks/get, tasks/update and tasks/cancel"
             ),
-        )),
+        ))),
     }
 }
 
-/// The `server/discover` result.
+/// Whether a request declared the Tasks extension in its per-request client
+/// capabilities (`_meta["io.modelcontextprotocol/clientCapabilities"]
+/// .extensions["io.modelcontextprotocol/tasks"]`, an object).
+pub fn declares_tasks(params: &Map<String, Value>) -> bool {
+    params
+        .get("_meta")
+        .and_then(|meta| meta.get(CLIENT_CAPABILITIES_META_KEY))
+        .and_then(|caps| caps.get("extensions"))
+        .and_then(|extensions| extensions.get(TASKS_EXTENSION))
+        .is_some_and(Value::is_object)
+}
+
+/// The `server/discover` result: the one revision, the tools, and the Tasks
+/// extension (MCP-14).
 pub fn discover() -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": SUPPORTED_VERSIONS,
-        "capabilities": {"tools": {}},
+        "capabilities": {"tools": {}, "extensions": {TASKS_EXTENSION: {}}},
         "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
     })
 }
@@ -687,7 +831,8 @@ mod tests {
         assert_eq!(
             discover(),
             json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
-                   "capabilities": {"tools": {}},
+                   "capabilities": {"tools": {},
+                                    "extensions": {"io.modelcontextprotocol/tasks": {}}},
                    "serverInfo": {"name": "toolcert-reference-host",
                                   "version": env!("CARGO_PKG_VERSION")}})
         );

@@ -533,7 +533,7 @@ impl From<StorageError> for Halt {
 enum Ended {
     /// Every node ran, or one halted the run.
     Done(Result<(), Halt>),
-    /// `POST /runs/{runId}:cancel` by this principal.
+    /// Cancelled (`POST /runs/{runId}:cancel`); the `run.cancelled.reason`.
     Cancelled(String),
     /// The host is stopping with a durable store: the run stays `running`
     /// (start-up recovery fails it: its plan is not a turn request).
@@ -596,7 +596,7 @@ impl PackRun {
         let mut cancel = self.cancel.clone();
         let ended = tokio::select! {
             ended = self.execute() => Ended::Done(ended),
-            by = cancelled(&mut cancel) => Ended::Cancelled(by),
+            reason = cancelled(&mut cancel) => Ended::Cancelled(reason),
             () = self.state.shutdown_requested() => {
                 if self.state.durable() {
                     Ended::Suspended
@@ -783,15 +783,12 @@ impl PackRun {
         }
         match ended {
             Ended::Suspended => {}
-            Ended::Cancelled(by) => {
+            Ended::Cancelled(reason) => {
                 storage.finish_run(
                     &self.run_id,
                     RunStatus::Cancelled,
                     None,
-                    NewEvent::new(
-                        RUN_CANCELLED,
-                        json!({"reason": format!("cancelled by {by}")}),
-                    ),
+                    NewEvent::new(RUN_CANCELLED, json!({ "reason": reason })),
                 )?;
             }
             Ended::Done(Ok(())) => {
@@ -824,11 +821,11 @@ impl PackRun {
     }
 }
 
-/// Resolves with the cancelling principal once the run is cancelled.
+/// Resolves with the `run.cancelled.reason` once the run is cancelled.
 async fn cancelled(cancel: &mut watch::Receiver<Option<String>>) -> String {
     loop {
-        if let Some(by) = cancel.borrow_and_update().clone() {
-            return by;
+        if let Some(reason) = cancel.borrow_and_update().clone() {
+            return reason;
         }
         if cancel.changed().await.is_err() {
             // The registry dropped the sender: nobody can cancel any more.

@@ -28,6 +28,7 @@ use crate::domain::authz::Decision;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::gates::{self, Grant};
 use crate::domain::invoker::InvokeResult;
+use crate::domain::workflows::new_run_id;
 use crate::store::storage::RunStatus;
 use crate::surface::app::AppState;
 use crate::surface::seams::request::InvokeRequest;
@@ -141,7 +142,7 @@ impl<'s> ToolCall<'s> {
     /// `agent.tool-called`.
     fn begin(state: &'s AppState, prepared: &Prepared, tenant: &str) -> Result<Self, ApiError> {
         let request = &prepared.request;
-        let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+        let run_id = new_run_id();
         state
             .storage()
             .create_run_in(&run_id, &request.principal, tenant)?;

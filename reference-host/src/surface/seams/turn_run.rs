@@ -21,6 +21,7 @@ use serde_json::json;
 
 use crate::base::principals::Principal;
 use crate::domain::error::{ApiError, json_response};
+use crate::domain::workflows::new_run_id;
 use crate::surface::app::AppState;
 use crate::surface::mcp_server::MCP_PATH;
 use crate::surface::mcp_server::templates::parse_registration;
@@ -63,12 +64,22 @@ pub async fn run(
     ))
 }
 
-/// Checks a turn-run body and starts its run (the seam's whole job; the MCP
-/// server mount starts its runs through here too). `caller` decides the
-/// tenant only when the body's principal is unknown. Returns the run id.
+/// Checks a turn-run body and starts its run (the seam's whole job). `caller`
+/// decides the tenant only when the body's principal is unknown. Returns the
+/// run id ([`new_run_id`]).
 pub fn start_run(state: &AppState, caller: &Principal, body: &[u8]) -> Result<String, ApiError> {
+    start_run_as(state, caller, body, new_run_id())
+}
+
+/// [`start_run`] under a run id the caller minted (the MCP server mount
+/// starts its runs through here).
+pub fn start_run_as(
+    state: &AppState,
+    caller: &Principal,
+    body: &[u8],
+    run_id: String,
+) -> Result<String, ApiError> {
     let request = TurnRunRequest::parse(body)?;
-    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
     let tenant = state.run_tenant(&request.principal, caller);
     state
         .storage()

@@ -175,13 +175,13 @@ fn spawn_delay(state: &AppState, run_id: &str, delay: Duration) {
                 // A failed write leaves the run `running`; nothing else to do.
                 let _ = end_run(&state, &run_id, Ok(Value::Null));
             }
-            by = cancelled.wait_for(Option::is_some) => {
-                let by = by.ok().and_then(|by| by.clone()).unwrap_or_default();
+            reason = cancelled.wait_for(Option::is_some) => {
+                let reason = reason.ok().and_then(|reason| reason.clone()).unwrap_or_default();
                 let _ = state.storage().finish_run(
                     &run_id,
                     RunStatus::Cancelled,
                     None,
-                    NewEvent::new(RUN_CANCELLED, json!({"reason": format!("cancelled by {by}")})),
+                    NewEvent::new(RUN_CANCELLED, json!({ "reason": reason })),
                 );
             }
             () = state.shutdown_requested() => {}
