@@ -61,7 +61,7 @@ pub const CALL_WAIT: Duration = Duration::from_secs(20);
 
 /// How long a `tools/call` that declared the Tasks extension waits for its
 /// run to finish or ask before answering `CreateTaskResult` (MCP-14).
-pub const TASK_WAIT: Duration = Duration::from_secs(1);
+pub const TASK_WAIT: Duration = Duration::from_millis(200);
 
 /// The text of a clarification answered as a tool error (only the
 /// `mcp-ask-as-tool-error` mutant).
