@@ -23,11 +23,17 @@ if ! grep -q "\"version\": \"$EVERYTHING_VERSION\"" "$pkg" 2>/dev/null; then
     "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION")
 fi
 
-if ! "$PEERS/py/bin/python" -m pip show mcp-server-time 2>/dev/null | grep -q "^Version: $TIME_VERSION\$"; then
+# Whether the venv holds exactly this version of a distribution: its dist-info directory
+# (what `pip show` reads, without the second or two pip takes to start; every test that needs
+# a peer runs this script first).
+installed() {
+  compgen -G "$PEERS/py/lib/python*/site-packages/$1-$2.dist-info" > /dev/null
+}
+if ! installed mcp_server_time "$TIME_VERSION"; then
   python3 -m venv "$PEERS/py"
   "$PEERS/py/bin/python" -m pip install --quiet --disable-pip-version-check "mcp-server-time==$TIME_VERSION"
 fi
-if ! "$PEERS/py/bin/python" -m pip show a2a-sdk 2>/dev/null | grep -q "^Version: $A2A_SDK_VERSION\$"; then
+if ! installed a2a_sdk "$A2A_SDK_VERSION"; then
   [ -x "$PEERS/py/bin/python" ] || python3 -m venv "$PEERS/py"
   "$PEERS/py/bin/python" -m pip install --quiet --disable-pip-version-check "a2a-sdk==$A2A_SDK_VERSION"
 fi
