@@ -2,6 +2,9 @@
 //! expectation baselines, offline recheck, partitions with merge, `--repeat` (pass^k), the
 //! progress bar's absence from piped output, and certification bundles.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 /// Helpers the modules share.
 mod common {
     use std::path::{Path, PathBuf};

@@ -240,22 +240,22 @@ fn a_host_that_accepts_and_never_answers_costs_error_rows_and_trips_the_breaker(
 }
 
 #[test]
-fn a_host_that_trickles_one_byte_every_two_seconds_is_cut_off_by_the_request_budget() {
-    // Scale 0.5: the read gap (2.5 s) outlasts the 2 s trickle, so only the whole-request
-    // budget (5 s) can end each request.
+fn a_host_that_trickles_one_byte_every_second_is_cut_off_by_the_request_budget() {
+    // Scale 0.3: the read gap (1.5 s) outlasts the 1 s trickle by half a second, so only the
+    // whole-request budget (3 s) can end each request.
     let host = HostileHost::start(Behaviour::Trickle {
-        every: Duration::from_secs(2),
+        every: Duration::from_secs(1),
     });
-    let (a, secrets) = run("trickle", &host.url(), "0.5", &SELECTION);
+    let (a, secrets) = run("trickle", &host.url(), "0.3", &SELECTION);
     let report = assert_contained(&a, &secrets, UNWITNESSED);
     let timed_out = exchanges(&report)
         .into_iter()
         .filter_map(|e| e["transportError"].as_str())
-        .filter(|t| t.contains("no complete answer") && t.contains("within 5000 ms"))
+        .filter(|t| t.contains("no complete answer") && t.contains("within 3000 ms"))
         .count();
     assert!(
         timed_out > 0,
-        "the request budget (5000 ms), not the read gap, cut the trickle off"
+        "the request budget (3000 ms), not the read gap, cut the trickle off"
     );
     assert!(
         details(&report)

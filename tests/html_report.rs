@@ -7,6 +7,8 @@
 
 #[path = "hostile/mod.rs"]
 mod hostile;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Write as _};
@@ -42,15 +44,10 @@ fn chromium() -> PathBuf {
     path
 }
 
-/// A scratch directory that outlives the test (under cargo's per-target tmp dir), so the
-/// screenshot it prints can be opened afterwards.
+/// A scratch directory that outlives the test (under cargo's per-target tmp dir, one per
+/// test process), so the screenshot it prints can be opened afterwards.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("html_report")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+    scratch::process_scratch("html_report", name)
 }
 
 /// Run headless Chromium on `file://page#fragment` with `extra` flags and return its stdout.

@@ -5,10 +5,12 @@
 use toolcert::runner::RunOptions;
 use toolcert::suite::Suite;
 
-/// Kill-and-restart scenarios run the reference host as a child process of toolcert's binary.
+/// Kill-and-restart scenarios run the reference host as a child process of toolcert's binary;
+/// each column runs as wide as `toolcert matrix` runs it.
 fn options() -> RunOptions {
     RunOptions {
         reference_host_exe: Some(env!("CARGO_BIN_EXE_toolcert").into()),
+        jobs: toolcert::runner::EMBEDDED_JOBS,
         ..RunOptions::default()
     }
 }
@@ -21,7 +23,7 @@ fn the_matrix_proves_every_check_can_fail() {
         .build()
         .unwrap();
     let matrix = rt
-        .block_on(toolcert::matrix::run_matrix(&suite, &options(), 3))
+        .block_on(toolcert::matrix::run_matrix(&suite, &options(), 8))
         .unwrap();
     let problems = matrix.problems(&suite);
     assert!(

@@ -23,11 +23,10 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        // Under cargo's per-target scratch directory, replaced on each run, so the bundles
-        // (a few MB) do not pile up in the system's temp directory.
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gate-bundle");
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).unwrap();
+        // Under cargo's per-target scratch directory, one per test process, so the bundles
+        // (a few MB) do not pile up in the system's temp directory and processes running at
+        // once (cargo nextest) never overwrite each other's keys.
+        let dir = crate::scratch::process_scratch("gate-bundle", "fixture");
         let keys = dir.join("keys");
         let out = toolcert(&["keygen", "--out", keys.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out));
