@@ -603,32 +603,49 @@ pub async fn run_matrix_observed(
         strict: opts.strict,
         require_evidence: opts.require_evidence,
     };
-    let columns_run: Vec<Result<Column, TargetError>> = futures_util::stream::iter(&jobs)
-        .map(|(upstream, info)| {
+    // Each column's scenarios, chosen up front so the longest columns start first (a column
+    // lasts about as long as its slowest scenario, and the ones with the most scenarios hold
+    // the slow ones); columns then end in any order and are put back in `jobs` order.
+    let mut planned: Vec<(usize, BTreeSet<&str>)> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, (upstream, info))| {
             let mode = usize::from(*upstream);
-            let clean_run = if *upstream {
-                &upstream_clean_run
-            } else {
-                &clean_run
-            };
-            let only = selected(suite, &probed[mode], &sensitive[mode], selection, info);
-            async move {
-                let column = if only.is_empty() {
-                    // Nothing can tell this mutant apart in this mode: its column is the
-                    // clean one.
-                    Ok(Column::merged(suite, fold, info, &[], clean_run))
-                } else {
-                    run_one(suite, opts, Some(info.mutant), *upstream, Some(only))
-                        .await
-                        .map(|run| Column::merged(suite, fold, info, &run.scenarios, clean_run))
-                };
-                on_column(info.name);
-                column
-            }
+            (
+                i,
+                selected(suite, &probed[mode], &sensitive[mode], selection, info),
+            )
         })
-        .buffered(columns.max(1))
-        .collect()
-        .await;
+        .collect();
+    planned.sort_by_key(|(i, only)| (std::cmp::Reverse(only.len()), *i));
+    let mut columns_run: Vec<(usize, Result<Column, TargetError>)> =
+        futures_util::stream::iter(planned)
+            .map(|(i, only)| {
+                let (upstream, info) = jobs[i];
+                let clean_run = if upstream {
+                    &upstream_clean_run
+                } else {
+                    &clean_run
+                };
+                async move {
+                    let column = if only.is_empty() {
+                        // Nothing can tell this mutant apart in this mode: its column is the
+                        // clean one.
+                        Ok(Column::merged(suite, fold, info, &[], clean_run))
+                    } else {
+                        run_one(suite, opts, Some(info.mutant), upstream, Some(only))
+                            .await
+                            .map(|run| Column::merged(suite, fold, info, &run.scenarios, clean_run))
+                    };
+                    on_column(info.name);
+                    (i, column)
+                }
+            })
+            .buffer_unordered(columns.max(1))
+            .collect()
+            .await;
+    columns_run.sort_by_key(|(i, _)| *i);
+    let columns_run = columns_run.into_iter().map(|(_, column)| column);
     let mut mutants = Vec::with_capacity(ALL.len());
     let mut upstream = Vec::with_capacity(ALL.len());
     for ((up, _), column) in jobs.iter().zip(columns_run) {

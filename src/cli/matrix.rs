@@ -15,9 +15,10 @@ pub struct MatrixArgs {
     /// Load the suite from this checkout instead of the embedded one.
     #[arg(long, value_name = "DIR")]
     pub suite: Option<PathBuf>,
-    /// How many mutant columns run at once (each with its own embedded host; 6 keeps both
-    /// cores of a small machine busy while columns wait on their scenarios' timers).
-    #[arg(long, default_value_t = 6, value_name = "N")]
+    /// How many mutant columns run at once (each with its own embedded host; the longest
+    /// start first; 12 keeps both cores of a small machine busy while columns wait on their
+    /// scenarios' timers).
+    #[arg(long, default_value_t = 12, value_name = "N")]
     pub columns: usize,
     /// Run every scenario in every mutant column, instead of only the scenarios that reach
     /// the mutant's site on the probe host (slow; it proves the fast matrix is the same).
@@ -31,7 +32,11 @@ pub struct MatrixArgs {
 pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(args.suite.as_deref())?;
     let rt = super::runtime()?;
-    let opts = RunOptions::default();
+    // Every column is an embedded host of its own: as wide as `run` goes against one.
+    let opts = RunOptions {
+        jobs: crate::runner::EMBEDDED_JOBS,
+        ..RunOptions::default()
+    };
     let total = crate::matrix::column_count();
     let progress = super::progress::Progress::new(total as u64, "columns", args.quiet);
     let matrix = rt.block_on(crate::matrix::run_matrix_observed(

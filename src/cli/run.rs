@@ -28,10 +28,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILTER")]
     pub skip: Vec<String>,
     /// Scenarios run in parallel per host, at least 1 (each isolated by its own nonce, receiver
-    /// ids and tool names). Under --repeat, each trial of the embedded host has a host of its
-    /// own, so K trials run up to K×N scenarios at once; a host at a URL never sees more than N.
-    #[arg(long, short = 'j', default_value_t = 4, value_name = "N")]
-    pub jobs: usize,
+    /// ids and tool names) [default: 4 against a host at a URL or started with --spawn, 16
+    /// against the embedded reference host]. Under --repeat, each trial of the embedded host
+    /// has a host of its own, so K trials run up to K×N scenarios at once; a host at a URL
+    /// never sees more than N.
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
     /// Seed for every random choice (default: from the clock; printed and reported).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -151,7 +153,7 @@ pub const TIMEOUT_SCALE: std::ops::RangeInclusive<f64> = 0.1..=20.0;
 /// before any host is contacted.)
 fn validate(args: &RunArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
-        args.jobs >= 1,
+        args.jobs != Some(0),
         "--jobs 0: expected at least 1 (--jobs 1 runs the scenarios one at a time)"
     );
     anyhow::ensure!(
@@ -389,7 +391,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         exact: args.exact,
         quiet: args.quiet,
         skip: args.skip.clone(),
-        test_threads: Some(args.jobs),
+        test_threads: Some(args.jobs.unwrap_or(crate::runner::HOST_JOBS)),
         filter: None,
         ..Arguments::default()
     };
@@ -413,7 +415,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let opts = RunOptions {
         seed,
         budgets: Budgets::scaled(args.timeout_scale),
-        jobs: args.jobs,
+        jobs: crate::runner::HOST_JOBS,
         strict: args.strict,
         ca_certs,
         require_evidence: args.require_evidence,
@@ -423,6 +425,13 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         ..RunOptions::default()
     };
     let mut target = target_for(&args, &rt)?;
+    // Gentle with a host toolcert did not start; wide on its own embedded one.
+    let jobs = args.jobs.unwrap_or(if target.is_embedded() {
+        crate::runner::EMBEDDED_JOBS
+    } else {
+        crate::runner::HOST_JOBS
+    });
+    let opts = RunOptions { jobs, ..opts };
     rt.block_on(target.prepare_trials(args.repeat))?;
     let started = std::time::Instant::now();
     let session = Arc::new(rt.block_on(Session::open(&target, &opts))?);
@@ -475,7 +484,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (waiting, scheduled) = ScenarioChannels::open(&selected, progress_handle.clone());
     let background = {
         let (suite, session, selected) = (suite.clone(), session.clone(), selected.clone());
-        let jobs = args.jobs;
+        let jobs = opts.jobs;
         handle.spawn(async move {
             let chosen: Vec<&crate::suite::Scenario> = suite
                 .scenarios

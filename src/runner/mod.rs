@@ -66,6 +66,15 @@ pub const SCENARIO_BUDGET: Duration = Duration::from_secs(90);
 /// instead of each scenario waiting out its own timeouts.
 pub const HOST_LOST_AFTER: usize = 3;
 
+/// Scenarios in flight at once against a host toolcert did not start (`--jobs`' default):
+/// gentle with a host that may be a staging server.
+pub const HOST_JOBS: usize = 4;
+
+/// Scenarios in flight at once against an embedded reference host (`--jobs`' default there,
+/// and each mutation-matrix column's): the host is toolcert's own, and its scenarios mostly
+/// wait on timers, not on the CPU.
+pub const EMBEDDED_JOBS: usize = 16;
+
 /// Options of one run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -100,7 +109,7 @@ impl Default for RunOptions {
         RunOptions {
             seed: 0,
             budgets: Budgets::default(),
-            jobs: 4,
+            jobs: HOST_JOBS,
             strict: false,
             require_evidence: None,
             scenario_budget: SCENARIO_BUDGET,
