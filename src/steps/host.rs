@@ -144,21 +144,5 @@ async fn run_ended(ctx: &mut ScenarioCtx<'_>, spec: &WaitSpec) -> Option<String>
 }
 
 fn seen_at(ctx: &ScenarioCtx<'_>, point: &KillPoint) -> (String, usize) {
-    if let Some(name) = &point.receiver {
-        let seen = ctx
-            .receivers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, id)| ctx.receiver.arrivals(id).len());
-        return (format!("receiver {name}"), seen);
-    }
-    if let Some(name) = &point.provider {
-        let seen = ctx
-            .providers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, model)| ctx.provider.requests(model).len());
-        return (format!("provider script {name}"), seen);
-    }
-    ("nothing".into(), 0)
+    ctx.seen_by(point.receiver.as_deref(), point.provider.as_deref())
 }

@@ -100,23 +100,7 @@ async fn reached(ctx: &ScenarioCtx<'_>, point: &AbandonPoint) -> String {
 
 /// The point's double, named, and how many requests it has seen.
 fn describe(ctx: &ScenarioCtx<'_>, point: &AbandonPoint) -> (String, usize) {
-    if let Some(name) = &point.receiver {
-        let seen = ctx
-            .receivers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, id)| ctx.receiver.arrivals(id).len());
-        return (format!("receiver {name}"), seen);
-    }
-    if let Some(name) = &point.provider {
-        let seen = ctx
-            .providers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, model)| ctx.provider.requests(model).len());
-        return (format!("provider script {name}"), seen);
-    }
-    ("nothing".into(), 0)
+    ctx.seen_by(point.receiver.as_deref(), point.provider.as_deref())
 }
 
 /// Render a request, or the observation saying why it cannot be made.

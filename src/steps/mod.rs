@@ -277,6 +277,35 @@ fn distinct_non_null<'v>(values: impl IntoIterator<Item = &'v Value>) -> usize {
 }
 
 impl ScenarioCtx<'_> {
+    /// A double named by a point (a receiver's or a provider script's name, the receiver's
+    /// first), and how many requests it has seen so far: what an `abandon` or a kill point
+    /// waits for.
+    pub(super) fn seen_by(
+        &self,
+        receiver: Option<&str>,
+        provider: Option<&str>,
+    ) -> (String, usize) {
+        if let Some(name) = receiver {
+            let seen = self
+                .receivers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0, |(_, id)| self.receiver.arrivals(id).len());
+            return (format!("receiver {name}"), seen);
+        }
+        if let Some(name) = provider {
+            let seen = self
+                .providers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0, |(_, model)| self.provider.requests(model).len());
+            return (format!("provider script {name}"), seen);
+        }
+        ("nothing".into(), 0)
+    }
+}
+
+impl ScenarioCtx<'_> {
     /// Map a template failure to an observation: a missing role or scope is the profile's gap
     /// and a missing fact or fixture a surface the host (or its profile) does not provide
     /// (`blocked`, saying how to provide it); a value missing because an earlier step was not

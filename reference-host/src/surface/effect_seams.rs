@@ -17,9 +17,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::Domain;
 use crate::domain::catalog::caller_scopes;
 use crate::domain::error::{ApiError, ErrorCode};
-use crate::surface::app::AppState;
 use crate::turn::provider_tools;
 
 /// The manifest's `host.name`.
@@ -60,7 +60,7 @@ pub fn seam_ids(mutant: Option<Mutant>) -> Vec<String> {
 
 /// Handler for `GET /host/effect-seams`, authenticated like `GET /tools`.
 pub async fn get_effect_seams(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     caller_scopes(&state, &headers)?;

@@ -25,11 +25,11 @@ use serde_json::{Map, Value, json};
 
 use crate::base::content_trust::ContentTrust;
 use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::Domain;
 use crate::domain::auth::authenticate;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::domain::json_body::{Fields, body_rejection, parse_object};
-use crate::surface::app::AppState;
 
 /// `details.reason` of a link token refused on an untrusted turn.
 pub const UNTRUSTED_LINK_REASON: &str = "untrusted-turn-requires-bound-principal";
@@ -111,7 +111,7 @@ fn forbidden(message: String, reason: &str) -> ApiError {
 
 /// Handler for `POST /runs/{runId}/interrupts/{nodeId}`.
 pub async fn resolve_at_node(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path((run_id, node_id)): Path<(String, String)>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -150,7 +150,7 @@ pub async fn resolve_at_node(
 /// Handler for `POST /interrupts/{token}`: the signed link. Any
 /// `Authorization` header is ignored: the token is the only credential.
 pub async fn resolve_by_link(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path(token): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -190,11 +190,7 @@ pub async fn resolve_by_link(
 }
 
 /// Resolves and answers `200 {runId, nodeId, callId, action, by}`.
-fn resolve(
-    state: &AppState,
-    ticket: &Ticket,
-    resolution: Resolution,
-) -> Result<Response, ApiError> {
+fn resolve(state: &Domain, ticket: &Ticket, resolution: Resolution) -> Result<Response, ApiError> {
     let action = resolution.action;
     let by = resolution.by.clone();
     match state

@@ -33,6 +33,7 @@ use serde_json::json;
 
 use crate::base::clock::now_unix_ms;
 use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::Domain;
 use crate::domain::effects::ledger;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::json_body::{Fields, body_rejection, parse_object};
@@ -47,6 +48,7 @@ use crate::turn::driver::{self, ReplaySource, TurnPlan};
 use crate::turn::ownership::cancel_run;
 use crate::turn::records::{self, RunMode, StoredPlan};
 use crate::turn::request::TurnRunRequest;
+use crate::turn::state::LoopState;
 
 /// The fork body's members (closed).
 const FORK_FIELDS: &[&str] = &["mode", "fromSeq", "runOptionsOverlay"];
@@ -230,7 +232,7 @@ fn fork(
 /// its mode and `fromSeq` (RPL-8: the webhook fan-out reads `fromSeq` from the run, so it
 /// never re-delivers the prefix the fork re-states).
 fn create_fork_run(
-    state: &AppState,
+    state: &Domain,
     source: &RunRecord,
     source_plan: &StoredPlan,
     mode: RunMode,
@@ -254,7 +256,7 @@ fn create_fork_run(
 /// Creates and starts the `mode: "branch"` fork of the `tool-receiver` fire
 /// run `source` at `from_seq` (EFF-10) and answers its 201.
 fn fork_branch(
-    state: &AppState,
+    state: &LoopState,
     source: &RunRecord,
     source_plan: StoredPlan,
     fire: FireRequest,
@@ -300,7 +302,7 @@ fn fork_branch(
 /// The first run of `run_id`'s fork lineage: follows stored `source_run_id`
 /// links (bounded; a fork's source always exists before it, so there is no
 /// cycle to follow).
-fn lineage_root(state: &AppState, run_id: &str) -> Result<String, ApiError> {
+fn lineage_root(state: &Domain, run_id: &str) -> Result<String, ApiError> {
     const MAX_HOPS: usize = 10_000;
     let mut current = run_id.to_owned();
     for _ in 0..MAX_HOPS {
@@ -328,11 +330,7 @@ enum StoredKind {
 /// unchanged (same nodeId, attempt and `at`): they are effects the source
 /// delivered, not new deliveries. Bug under `fork-ledger-restamped`: the
 /// copies are stamped with the fork's creation time.
-fn inherit_effects(
-    state: &AppState,
-    source_run_id: &str,
-    fork_run_id: &str,
-) -> Result<(), ApiError> {
+fn inherit_effects(state: &Domain, source_run_id: &str, fork_run_id: &str) -> Result<(), ApiError> {
     let restamp = state
         .mutant_is(Mutant::ForkLedgerRestamped)
         .then(now_unix_ms);
@@ -343,7 +341,7 @@ fn inherit_effects(
 /// `:cancel` of `run_id` (also the upstream-only mode's
 /// `POST /v1/runs/{runId}/cancel`, [`crate::surface::upstream`]).
 pub async fn cancel(
-    state: &AppState,
+    state: &LoopState,
     run_id: &str,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -361,7 +359,7 @@ pub async fn cancel(
 /// one is the 409 [`already_terminal`]. The MCP mount's `tasks/cancel`
 /// cancels through here too (MCP-14).
 pub async fn cancel_and_wait(
-    state: &AppState,
+    state: &LoopState,
     tenant: &str,
     run_id: &str,
     reason: &str,

@@ -15,6 +15,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::Domain;
 use crate::domain::a2a::{self, Negotiated};
 use crate::domain::a2a_tasks::{self, TaskError};
 use crate::domain::agents;
@@ -22,7 +23,7 @@ use crate::domain::auth::{authenticate, require_scope};
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::runs::RUNS_READ_SCOPE;
 use crate::domain::workflows::RUNS_WRITE_SCOPE;
-use crate::surface::app::AppState;
+use crate::turn::state::LoopState;
 
 /// JSON-RPC: the body is not JSON.
 const PARSE_ERROR: i64 = -32700;
@@ -34,7 +35,7 @@ const MAX_VERSION_LEN: usize = 32;
 
 /// Handler for `GET /.well-known/agent-card.json`.
 pub async fn get_agent_card(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let mutant = state.mutant();
@@ -113,7 +114,7 @@ fn rpc_answer(id: &Value, outcome: Result<Value, (i64, String)>) -> Response {
 /// `runs:read` (`GetExtendedAgentCard` too: the scope of `GET /agents`,
 /// RFC 0202 §D.6).
 pub async fn post_rpc(
-    State(state): State<AppState>,
+    State(state): State<LoopState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {

@@ -64,6 +64,7 @@ use crate::base::events::{
 };
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::tool_events::HOST_AGENT_ID;
+use crate::domain::Domain;
 use crate::domain::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
 use crate::domain::effects::claim::{self, AwaitPoint, ClaimOutcome, ClaimRequest, ClaimState};
 use crate::domain::effects::identity::Keying;
@@ -86,6 +87,7 @@ use crate::turn::provider::{
 use crate::turn::provider_tools;
 use crate::turn::records::{self, RunMode, ToolRecord};
 use crate::turn::request::{ProviderTool, RepeatedCall, SUPPORTED_PROVIDER_TOOLS};
+use crate::turn::state::LoopState;
 
 /// Every member the request may carry (the shape is closed).
 const FIELDS: &[&str] = &["seam", "receiverUrl"];
@@ -263,7 +265,7 @@ pub async fn fire(
 /// fire run: `run.started` now, then a task that serves the source's
 /// recorded outcome and sends nothing (RPL-11).
 pub fn start_replay(
-    state: &AppState,
+    state: &LoopState,
     run_id: &str,
     principal: &str,
     tenant: &str,
@@ -348,7 +350,7 @@ pub struct BranchPoint {
 /// `agent.tool-returned` not) is a 400 naming `fromSeq`: the branch could
 /// neither inherit the outcome nor call again without a second call event.
 pub fn branch_point(
-    state: &AppState,
+    state: &Domain,
     source_run_id: &str,
     from_seq: i64,
 ) -> Result<BranchPoint, ApiError> {
@@ -394,7 +396,7 @@ pub fn branch_point(
 /// copy already ends the run, a task continues live (EFF-10). Returns the
 /// branch's status for the 201.
 pub fn start_branch(
-    state: &AppState,
+    state: &LoopState,
     run_id: &str,
     principal: &str,
     tenant: &str,
@@ -434,7 +436,7 @@ pub fn start_branch(
 
 /// One fire run: the parent (live), a replay fork or a branch fork of one.
 struct FireRun<'a> {
-    state: &'a AppState,
+    state: &'a LoopState,
     run_id: &'a str,
     principal: &'a str,
     tenant: &'a str,

@@ -33,6 +33,7 @@ use tokio::task::JoinSet;
 
 use crate::base::clock::{now_unix_ms, secs_to_ms};
 use crate::base::principals::Principal;
+use crate::domain::Domain;
 use crate::domain::effects::claim::AwaitPoint;
 use crate::domain::effects::sweeper::{self, RunSweep};
 use crate::domain::effects::{
@@ -44,7 +45,6 @@ use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::layer1::{self, HoldRefused, RUNS_ENDPOINT};
 use crate::domain::runs::find_visible_run;
 use crate::domain::workflows::{EFFECT_ESCAPED, RunFailure, begin_run, end_run, new_run_id};
-use crate::surface::app::AppState;
 use crate::surface::seams::{seam_body, seam_caller};
 
 /// Fewest executors of `concurrent-claim`.
@@ -119,7 +119,7 @@ type ExecutorResult = (usize, Result<(String, EffectReport), EffectError>);
 
 /// Handler for `POST …/test/idempotency/concurrent-claim`.
 pub async fn concurrent_claim(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -158,7 +158,7 @@ pub struct ClaimRace {
 /// `caller`). Shared by the v2 seam and the upstream-only mode's
 /// ([`crate::surface::upstream`]).
 pub async fn race_claim(
-    state: &AppState,
+    state: &Domain,
     caller: &Principal,
     request: ConcurrentClaimRequest,
 ) -> Result<ClaimRace, ApiError> {
@@ -310,7 +310,7 @@ impl RedispatchRequest {
 
 /// Handler for `POST …/test/idempotency/redispatch`.
 pub async fn redispatch(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -423,7 +423,7 @@ impl EffectRetryRequest {
 
 /// Handler for `POST …/test/idempotency/effect-retry`.
 pub async fn effect_retry(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -498,7 +498,7 @@ impl HoldRequest {
 
 /// Handler for `POST …/test/idempotency/hold`.
 pub async fn hold(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -564,7 +564,7 @@ impl SweepRequest {
 
 /// Handler for `POST …/test/idempotency/sweep`.
 pub async fn sweep(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {

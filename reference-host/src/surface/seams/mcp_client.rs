@@ -33,10 +33,10 @@ use reqwest::Url;
 use serde_json::{Map, Value, json};
 
 use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::invoker::JsonExchange;
 use crate::domain::json_body::{Fields, parse_object, require_loopback_http};
-use crate::surface::app::AppState;
 use crate::surface::seams::{seam_body, seam_caller};
 use crate::turn::mcp;
 use crate::turn::negotiation::{MINIMUM_REVISION, REVISIONS};
@@ -215,7 +215,7 @@ fn result_of(exchange: &JsonExchange) -> Result<Value, Value> {
 
 /// Handler for the seam.
 pub async fn client(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {

@@ -27,10 +27,10 @@ use reqwest::Url;
 use serde_json::json;
 
 use crate::base::events::NewEvent;
+use crate::domain::Domain;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::workflows::{RunFailure, begin_run, end_run, new_run_id};
-use crate::surface::app::AppState;
 use crate::surface::seams::{seam_body, seam_caller};
 use crate::turn::mcp;
 use crate::turn::negotiation::{self, NEGOTIATION_DECIDED, decide, decided_payload, is_revision};
@@ -83,7 +83,7 @@ impl InvokeRequest {
 
 /// Handler for the seam.
 pub async fn invoke(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {

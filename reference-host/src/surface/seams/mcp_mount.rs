@@ -25,13 +25,13 @@ use std::sync::Arc;
 
 use crate::base::args_schema::ArgsSchema;
 use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::Domain;
 use crate::domain::catalog::{
     Approval, FixtureTool, McpEndpoint, ReplayPolicy, SafetyTier, ToolEndpoint,
 };
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::invoker::JsonExchange;
 use crate::domain::json_body::{Fields, parse_object, require_loopback_http};
-use crate::surface::app::AppState;
 use crate::surface::seams::{seam_body, seam_caller};
 use crate::turn::mcp;
 use crate::turn::negotiation::MINIMUM_REVISION;
@@ -116,7 +116,7 @@ fn mount_tool(server_url: &Url, tool: &Value, mutant: Option<Mutant>) -> Option<
 
 /// Handler for the seam.
 pub async fn mount(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {

@@ -23,6 +23,7 @@ use axum::http::HeaderMap;
 use axum::routing::post;
 
 use crate::base::principals::Principal;
+use crate::domain::Domain;
 use crate::domain::auth::{authenticate, require_scope};
 use crate::domain::error::ApiError;
 use crate::domain::json_body::body_rejection;
@@ -34,10 +35,7 @@ pub const SEAMS_SCOPE: &str = "conformance:seams";
 /// The caller of a seam, authenticated and holding [`SEAMS_SCOPE`]. Every seam checks its
 /// caller before it reads the body, so an unauthenticated or unscoped caller learns nothing
 /// about its request.
-pub fn seam_caller<'s>(
-    state: &'s AppState,
-    headers: &HeaderMap,
-) -> Result<&'s Principal, ApiError> {
+pub fn seam_caller<'s>(state: &'s Domain, headers: &HeaderMap) -> Result<&'s Principal, ApiError> {
     let caller = authenticate(headers, state.principals())?;
     require_scope(caller, SEAMS_SCOPE)?;
     Ok(caller)

@@ -38,11 +38,11 @@ use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::tool_events::{
     CallPayload, ReturnPayload, SYSTEM_AGENT_ID, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
+use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::http_client::{self, Blocked, FetchInit, Fetched, Method};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::workflows::{begin_run, end_run, new_run_id};
-use crate::surface::app::AppState;
 use crate::surface::seams::{seam_body, seam_caller};
 
 /// Every member the request may carry (closed).
@@ -139,7 +139,7 @@ fn parse_init(map: serde_json::Map<String, Value>) -> Result<FetchInit, ApiError
 
 /// Handler for the seam.
 pub async fn run(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -172,7 +172,7 @@ pub async fn run(
 
 /// One fetch of one seam run.
 struct SeamFetch<'a> {
-    state: &'a AppState,
+    state: &'a Domain,
     run_id: &'a str,
     principal: &'a str,
 }

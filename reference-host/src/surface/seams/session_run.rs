@@ -12,10 +12,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::json;
 
+use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::tool_session::run_session;
-use crate::surface::app::AppState;
 use crate::surface::seams::{seam_body, seam_caller};
 
 /// Every member the request may carry (closed).
@@ -23,7 +23,7 @@ const FIELDS: &[&str] = &["toolId"];
 
 /// Handler for the seam.
 pub async fn run(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {

@@ -24,13 +24,13 @@ use crate::base::redaction::{ResolvedArgs, Scrubber, resolve_credentials};
 use crate::base::tool_events::{
     CallPayload, ReturnPayload, SYSTEM_AGENT_ID, ToolErrorCode, ToolReturn, ToolStatus,
 };
+use crate::domain::Domain;
 use crate::domain::authz::Decision;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::gates::{self, Grant};
 use crate::domain::invoker::InvokeResult;
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::RunStatus;
-use crate::surface::app::AppState;
 use crate::surface::seams::request::InvokeRequest;
 use crate::surface::seams::{seam_body, seam_caller};
 
@@ -39,7 +39,7 @@ const WRONG_SEAM_AGENT_ID: &str = "refhost.agent";
 
 /// Handler for the seam.
 pub async fn invoke(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -90,7 +90,7 @@ impl Arm {
 }
 
 async fn handle(
-    state: &AppState,
+    state: &Domain,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -130,7 +130,7 @@ fn prepare(request: InvokeRequest) -> Result<Prepared, ApiError> {
 
 /// One tool call in flight: its run, ids and the recorded call event.
 struct ToolCall<'s> {
-    state: &'s AppState,
+    state: &'s Domain,
     run_id: String,
     agent_id: &'static str,
     call_payload: CallPayload,
@@ -140,7 +140,7 @@ struct ToolCall<'s> {
 impl<'s> ToolCall<'s> {
     /// Steps 1–3: create the run, mint the call id, hash the args and append
     /// `agent.tool-called`.
-    fn begin(state: &'s AppState, prepared: &Prepared, tenant: &str) -> Result<Self, ApiError> {
+    fn begin(state: &'s Domain, prepared: &Prepared, tenant: &str) -> Result<Self, ApiError> {
         let request = &prepared.request;
         let run_id = new_run_id();
         state
@@ -461,7 +461,7 @@ fn to_value<P: Serialize>(payload: &P) -> Result<Value, ApiError> {
 
 /// Appends a tool event (`agent.tool-*`) to the run's log.
 fn append_tool_event<P: Serialize>(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     event_type: &'static str,
     payload: &P,

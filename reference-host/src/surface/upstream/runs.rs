@@ -17,11 +17,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
+use crate::domain::Domain;
 use crate::domain::error::ApiError;
 use crate::domain::runs::{PollQuery, authorize_reader, poll_page};
 use crate::surface::app::AppState;
 use crate::surface::sse::{event_stream, resume_after};
 use crate::surface::upstream::v1_event;
+use crate::turn::state::LoopState;
 
 /// The v1 cursor parameters, in the order they are read.
 const CURSORS: &[&str] = &["lastSequence", "since"];
@@ -60,7 +62,7 @@ pub fn parse_query(
 
 /// Handler for `GET /v1/runs/{runId}/events/poll`.
 pub async fn poll_events(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
@@ -88,7 +90,7 @@ pub async fn stream_events(
 /// Handler for `POST /v1/runs/{runId}/cancel`: the default mode's
 /// cancellation ([`crate::surface::run_actions::cancel`]).
 pub async fn cancel(
-    State(state): State<AppState>,
+    State(state): State<LoopState>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {

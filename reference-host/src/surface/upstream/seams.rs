@@ -22,15 +22,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
+use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
-use crate::surface::app::AppState;
 use crate::surface::seams::idempotency::{self, ConcurrentClaimRequest, race_claim};
 use crate::surface::seams::{seam_body, seam_caller};
 use crate::surface::upstream::{fresh_business_key, known_members};
 
 /// Handler for `POST /v1/host/sample/test/idempotency/concurrent-claim`.
 pub async fn concurrent_claim(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -52,7 +52,7 @@ pub async fn concurrent_claim(
 
 /// Handler for `POST /v1/host/sample/test/idempotency/hold`.
 pub async fn hold(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -63,7 +63,7 @@ pub async fn hold(
 
 /// Handler for `POST /v1/host/sample/test/idempotency/effect-retry`.
 pub async fn effect_retry(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {

@@ -41,11 +41,11 @@ use crate::base::args_hash::args_hash;
 use crate::base::event_codes;
 use crate::base::mutant::Mutant;
 use crate::base::tool_events::{SYSTEM_AGENT_ID, ToolStatus, Transport};
+use crate::domain::Domain;
 use crate::domain::authz::Decision;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::gates::{self, Grant};
 use crate::domain::json_body::Fields;
-use crate::surface::app::AppState;
 use crate::surface::seams::{seam_body, seam_caller};
 use crate::surface::upstream::known_members;
 
@@ -177,7 +177,7 @@ enum Arm {
 
 /// Handler for the seam.
 pub async fn invoke(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -188,7 +188,7 @@ pub async fn invoke(
 }
 
 fn handle(
-    state: &AppState,
+    state: &Domain,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -223,7 +223,7 @@ fn tool_called(request: &UpstreamInvokeRequest, args_hash: &str, mutant: Option<
 }
 
 /// Steps 2–4.
-fn evaluate(state: &AppState, request: &UpstreamInvokeRequest) -> Arm {
+fn evaluate(state: &Domain, request: &UpstreamInvokeRequest) -> Arm {
     let mutant = state.mutant();
     // Step 2: fail-closed authorization against the stated grant.
     let decision = gates::authorize(

@@ -32,7 +32,7 @@ use crate::domain::error::{ApiError, ErrorCode};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::workflows::{NOOP_WORKFLOW, begin_run, end_run, new_run_id};
 use crate::store::storage::RunStatus;
-use crate::surface::app::AppState;
+use crate::turn::state::LoopState;
 
 pub use crate::domain::workflows::IDEMPOTENT_WORKFLOW;
 /// Sleeps `inputs.delayMs`, then completes.
@@ -116,7 +116,7 @@ impl UpstreamWorkflow {
 
 /// Handler for `POST /v1/runs` (the default mode's envelope around the upstream workflows).
 pub async fn post_runs(
-    State(state): State<AppState>,
+    State(state): State<LoopState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -131,7 +131,7 @@ pub async fn post_runs(
 /// to completion before the answer, `conformance-delay` goes on in the
 /// background.
 pub fn start(
-    state: &AppState,
+    state: &LoopState,
     caller: &Principal,
     body: &[u8],
 ) -> Result<(StatusCode, Value), ApiError> {
@@ -163,7 +163,7 @@ pub fn start(
 /// `delay` unless `POST /v1/runs/{runId}/cancel` stops it first (then it
 /// writes `run.cancelled`, which the cancel waits for). A shutdown leaves
 /// it as it is.
-fn spawn_delay(state: &AppState, run_id: &str, delay: Duration) {
+fn spawn_delay(state: &LoopState, run_id: &str, delay: Duration) {
     // Registered before the answer goes out, so a cancel right after the
     // 201 reaches this run's task.
     let mut cancelled = state.run_controls().register(run_id);
