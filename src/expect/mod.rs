@@ -318,6 +318,27 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// DISC-4 on a host that advertises every candidate family: the one check of
+    /// `disc.unadvertised-none-left` is a control that cannot hold there, so the row is
+    /// `blocked` (with the reason), never passed and never silently left out.
+    #[test]
+    fn disc4_with_no_unadvertised_candidate_is_blocked() {
+        let suite = Suite::embedded().unwrap();
+        let scenario = suite
+            .scenarios
+            .iter()
+            .find(|s| s.id == "disc.unadvertised-none-left")
+            .expect("the scenario is in the suite");
+        let all =
+            json!({"discovery": {"document": {"toolCatalog": {}, "agents": {}, "prompts": {}}}});
+        let outcomes = evaluate(&suite, scenario, &all, Some(2));
+        assert_eq!(outcomes.len(), 1);
+        assert_eq!(outcomes[0].status, CheckStatus::Blocked, "{outcomes:?}");
+        let one_left = json!({"discovery": {"document": {"toolCatalog": {}, "agents": {}}}});
+        let outcomes = evaluate(&suite, scenario, &one_left, Some(2));
+        assert_eq!(outcomes[0].status, CheckStatus::Pass, "{outcomes:?}");
+    }
+
     fn scenario(checks: Value) -> Scenario {
         serde_json::from_value(json!({
             "id": "t.t", "title": "t", "rows": ["HOOKS-AUTH-1", "HOOKS-AUTH-3"], "gate": null,
