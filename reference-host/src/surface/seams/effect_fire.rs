@@ -46,10 +46,8 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use reqwest::Url;
 use serde_json::{Value, json};
@@ -76,8 +74,8 @@ use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunStatus, StorageError, insert_event};
 use crate::surface::app::AppState;
 use crate::surface::effect_seams;
+use crate::surface::seams::SeamRequest;
 use crate::surface::seams::packs;
-use crate::surface::seams::{seam_body, seam_caller};
 use crate::turn::admission::{self, Journal, RepeatMemory, TurnScope};
 use crate::turn::approval::{AGENT_NODE_ID, RoundContext};
 use crate::turn::driver::{self, INTERNAL_ERROR, PROVIDER_ERROR, ReplaySource, RunFailure};
@@ -211,14 +209,10 @@ impl FireRequest {
 
 /// Handler for the seam: fires the effect, settles the run and answers
 /// `201 {runId}` once the run is terminal.
-pub async fn fire(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+pub async fn fire(State(state): State<AppState>, seam: SeamRequest) -> Result<Response, ApiError> {
     // Caller checks first, as for every seam.
-    let caller = seam_caller(&state, &headers)?;
-    let body = seam_body(body)?;
+    let caller = &seam.caller;
+    let body = seam.body;
     let request = FireRequest::parse(&body, state.mutant())?;
     if request.seam == FireSeam::PackNode {
         // A pack node dispatch is a packs-test run: its plan, events,

@@ -21,10 +21,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use reqwest::Url;
 use serde_json::json;
@@ -45,7 +43,7 @@ use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::layer1::{self, HoldRefused, RUNS_ENDPOINT};
 use crate::domain::runs::find_visible_run;
 use crate::domain::workflows::{EFFECT_ESCAPED, RunFailure, begin_run, end_run, new_run_id};
-use crate::surface::seams::{seam_body, seam_caller};
+use crate::surface::seams::SeamRequest;
 
 /// Fewest executors of `concurrent-claim`.
 pub const MIN_EXECUTORS: u64 = 2;
@@ -120,11 +118,10 @@ type ExecutorResult = (usize, Result<(String, EffectReport), EffectError>);
 /// Handler for `POST …/test/idempotency/concurrent-claim`.
 pub async fn concurrent_claim(
     State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    seam: SeamRequest,
 ) -> Result<Response, ApiError> {
-    let caller = seam_caller(&state, &headers)?;
-    let request = ConcurrentClaimRequest::parse(&seam_body(body)?)?;
+    let caller = &seam.caller;
+    let request = ConcurrentClaimRequest::parse(&seam.body)?;
     let race = race_claim(&state, caller, request).await?;
     Ok(json_response(
         StatusCode::OK,
@@ -311,11 +308,10 @@ impl RedispatchRequest {
 /// Handler for `POST …/test/idempotency/redispatch`.
 pub async fn redispatch(
     State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    seam: SeamRequest,
 ) -> Result<Response, ApiError> {
-    let caller = seam_caller(&state, &headers)?;
-    let request = RedispatchRequest::parse(&seam_body(body)?)?;
+    let caller = &seam.caller;
+    let request = RedispatchRequest::parse(&seam.body)?;
     let run_id = new_run_id();
     begin_run(
         &state,
@@ -424,11 +420,10 @@ impl EffectRetryRequest {
 /// Handler for `POST …/test/idempotency/effect-retry`.
 pub async fn effect_retry(
     State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    seam: SeamRequest,
 ) -> Result<Response, ApiError> {
-    let caller = seam_caller(&state, &headers)?;
-    let request = EffectRetryRequest::parse(&seam_body(body)?)?;
+    let caller = &seam.caller;
+    let request = EffectRetryRequest::parse(&seam.body)?;
     let run_id = new_run_id();
     begin_run(
         &state,
@@ -497,13 +492,9 @@ impl HoldRequest {
 }
 
 /// Handler for `POST …/test/idempotency/hold`.
-pub async fn hold(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let caller = seam_caller(&state, &headers)?;
-    let request = HoldRequest::parse(&seam_body(body)?)?;
+pub async fn hold(State(state): State<Domain>, seam: SeamRequest) -> Result<Response, ApiError> {
+    let caller = &seam.caller;
+    let request = HoldRequest::parse(&seam.body)?;
     // The same scope a `POST /runs` of the caller's tenant uses.
     let scope = layer1::Scope::new(&caller.tenant, RUNS_ENDPOINT, &request.key, state.mutant());
     let owner = match layer1::hold(state.storage(), &scope, request.hold, now_unix_ms())? {
@@ -563,13 +554,9 @@ impl SweepRequest {
 }
 
 /// Handler for `POST …/test/idempotency/sweep`.
-pub async fn sweep(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let caller = seam_caller(&state, &headers)?;
-    let request = SweepRequest::parse(&seam_body(body)?)?;
+pub async fn sweep(State(state): State<Domain>, seam: SeamRequest) -> Result<Response, ApiError> {
+    let caller = &seam.caller;
+    let request = SweepRequest::parse(&seam.body)?;
     // The run must be visible to the caller's tenant (404 otherwise, as
     // for every run read).
     let run = find_visible_run(&state, &caller.tenant, &request.run_id)?;

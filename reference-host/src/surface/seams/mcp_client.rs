@@ -24,10 +24,8 @@
 
 use std::collections::BTreeMap;
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use reqwest::Url;
 use serde_json::{Map, Value, json};
@@ -37,7 +35,7 @@ use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::invoker::JsonExchange;
 use crate::domain::json_body::{Fields, parse_object, require_loopback_http};
-use crate::surface::seams::{seam_body, seam_caller};
+use crate::surface::seams::SeamRequest;
 use crate::turn::mcp;
 use crate::turn::negotiation::{MINIMUM_REVISION, REVISIONS};
 
@@ -214,13 +212,8 @@ fn result_of(exchange: &JsonExchange) -> Result<Value, Value> {
 }
 
 /// Handler for the seam.
-pub async fn client(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    seam_caller(&state, &headers)?;
-    let request = ClientRequest::parse(&seam_body(body)?)?;
+pub async fn client(State(state): State<Domain>, seam: SeamRequest) -> Result<Response, ApiError> {
+    let request = ClientRequest::parse(&seam.body)?;
     let mutant = state.mutant();
     let server_url = match request.servers.get(&request.server_id) {
         Some(url) => url.clone(),

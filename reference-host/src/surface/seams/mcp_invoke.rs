@@ -18,10 +18,8 @@
 //! "mcp", requested, supported[], runId}` (the run id so the refusal's log
 //! entry can be read).
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use reqwest::Url;
 use serde_json::json;
@@ -31,7 +29,7 @@ use crate::domain::Domain;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::workflows::{RunFailure, begin_run, end_run, new_run_id};
-use crate::surface::seams::{seam_body, seam_caller};
+use crate::surface::seams::SeamRequest;
 use crate::turn::mcp;
 use crate::turn::negotiation::{self, NEGOTIATION_DECIDED, decide, decided_payload, is_revision};
 
@@ -82,13 +80,9 @@ impl InvokeRequest {
 }
 
 /// Handler for the seam.
-pub async fn invoke(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let caller = seam_caller(&state, &headers)?;
-    let request = InvokeRequest::parse(&seam_body(body)?)?;
+pub async fn invoke(State(state): State<Domain>, seam: SeamRequest) -> Result<Response, ApiError> {
+    let caller = &seam.caller;
+    let request = InvokeRequest::parse(&seam.body)?;
     let mutant = state.mutant();
     let decision = decide(request.request_version.as_deref(), mutant);
 

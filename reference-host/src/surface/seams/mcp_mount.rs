@@ -14,10 +14,8 @@
 //! The answer is `201 {reached, mounted[], skipped[]}`: `mounted` the tool ids
 //! now in the catalog, `skipped` the names that are not provider-safe.
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use reqwest::Url;
 use serde_json::{Value, json};
@@ -32,7 +30,7 @@ use crate::domain::catalog::{
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::invoker::JsonExchange;
 use crate::domain::json_body::{Fields, parse_object, require_loopback_http};
-use crate::surface::seams::{seam_body, seam_caller};
+use crate::surface::seams::SeamRequest;
 use crate::turn::mcp;
 use crate::turn::negotiation::MINIMUM_REVISION;
 use crate::turn::request::is_provider_safe_name;
@@ -115,13 +113,9 @@ fn mount_tool(server_url: &Url, tool: &Value, mutant: Option<Mutant>) -> Option<
 }
 
 /// Handler for the seam.
-pub async fn mount(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let caller = seam_caller(&state, &headers)?;
-    let server_url = parse(&seam_body(body)?)?;
+pub async fn mount(State(state): State<Domain>, seam: SeamRequest) -> Result<Response, ApiError> {
+    let caller = &seam.caller;
+    let server_url = parse(&seam.body)?;
     let request =
         json!({"jsonrpc": "2.0", "id": mcp::fresh_id(), "method": "tools/list", "params": {}});
     let exchange = state

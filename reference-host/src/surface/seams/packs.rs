@@ -54,10 +54,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use reqwest::Url;
 use serde_json::{Map, Value, json};
@@ -79,7 +77,7 @@ use crate::domain::json_body::{Fields, kind, parse_object};
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunStatus, StorageError};
 use crate::surface::app::AppState;
-use crate::surface::seams::{seam_body, seam_caller};
+use crate::surface::seams::SeamRequest;
 use crate::turn::driver::{HOST_SHUTDOWN, ReplaySource};
 use crate::turn::records::{self, NodeOutcome, RunMode};
 
@@ -398,14 +396,10 @@ pub fn pack_effect_id(run_id: &str, node_id: &str, n: u32) -> String {
 /// problem is an answer before any run exists), creates the run, writes
 /// `run.started`, starts the nodes in the background and answers `201
 /// {runId, eventsUrl}`.
-pub async fn run(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+pub async fn run(State(state): State<AppState>, seam: SeamRequest) -> Result<Response, ApiError> {
     // Caller checks first, as for every seam.
-    let caller = seam_caller(&state, &headers)?;
-    let body = seam_body(body)?;
+    let caller = &seam.caller;
+    let body = seam.body;
     let request = PackRunRequest::parse(&body)?;
     let tenant = state.run_tenant(&request.principal, caller);
     let run_id = new_run_id();

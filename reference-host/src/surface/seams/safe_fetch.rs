@@ -23,10 +23,8 @@
 //! `201 {runId, outcome}`: `fetched` when the guard let the fetch through
 //! (whatever came of it: the return says), `blocked` when it did not.
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use reqwest::Url;
 use serde::Serialize;
@@ -43,7 +41,7 @@ use crate::domain::error::{ApiError, json_response};
 use crate::domain::http_client::{self, Blocked, FetchInit, Fetched, Method};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::workflows::{begin_run, end_run, new_run_id};
-use crate::surface::seams::{seam_body, seam_caller};
+use crate::surface::seams::SeamRequest;
 
 /// Every member the request may carry (closed).
 const FIELDS: &[&str] = &["url", "init"];
@@ -138,15 +136,11 @@ fn parse_init(map: serde_json::Map<String, Value>) -> Result<FetchInit, ApiError
 }
 
 /// Handler for the seam.
-pub async fn run(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+pub async fn run(State(state): State<Domain>, seam: SeamRequest) -> Result<Response, ApiError> {
     // Caller checks first, as for every seam: an unauthenticated or
     // unscoped caller learns nothing about its request body.
-    let caller = seam_caller(&state, &headers)?;
-    let body = seam_body(body)?;
+    let caller = &seam.caller;
+    let body = seam.body;
     let request = SafeFetchRequest::parse(&body)?;
 
     let run_id = new_run_id();

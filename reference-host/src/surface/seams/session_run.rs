@@ -5,10 +5,8 @@
 //! opens a session for the tool, calls it once and closes it. A named tool
 //! the caller may not invoke in its tenant is the catalog's 404.
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::json;
 
@@ -16,19 +14,15 @@ use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::tool_session::run_session;
-use crate::surface::seams::{seam_body, seam_caller};
+use crate::surface::seams::SeamRequest;
 
 /// Every member the request may carry (closed).
 const FIELDS: &[&str] = &["toolId"];
 
 /// Handler for the seam.
-pub async fn run(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let caller = seam_caller(&state, &headers)?;
-    let body = seam_body(body)?;
+pub async fn run(State(state): State<Domain>, seam: SeamRequest) -> Result<Response, ApiError> {
+    let caller = &seam.caller;
+    let body = seam.body;
     // An empty body names no tool, like `{}`.
     let tool_id = if body.iter().all(u8::is_ascii_whitespace) {
         None

@@ -8,10 +8,8 @@
 //! (§F). Every arm writes both tool events, so the log always pairs a call
 //! with its return.
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -31,19 +29,15 @@ use crate::domain::gates::{self, Grant};
 use crate::domain::invoker::InvokeResult;
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::RunStatus;
+use crate::surface::seams::SeamRequest;
 use crate::surface::seams::request::InvokeRequest;
-use crate::surface::seams::{seam_body, seam_caller};
 
 /// The agent id the `seam-agentid-not-system` mutant uses instead of `core.system`.
 const WRONG_SEAM_AGENT_ID: &str = "refhost.agent";
 
 /// Handler for the seam.
-pub async fn invoke(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    match handle(&state, &headers, body).await {
+pub async fn invoke(State(state): State<Domain>, seam: SeamRequest) -> Response {
+    match handle(&state, seam).await {
         Ok(response) => response,
         Err(err) => err.into_response(),
     }
@@ -89,16 +83,11 @@ impl Arm {
     }
 }
 
-async fn handle(
-    state: &Domain,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    // Caller checks come first: an unauthenticated or unscoped caller learns
-    // nothing about its request body.
-    let caller = seam_caller(state, headers)?;
-    let body = seam_body(body)?;
-    let prepared = prepare(InvokeRequest::parse(&body)?)?;
+async fn handle(state: &Domain, seam: SeamRequest) -> Result<Response, ApiError> {
+    // The caller was checked before the body was read ([`SeamRequest`]): an
+    // unauthenticated or unscoped caller learns nothing about its request body.
+    let caller = &seam.caller;
+    let prepared = prepare(InvokeRequest::parse(&seam.body)?)?;
     let tenant = state.run_tenant(&prepared.request.principal, caller);
     let call = ToolCall::begin(state, &prepared, &tenant)?;
     let mut arm = call.run_gates_and_invoke(&prepared).await?;

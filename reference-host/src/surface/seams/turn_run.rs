@@ -12,10 +12,8 @@
 //! starts a run through [`start_run`] exactly as the seam would (TURN-E4,
 //! [`crate::surface::mcp_server`]).
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::json;
 
@@ -25,21 +23,17 @@ use crate::domain::workflows::new_run_id;
 use crate::surface::app::AppState;
 use crate::surface::mcp_server::MCP_PATH;
 use crate::surface::mcp_server::templates::parse_registration;
-use crate::surface::seams::{seam_body, seam_caller};
+use crate::surface::seams::SeamRequest;
 use crate::turn::driver::{self, TurnPlan};
 use crate::turn::records::{self, RunMode};
 use crate::turn::request::TurnRunRequest;
 
 /// Handler for the seam.
-pub async fn run(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+pub async fn run(State(state): State<AppState>, seam: SeamRequest) -> Result<Response, ApiError> {
     // Caller checks first: an unauthenticated or unscoped caller learns
     // nothing about its request body.
-    let caller = seam_caller(&state, &headers)?;
-    let body = seam_body(body)?;
+    let caller = &seam.caller;
+    let body = seam.body;
     // TURN-E4: a body naming `exposeAsMcpTool` registers a template for the
     // MCP server mount instead of starting a run.
     if let Some(registration) = parse_registration(&body)? {

@@ -17,25 +17,23 @@
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
+use crate::surface::seams::SeamRequest;
 use crate::surface::seams::idempotency::{self, ConcurrentClaimRequest, race_claim};
-use crate::surface::seams::{seam_body, seam_caller};
 use crate::surface::upstream::{fresh_business_key, known_members};
 
 /// Handler for `POST /v1/host/sample/test/idempotency/concurrent-claim`.
 pub async fn concurrent_claim(
     State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    seam: SeamRequest,
 ) -> Result<Response, ApiError> {
-    let caller = seam_caller(&state, &headers)?;
-    let mut request = known_members(&seam_body(body)?, &["executors"])?;
+    let caller = &seam.caller;
+    let mut request = known_members(&seam.body, &["executors"])?;
     request.insert("businessKey".to_owned(), json!(fresh_business_key()));
     let request = ConcurrentClaimRequest::parse(&bytes_of(request))?;
     let race = race_claim(&state, caller, request).await?;
@@ -51,26 +49,21 @@ pub async fn concurrent_claim(
 }
 
 /// Handler for `POST /v1/host/sample/test/idempotency/hold`.
-pub async fn hold(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    seam_caller(&state, &headers)?;
-    let request = known_members(&seam_body(body)?, &["key", "holdMs"])?;
-    idempotency::hold(State(state), headers, Ok(bytes_of(request))).await
+pub async fn hold(State(state): State<Domain>, seam: SeamRequest) -> Result<Response, ApiError> {
+    let request = known_members(&seam.body, &["key", "holdMs"])?;
+    let body = bytes_of(request);
+    idempotency::hold(State(state), SeamRequest { body, ..seam }).await
 }
 
 /// Handler for `POST /v1/host/sample/test/idempotency/effect-retry`.
 pub async fn effect_retry(
     State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    seam: SeamRequest,
 ) -> Result<Response, ApiError> {
-    seam_caller(&state, &headers)?;
-    let mut request = known_members(&seam_body(body)?, &["providerUrl"])?;
+    let mut request = known_members(&seam.body, &["providerUrl"])?;
     request.insert("businessKey".to_owned(), json!(fresh_business_key()));
-    idempotency::effect_retry(State(state), headers, Ok(bytes_of(request))).await
+    let body = bytes_of(request);
+    idempotency::effect_retry(State(state), SeamRequest { body, ..seam }).await
 }
 
 /// The body the default mode's parser reads.

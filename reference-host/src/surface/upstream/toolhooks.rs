@@ -30,10 +30,8 @@
 
 use std::time::Instant;
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
@@ -46,7 +44,7 @@ use crate::domain::authz::Decision;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::gates::{self, Grant};
 use crate::domain::json_body::Fields;
-use crate::surface::seams::{seam_body, seam_caller};
+use crate::surface::seams::SeamRequest;
 use crate::surface::upstream::known_members;
 
 /// Every member the upstream request defines; others are ignored.
@@ -176,25 +174,16 @@ enum Arm {
 }
 
 /// Handler for the seam.
-pub async fn invoke(
-    State(state): State<Domain>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    match handle(&state, &headers, body) {
+pub async fn invoke(State(state): State<Domain>, seam: SeamRequest) -> Response {
+    match handle(&state, &seam) {
         Ok(response) => response,
         Err(err) => err.into_response(),
     }
 }
 
-fn handle(
-    state: &Domain,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    // The caller first: an unauthenticated caller learns nothing about its body.
-    seam_caller(state, headers)?;
-    let request = UpstreamInvokeRequest::parse(&seam_body(body)?)?;
+fn handle(state: &Domain, seam: &SeamRequest) -> Result<Response, ApiError> {
+    // The caller was checked before the body was read ([`SeamRequest`]).
+    let request = UpstreamInvokeRequest::parse(&seam.body)?;
     let mutant = state.mutant();
     // Step 1: RFC 8785 + SHA-256 (there are no credentials to redact).
     let args_hash = args_hash(&request.args, &request.args, mutant)
