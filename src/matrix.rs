@@ -740,7 +740,16 @@ impl Matrix {
             // upstream-only mode, which speaks v1.
             let passes_as_v1 = *d == Disposition::Inapplicable
                 && self.upstream_clean.scenarios.get(scenario) == Some(&Disposition::Pass);
-            if *d != Disposition::Pass && !passes_as_v1 {
+            // A leg that exists only to block a row where it cannot be witnessed, made of
+            // positive controls only (checked below), never runs on the reference host.
+            let blocking_leg = *d == Disposition::Inapplicable
+                && suite.scenarios.iter().any(|s| {
+                    &s.id == scenario
+                        && s.tags
+                            .iter()
+                            .any(|t| t == crate::suite::ONLY_WHERE_UNWITNESSABLE)
+                });
+            if *d != Disposition::Pass && !passes_as_v1 && !blocking_leg {
                 out.push(format!(
                     "the clean reference host does not pass {scenario} ({d})"
                 ));
@@ -777,6 +786,19 @@ impl Matrix {
                 out.push(format!(
                     "row {} has a scenario but no mutant turns it to fail or warn",
                     row.id
+                ));
+            }
+        }
+        for s in &suite.scenarios {
+            let tagged = s
+                .tags
+                .iter()
+                .any(|t| t == crate::suite::ONLY_WHERE_UNWITNESSABLE);
+            if tagged && (s.checks.iter().any(|c| !c.control) || !s.kills.is_empty()) {
+                out.push(format!(
+                    "{} is tagged {}, so the clean host never runs it: it may hold positive controls only and kill no mutant",
+                    s.id,
+                    crate::suite::ONLY_WHERE_UNWITNESSABLE
                 ));
             }
         }

@@ -20,6 +20,10 @@ pub struct MatrixArgs {
     /// scenarios' timers).
     #[arg(long, default_value_t = 12, value_name = "N")]
     pub columns: usize,
+    /// Scenarios in flight at once in each column (each column is an embedded host of its
+    /// own).
+    #[arg(long, short = 'j', default_value_t = crate::runner::EMBEDDED_JOBS, value_name = "N")]
+    pub jobs: usize,
     /// Run every scenario in every mutant column, instead of only the scenarios that reach
     /// the mutant's site on the probe host (slow; it proves the fast matrix is the same).
     #[arg(long)]
@@ -32,9 +36,14 @@ pub struct MatrixArgs {
 pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(args.suite.as_deref())?;
     let rt = super::runtime()?;
-    // Every column is an embedded host of its own: as wide as `run` goes against one.
+    anyhow::ensure!(
+        args.jobs >= 1 && args.columns >= 1,
+        "--jobs {} --columns {}: expected at least 1 of each",
+        args.jobs,
+        args.columns
+    );
     let opts = RunOptions {
-        jobs: crate::runner::EMBEDDED_JOBS,
+        jobs: args.jobs,
         ..RunOptions::default()
     };
     let total = crate::matrix::column_count();

@@ -7,6 +7,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// The tag of a scenario whose gate the reference host never meets: it exists to make a row
+/// `blocked`, with its reason, on a host where the row cannot be witnessed (DISC-4 on a host that
+/// advertises every family it could be probed on). The mutation matrix does not require the
+/// clean reference host to pass it; its checks are positive controls only, so it cannot convict.
+pub const ONLY_WHERE_UNWITNESSABLE: &str = "only-where-unwitnessable";
+
 /// One scenario file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -33,7 +39,9 @@ pub struct Scenario {
     /// not speak it gets `inapplicable`.
     #[serde(default)]
     pub provider_wire: Option<String>,
-    /// Free-form tags (`serial` keeps the scenario out of parallel execution).
+    /// Tags: `serial` keeps the scenario out of parallel execution;
+    /// `only-where-unwitnessable` marks a leg the reference host never runs
+    /// ([`ONLY_WHERE_UNWITNESSABLE`]).
     #[serde(default)]
     pub tags: Vec<String>,
     /// The host surfaces the scenario needs beyond the OpenWOP API (ids from
