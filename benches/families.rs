@@ -24,8 +24,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // As `toolcert run` runs against the embedded host (`--jobs` defaults to 16 there).
     let opts = RunOptions {
         reference_host_exe: Some(env!("CARGO_BIN_EXE_toolcert").into()),
+        jobs: toolcert::runner::EMBEDDED_JOBS,
         ..RunOptions::default()
     };
     let mut families: Vec<String> = suite
