@@ -163,6 +163,14 @@ impl Redactor {
         self.scrub_text(s, false)
     }
 
+    /// Scrub toolcert's own text (a check's id and what it says, a row's rule, a scenario's
+    /// title): whole secrets and `Bearer` values only, like a key. No excerpt ever cut such
+    /// text, and a check id such as `still-open` ends with the head of a token like
+    /// `openwop-…` without holding any of it.
+    pub fn label<'s>(&self, s: &'s str) -> Cow<'s, str> {
+        self.scrub_text(s, false)
+    }
+
     fn scrub_text<'s>(&self, s: &'s str, excerpt: bool) -> Cow<'s, str> {
         let c = &*self.inner;
         if c.failed {
@@ -336,6 +344,11 @@ mod tests {
         );
         // Fewer than CUT_OFF_MIN characters, or not at an excerpt's end: left as it is.
         assert_eq!(r.text("session abc"), "session abc");
+        // toolcert's own labels are no excerpts: a head at their end stays, a whole token goes.
+        let r2 = Redactor::new(vec!["openwop-inmem-dev-key".into()], vec![]);
+        assert_eq!(r2.text("still-open"), "still-[redacted]");
+        assert_eq!(r2.label("still-open"), "still-open");
+        assert_eq!(r2.label("a openwop-inmem-dev-key b"), "a [redacted] b");
         assert_eq!(r.text("abcdefg session"), "abcdefg session");
         assert_eq!(r.text("x abcdefghij"), "x [redacted]");
     }

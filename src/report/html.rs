@@ -65,6 +65,13 @@ fn esc(r: &Redactor, text: &str) -> String {
     escape(&r.text(text))
 }
 
+/// toolcert's own text (a check's id and words, a row's rule and source, a scenario's title)
+/// scrubbed of whole secrets ([`Redactor::label`]), then escaped: no excerpt ever cut it, so
+/// an id that ends like a token's first letters stays readable.
+fn esc_label(r: &Redactor, text: &str) -> String {
+    escape(&r.label(text))
+}
+
 /// The stylesheet (hashed into the CSP).
 const STYLE: &str = r#"
 :root{color-scheme:light;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:15px;line-height:1.4}
@@ -496,8 +503,8 @@ fn row_article(out: &mut String, r: &Redactor, row: &Value, scenarios: &BTreeMap
     let _ = writeln!(
         out,
         "<p class=\"rule\"><b>Rule</b> (<cite>{}</cite>): {}</p>",
-        esc(r, s(row, "source")),
-        esc(r, s(row, "rule"))
+        esc_label(r, s(row, "source")),
+        esc_label(r, s(row, "rule"))
     );
     let detail = s(row, "detail");
     if !detail.is_empty() {
@@ -548,8 +555,8 @@ fn row_article(out: &mut String, r: &Redactor, row: &Value, scenarios: &BTreeMap
             let _ = writeln!(
                 out,
                 "<tr class=\"check\" data-status=\"{st}\"><td><span class=\"badge d-{st}\">{st}</span></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td><a href=\"#scenario-{sid}\">{sid}</a></td></tr>",
-                esc(r, s(c, "checkId")),
-                esc(r, s(c, "says")),
+                esc_label(r, s(c, "checkId")),
+                esc_label(r, s(c, "says")),
                 esc(r, s(c, "evidence")),
                 esc(r, s(c, "detail")),
                 st = esc(r, s(c, "status")),
@@ -594,7 +601,7 @@ fn scenario_article(
         esc(r, disposition),
         esc(r, disposition),
         esc(r, id),
-        esc(r, s(sc, "title")),
+        esc_label(r, s(sc, "title")),
         exchanges.len(),
         esc(r, &plain(&sc["elapsedMs"]))
     );
