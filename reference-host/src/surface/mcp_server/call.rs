@@ -394,6 +394,23 @@ fn resolve_retry(
             ticket.node_id
         )));
     };
+    // Someone resolved it (or it expired) since it was looked up.
+    if !answer_clarification(state, &ticket, caller, response)? {
+        return Err(not_open());
+    }
+    Ok(claims.run_id)
+}
+
+/// Answers `ticket`'s clarification with `response` (an elicitation result) as `caller`,
+/// exactly as `POST /runs/{runId}/interrupts/{nodeId}` with `{"answers": content}` would (an
+/// MRTR retry and `tasks/update` both come here): `Ok(false)` when it is no longer open
+/// (answered, or expired, since it was looked up).
+pub fn answer_clarification(
+    state: &AppState,
+    ticket: &Ticket,
+    caller: &Principal,
+    response: &Value,
+) -> Result<bool, RpcError> {
     let answers = answers_of(state, &ticket.node_id, response)?;
     let resolution = Resolution {
         action: Action::Accept,
@@ -403,14 +420,12 @@ fn resolve_retry(
     };
     match state
         .interrupts()
-        .resolve(state.storage(), &ticket, resolution)
+        .resolve(state.storage(), ticket, resolution)
     {
-        Ok(_) => {}
-        // Someone resolved it (or it expired) since it was looked up.
-        Err(ResolveError::NotOpen) => return Err(not_open()),
-        Err(ResolveError::Storage(err)) => return Err(err.into()),
+        Ok(_) => Ok(true),
+        Err(ResolveError::NotOpen) => Ok(false),
+        Err(ResolveError::Storage(err)) => Err(err.into()),
     }
-    Ok(claims.run_id)
 }
 
 /// The clarification's answers from one elicitation result

@@ -27,14 +27,14 @@
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-use super::call::{self, answers_of};
+use super::call::{self, answer_clarification};
 use super::results::{run_id_of, task};
 use super::{MISSING_REQUIRED_CLIENT_CAPABILITY, Reply, RpcError, TASKS_EXTENSION, declares_tasks};
 use crate::base::events::NewEvent;
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;
 use crate::domain::auth::require_scope;
-use crate::domain::interrupts::{Action, InterruptKind, Resolution, ResolveError, Via};
+use crate::domain::interrupts::InterruptKind;
 use crate::domain::json_body::kind;
 use crate::domain::runs::RUNS_READ_SCOPE;
 use crate::store::storage::RunRecord;
@@ -183,22 +183,9 @@ fn resolve_update(
     let Some(response) = responses.get(&ticket.node_id) else {
         return Ok(None);
     };
-    let answers = answers_of(state, &ticket.node_id, response)?;
-    let resolution = Resolution {
-        action: Action::Accept,
-        answers: Some(answers),
-        by: caller.id.clone(),
-        via: Via::Principal,
-    };
-    match state
-        .interrupts()
-        .resolve(state.storage(), &ticket, resolution)
-    {
-        Ok(_) => Ok(Some(run.run_id)),
-        // Answered (or expired) since it was looked up: nothing outstanding.
-        Err(ResolveError::NotOpen) => Ok(None),
-        Err(ResolveError::Storage(err)) => Err(err.into()),
-    }
+    // Answered (or expired) since it was looked up: nothing outstanding.
+    let answered = answer_clarification(state, &ticket, caller, response)?;
+    Ok(answered.then_some(run.run_id))
 }
 
 /// `tasks/cancel`: cancels the run as `cancelRun` by the caller would, and
