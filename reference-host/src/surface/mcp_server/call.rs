@@ -43,7 +43,7 @@ use serde_json::{Map, Value, json};
 
 use super::request_state::{StateClaims, interrupt_id};
 use super::results::{complete, create_task_result, input_requests, run_meta, tool_error};
-use super::{OwnedRun, Reply, RpcError, declares_tasks};
+use super::{OwnedRun, Reply, RpcError, declares_tasks, optional_member, required_member};
 use crate::base::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;
@@ -118,31 +118,19 @@ enum Checked<'p> {
 
 /// The members of a `tools/call`, checked.
 fn checked(params: &Map<String, Value>) -> Result<Checked<'_>, RpcError> {
-    let Some(Value::String(name)) = params.get("name") else {
-        return Err(RpcError::invalid_params(
-            "`params.name` is required (a string): the tool to call",
-        ));
-    };
-    let request_state = match params.get("requestState") {
-        None => None,
-        Some(Value::String(text)) => Some(text.as_str()),
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "`params.requestState` must be a string (got {}): echo the input_required result's requestState byte-exactly",
-                kind(other)
-            )));
-        }
-    };
-    let responses = match params.get("inputResponses") {
-        None => None,
-        Some(Value::Object(map)) => Some(map),
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "`params.inputResponses` must be an object keyed by the inputRequests keys (got {})",
-                kind(other)
-            )));
-        }
-    };
+    let name = required_member(params, "name", "a string: the tool to call", Value::as_str)?;
+    let request_state = optional_member(
+        params,
+        "requestState",
+        "a string: echo the input_required result's requestState byte-exactly",
+        Value::as_str,
+    )?;
+    let responses = optional_member(
+        params,
+        "inputResponses",
+        "an object keyed by the inputRequests keys",
+        Value::as_object,
+    )?;
     match (request_state, responses) {
         (None, None) => Ok(Checked::First(name)),
         (Some(request_state), responses) => Ok(Checked::Retry(name, request_state, responses)),

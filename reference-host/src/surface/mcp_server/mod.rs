@@ -153,6 +153,37 @@ pub struct RpcError {
     pub data: Option<Value>,
 }
 
+/// `params.<name>` when the request carries it: `Ok(Some(_))` when `pick` takes it, a
+/// `-32602` saying what it must be (`what`) and what it was otherwise. Every typed member the
+/// mount reads (`tools/call`, `tasks/*`) comes through here or [`required_member`].
+pub fn optional_member<'p, T>(
+    params: &'p Map<String, Value>,
+    name: &str,
+    what: &str,
+    pick: impl Fn(&'p Value) -> Option<T>,
+) -> Result<Option<T>, RpcError> {
+    match params.get(name) {
+        None => Ok(None),
+        Some(value) => pick(value).map(Some).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "`params.{name}` must be {what} (got {})",
+                crate::domain::json_body::kind(value)
+            ))
+        }),
+    }
+}
+
+/// [`optional_member`] for a member the request must carry.
+pub fn required_member<'p, T>(
+    params: &'p Map<String, Value>,
+    name: &str,
+    what: &str,
+    pick: impl Fn(&'p Value) -> Option<T>,
+) -> Result<T, RpcError> {
+    optional_member(params, name, what, pick)?
+        .ok_or_else(|| RpcError::invalid_params(format!("`params.{name}` is required: {what}")))
+}
+
 impl RpcError {
     /// An error with no data.
     pub fn new(status: StatusCode, code: i64, message: impl Into<String>) -> Self {

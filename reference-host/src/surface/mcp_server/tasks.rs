@@ -29,13 +29,15 @@ use serde_json::{Map, Value, json};
 
 use super::call::{self, answer_clarification};
 use super::results::{run_id_of, task};
-use super::{MISSING_REQUIRED_CLIENT_CAPABILITY, Reply, RpcError, TASKS_EXTENSION, declares_tasks};
+use super::{
+    MISSING_REQUIRED_CLIENT_CAPABILITY, Reply, RpcError, TASKS_EXTENSION, declares_tasks,
+    required_member,
+};
 use crate::base::events::NewEvent;
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;
 use crate::domain::auth::require_scope;
 use crate::domain::interrupts::InterruptKind;
-use crate::domain::json_body::kind;
 use crate::domain::runs::RUNS_READ_SCOPE;
 use crate::store::storage::RunRecord;
 use crate::surface::app::AppState;
@@ -71,20 +73,12 @@ fn readable_run(
     caller: &Principal,
     params: &Map<String, Value>,
 ) -> Result<RunRecord, RpcError> {
-    let task_id = match params.get("taskId") {
-        Some(Value::String(task_id)) => task_id,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "`params.taskId` must be a string (got {}): the taskId of a CreateTaskResult",
-                kind(other)
-            )));
-        }
-        None => {
-            return Err(RpcError::invalid_params(
-                "`params.taskId` is required (a string): the taskId of a CreateTaskResult",
-            ));
-        }
-    };
+    let task_id = required_member(
+        params,
+        "taskId",
+        "a string: the taskId of a CreateTaskResult",
+        Value::as_str,
+    )?;
     let not_found = || RpcError::invalid_params(TASK_NOT_FOUND);
     let run_id = run_id_of(state, task_id).ok_or_else(not_found)?;
     let run = state.storage().run(&run_id)?.ok_or_else(not_found)?;
@@ -151,20 +145,12 @@ fn resolve_update(
 ) -> Result<Option<String>, RpcError> {
     require_declared(params)?;
     let run = readable_run(state, caller, params)?;
-    let responses = match params.get("inputResponses") {
-        Some(Value::Object(responses)) => responses,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "`params.inputResponses` must be an object keyed by the task's inputRequests keys (got {}); nothing was changed",
-                kind(other)
-            )));
-        }
-        None => {
-            return Err(RpcError::invalid_params(
-                "`params.inputResponses` is required: an object keyed by the task's inputRequests keys; nothing was changed",
-            ));
-        }
-    };
+    let responses = required_member(
+        params,
+        "inputResponses",
+        "an object keyed by the task's inputRequests keys; nothing was changed",
+        Value::as_object,
+    )?;
     let Some(ticket) = state
         .interrupts()
         .ticket(&run.run_id)
