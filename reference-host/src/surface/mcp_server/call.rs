@@ -50,7 +50,7 @@ use crate::base::principals::Principal;
 use crate::domain::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::domain::json_body::kind;
 use crate::domain::workflows::new_run_id;
-use crate::store::storage::RunStatus;
+use crate::store::storage::{RunRecord, RunStatus};
 use crate::surface::app::AppState;
 use crate::surface::seams::turn_run::start_run_as;
 use crate::turn::control::{MCP_REQUEST_CANCELLED, cancelled_by};
@@ -503,38 +503,15 @@ pub async fn settle_within(
         let run = storage
             .run(run_id)?
             .ok_or_else(|| RpcError::internal(format!("run `{run_id}` is gone")))?;
+        let payload = match run.status {
+            RunStatus::Completed => last_payload(state, run_id, RUN_COMPLETED)?,
+            RunStatus::Cancelled => last_payload(state, run_id, RUN_CANCELLED)?,
+            _ => None,
+        };
+        if let Some(outcome) = terminal_outcome(&run, payload.as_ref()) {
+            return Ok(outcome);
+        }
         match run.status {
-            RunStatus::Completed => {
-                let result = last_payload(state, run_id, RUN_COMPLETED)?
-                    .and_then(|payload| payload.get("result").cloned())
-                    .unwrap_or(Value::Null);
-                return Ok(Settled::Completed(result));
-            }
-            RunStatus::Failed => {
-                let error = run.error.unwrap_or(Value::Null);
-                let text = |name: &str| {
-                    error
-                        .get(name)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned()
-                };
-                return Ok(Settled::Failed {
-                    code: text("code"),
-                    message: text("message"),
-                });
-            }
-            RunStatus::Cancelled => {
-                let reason = last_payload(state, run_id, RUN_CANCELLED)?
-                    .and_then(|payload| {
-                        payload
-                            .get("reason")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                    })
-                    .unwrap_or_else(|| "the run was cancelled".to_owned());
-                return Ok(Settled::Cancelled(reason));
-            }
             // The status and `interrupt.requested` commit under the
             // registry lock, so a waiting run's interrupt is visible here.
             RunStatus::WaitingInput | RunStatus::WaitingApproval => {
@@ -542,7 +519,7 @@ pub async fn settle_within(
                     return Ok(Settled::Waiting(ticket));
                 }
             }
-            RunStatus::Running => {}
+            _ => {}
         }
         if tokio::time::Instant::now() >= deadline {
             return Ok(Settled::StillRunning);
@@ -552,6 +529,42 @@ pub async fn settle_within(
             // A closed signal cannot wake us: wait out the deadline.
             Ok(Err(_)) => tokio::time::sleep_until(deadline).await,
         }
+    }
+}
+
+/// How a terminal run ended as its record and log say (`None` while it is not terminal),
+/// given the payload of its last `run.completed` (completed) or `run.cancelled` (cancelled)
+/// event: what a call answers and what a task reads, alike.
+pub fn terminal_outcome(run: &RunRecord, terminal: Option<&Value>) -> Option<Settled> {
+    match run.status {
+        RunStatus::Completed => Some(Settled::Completed(
+            terminal
+                .and_then(|payload| payload.get("result"))
+                .cloned()
+                .unwrap_or(Value::Null),
+        )),
+        RunStatus::Failed => {
+            let text = |name: &str| {
+                run.error
+                    .as_ref()
+                    .and_then(|error| error.get(name))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            Some(Settled::Failed {
+                code: text("code"),
+                message: text("message"),
+            })
+        }
+        RunStatus::Cancelled => Some(Settled::Cancelled(
+            terminal
+                .and_then(|payload| payload.get("reason"))
+                .and_then(Value::as_str)
+                .unwrap_or("the run was cancelled")
+                .to_owned(),
+        )),
+        RunStatus::Running | RunStatus::WaitingInput | RunStatus::WaitingApproval => None,
     }
 }
 

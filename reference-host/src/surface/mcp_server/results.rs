@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::call::{Settled, terminal_outcome};
 use super::{RUN_ID_META_KEY, RpcError};
 use crate::base::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::base::mutant::{Mutant, MutantInfo};
@@ -125,34 +126,8 @@ pub fn task(
     let mut out = Map::new();
     out.insert("taskId".into(), json!(task_id_of(state, run_id)));
     let mut detail: Option<(&str, Value)> = None;
-    let (status, message) = match run.status {
-        RunStatus::Running => ("working", None),
-        RunStatus::WaitingInput | RunStatus::WaitingApproval => {
-            match state.interrupts().ticket(run_id) {
-                // Bug under `mcp-task-status-working`: the question is not surfaced; the
-                // task reads as working and the client never learns what to answer.
-                Some(ticket)
-                    if ticket.kind == InterruptKind::Clarification
-                        && !state.mutant_is(Mutant::McpTaskStatusWorking) =>
-                {
-                    detail = Some(("inputRequests", input_requests(&ticket)));
-                    ("input_required", ticket.question.clone())
-                }
-                Some(ticket) => (
-                    "working",
-                    Some(format!(
-                        "held at the host: the run's principal resolves it at POST /runs/{run_id}/interrupts/{}; never over MCP",
-                        ticket.node_id
-                    )),
-                ),
-                // The interrupt was resolved a moment ago; the run goes on.
-                None => ("working", None),
-            }
-        }
-        RunStatus::Completed => {
-            let result = terminal
-                .and_then(|payload| payload.get("result").cloned())
-                .unwrap_or(Value::Null);
+    let (status, message) = match terminal_outcome(run, terminal.as_ref()) {
+        Some(Settled::Completed(result)) => {
             let text = match result {
                 Value::String(text) => text,
                 other => other.to_string(),
@@ -160,30 +135,35 @@ pub fn task(
             detail = Some(("result", complete(Some(run_id), &text, false)));
             ("completed", None)
         }
-        RunStatus::Failed => {
-            let error = run.error.clone().unwrap_or(Value::Null);
-            let text = |name: &str| {
-                error
-                    .get(name)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            let message = format!("{}: {}", text("code"), text("message"));
+        Some(Settled::Failed { code, message }) => {
+            let message = format!("{code}: {message}");
             detail = Some(("result", tool_error(Some(run_id), &message)));
             ("completed", Some(message))
         }
-        RunStatus::Cancelled => {
-            let reason = terminal
-                .and_then(|payload| {
-                    payload
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
-                .unwrap_or_else(|| "the run was cancelled".to_owned());
-            ("cancelled", Some(reason))
-        }
+        Some(Settled::Cancelled(reason)) => ("cancelled", Some(reason)),
+        // Not terminal ([`terminal_outcome`] gives nothing else): running, or waiting on an
+        // interrupt.
+        _ if run.status == RunStatus::Running => ("working", None),
+        _ => match state.interrupts().ticket(run_id) {
+            // The interrupt was resolved a moment ago; the run goes on.
+            None => ("working", None),
+            // Bug under `mcp-task-status-working`: the question is not surfaced; the
+            // task reads as working and the client never learns what to answer.
+            Some(ticket)
+                if ticket.kind == InterruptKind::Clarification
+                    && !state.mutant_is(Mutant::McpTaskStatusWorking) =>
+            {
+                detail = Some(("inputRequests", input_requests(&ticket)));
+                ("input_required", ticket.question.clone())
+            }
+            Some(ticket) => (
+                "working",
+                Some(format!(
+                    "held at the host: the run's principal resolves it at POST /runs/{run_id}/interrupts/{}; never over MCP",
+                    ticket.node_id
+                )),
+            ),
+        },
     };
     out.insert("status".into(), json!(status));
     if let Some(message) = message {
