@@ -35,7 +35,9 @@ pub fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
     Ok(value)
 }
 
-struct StrictValue;
+/// A [`DeserializeSeed`] for one JSON value that rejects duplicate member names anywhere in it
+/// (the seed [`parse_strict`] uses, for parsers that read part of a document their own way).
+pub(crate) struct StrictValue;
 
 impl<'de> DeserializeSeed<'de> for StrictValue {
     type Value = Value;

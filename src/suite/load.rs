@@ -59,8 +59,15 @@ fn walk(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) -> Result<(), 
     Ok(())
 }
 
+/// Parse a suite file strictly; a scenario file's keyed `checks` are read in file order
+/// ([`super::keyed`]).
 fn parse(file: &str, text: &str) -> Result<Value, SuiteError> {
-    parse_strict(text).map_err(|e| SuiteError::Json {
+    let parsed = if file.starts_with("scenarios/") {
+        super::keyed::parse_scenario(text)
+    } else {
+        parse_strict(text)
+    };
+    parsed.map_err(|e| SuiteError::Json {
         file: file.to_string(),
         line: e.line(),
         column: e.column(),

@@ -12,11 +12,13 @@
 mod error;
 mod expand;
 mod fragment;
+pub(crate) mod keyed;
 mod load;
 mod params;
 mod registry;
 mod scenario;
 mod schema;
+mod shorthand;
 mod surfaces;
 
 pub use error::SuiteError;
