@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::SuiteError;
 use super::fragment::Fragments;
 use super::params::{self, Subst};
+use super::shorthand;
 
 /// One expanded scenario document.
 #[derive(Debug, Clone)]
@@ -93,6 +94,7 @@ pub(crate) fn scenario_file(
             }
         }
         let mut value = fragments.expand(&label, &value)?;
+        shorthand::write_out(&label, &mut value)?;
         inherit_row(&label, &mut value)?;
         out.push(Expanded { label, value });
     }
