@@ -234,8 +234,8 @@ fn a_changed_check_over_a_redacted_value_says_it_cannot_be_rechecked() {
     // `seam-clean` now wants the seam's answer to carry the secret: over real values that is
     // a different verdict; the report only has the `[canary]` marker to compare with.
     let edited = original.replace(
-        r#""at": "/steps/call/body", "expect": {"notContains": "{{vars.canary}}"}"#,
-        r#""at": "/steps/call/body", "expect": {"contains": "{{vars.canary}}"}"#,
+        "\"at\": \"/steps/call/body\",\n      \"notContains\": \"{{vars.canary}}\"",
+        "\"at\": \"/steps/call/body\",\n      \"contains\": \"{{vars.canary}}\"",
     );
     assert_ne!(
         edited, original,
@@ -288,8 +288,8 @@ fn a_changed_control_over_a_redacted_value_keeps_the_whole_scenario() {
     let original = std::fs::read_to_string(&file).unwrap();
     // The control `secret-delivered` now wants the tool NOT to get the secret.
     let edited = original.replace(
-        r#""at": "/receivers/tool/arrivals/0/body/apiKey", "expect": {"equals": "{{vars.canary}}"}"#,
-        r#""at": "/receivers/tool/arrivals/0/body/apiKey", "expect": {"notContains": "{{vars.canary}}"}"#,
+        "\"at\": \"/receivers/tool/arrivals/0/body/apiKey\",\n      \"equals\": \"{{vars.canary}}\"",
+        "\"at\": \"/receivers/tool/arrivals/0/body/apiKey\",\n      \"notContains\": \"{{vars.canary}}\"",
     );
     assert_ne!(
         edited, original,
