@@ -51,6 +51,7 @@ pub mod templates;
 
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
@@ -116,9 +117,16 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// not declare [`TASKS_EXTENSION`]).
 pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 
-/// The mount's state: the templates and the request-state key.
-#[derive(Debug, Default)]
+/// The mount's state: the templates and the request-state key. Cheap to
+/// clone (one shared copy), so a handler extracts it on its own next to the
+/// tool loop's state.
+#[derive(Debug, Clone, Default)]
 pub struct McpServer {
+    inner: Arc<McpServerInner>,
+}
+
+#[derive(Debug, Default)]
+struct McpServerInner {
     templates: Templates,
     state_key: StateKey,
 }
@@ -131,12 +139,12 @@ impl McpServer {
 
     /// The registered run templates (the tools).
     pub fn templates(&self) -> &Templates {
-        &self.templates
+        &self.inner.templates
     }
 
     /// The per-process request-state key.
     pub fn state_key(&self) -> &StateKey {
-        &self.state_key
+        &self.inner.state_key
     }
 }
 
