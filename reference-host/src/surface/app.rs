@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -14,7 +14,6 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::base::config::HostConfig;
-use crate::base::mutant::Mutant;
 use crate::domain::Domain;
 use crate::domain::catalog;
 use crate::domain::effects;
@@ -23,7 +22,7 @@ use crate::domain::runs;
 use crate::domain::webhooks;
 use crate::domain::workflows;
 use crate::store::storage::Storage;
-use crate::surface::discovery::{self, DiscoveryDoc};
+use crate::surface::discovery::{self, DiscoveryDoc, DiscoveryState};
 use crate::surface::effect_seams;
 use crate::surface::error_shape;
 use crate::surface::interrupt_routes;
@@ -49,9 +48,11 @@ pub const STORE_SCHEMAS: &[crate::store::storage::Schema] = &[
 /// How long [`RunningHost::shutdown`] waits for in-flight requests.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// Everything a request handler needs; cheap to clone. It derefs to the
-/// tool loop's [`LoopState`] (and that to the domain's [`Domain`]), so a
-/// handler passes `&AppState` wherever a lower layer takes its own state.
+/// The router's state: everything any request handler needs; cheap to
+/// clone. Handlers never take it whole: each extracts the narrow part it
+/// uses ([`LoopState`], [`Domain`], [`McpServer`], [`DiscoveryState`]; the
+/// `FromRef` impls below). It derefs to the tool loop's [`LoopState`] (and
+/// that to the domain's [`Domain`]) for start-up and tests.
 #[derive(Debug, Clone)]
 pub struct AppState {
     inner: Arc<Inner>,
@@ -63,10 +64,8 @@ struct Inner {
     seams_enabled: bool,
     /// Serving as a plain upstream v1 host ([`crate::surface::upstream`]).
     upstream_only: bool,
-    /// Rendered on first use ([`AppState::discovery`]).
-    discovery: OnceLock<DiscoveryDoc>,
-    /// The mutant the document is rendered with.
-    mutant: Option<Mutant>,
+    /// The discovery document, rendered on first use.
+    discovery: DiscoveryState,
     /// The MCP server mount's templates and request-state key (TURN-E4).
     mcp_server: McpServer,
 }
@@ -84,8 +83,11 @@ impl AppState {
             turn: LoopState::new(config, domain)?,
             seams_enabled: config.seams_enabled,
             upstream_only: config.upstream_only,
-            discovery: OnceLock::new(),
-            mutant: config.mutant,
+            discovery: DiscoveryState::new(
+                config.seams_enabled,
+                config.upstream_only,
+                config.mutant,
+            ),
             mcp_server: McpServer::new(),
         };
         Ok(Self {
@@ -114,19 +116,10 @@ impl AppState {
         self.inner.upstream_only
     }
 
-    /// The rendered discovery document. It is fixed for the host's lifetime
-    /// and rendered on first use rather than at start, so a mutant of the
-    /// document is seen where it acts, when discovery is served (the matrix's
-    /// probe tells such sites from the ones a host reaches while starting).
+    /// The rendered discovery document (rendered on first use,
+    /// [`DiscoveryState::doc`]).
     pub fn discovery(&self) -> &DiscoveryDoc {
-        let inner = &self.inner;
-        inner.discovery.get_or_init(|| {
-            if inner.upstream_only {
-                upstream::discovery::render(inner.mutant)
-            } else {
-                DiscoveryDoc::render(inner.seams_enabled, inner.mutant)
-            }
-        })
+        self.inner.discovery.doc()
     }
 
     /// The MCP server mount (`POST /mcp`): its run templates and its
@@ -154,6 +147,20 @@ impl FromRef<AppState> for LoopState {
 impl FromRef<AppState> for Domain {
     fn from_ref(state: &AppState) -> Self {
         state.domain().clone()
+    }
+}
+
+// The MCP mount's handlers take its templates and key beside the loop state.
+impl FromRef<AppState> for McpServer {
+    fn from_ref(state: &AppState) -> Self {
+        state.mcp_server().clone()
+    }
+}
+
+// The discovery handler needs only its document.
+impl FromRef<AppState> for DiscoveryState {
+    fn from_ref(state: &AppState) -> Self {
+        state.inner.discovery.clone()
     }
 }
 

@@ -8,6 +8,8 @@
 //! mode serves its v1 document through the same handler instead,
 //! [`crate::surface::upstream::discovery`].)
 
+use std::sync::{Arc, OnceLock};
+
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -19,9 +21,61 @@ use crate::domain::catalog::{SOURCE_HOST_EXTENSION, SOURCE_MCP};
 use crate::domain::effects::sweeper::EFFECT_RETENTION_SECS;
 use crate::domain::http_client;
 use crate::domain::layer1::LAYER1_RETENTION_SECS;
-use crate::surface::app::AppState;
 use crate::surface::effect_seams::MANIFEST_PATH;
 use crate::surface::seams::SEAMS_PROFILE;
+
+/// The discovery handler's state: the host's document, rendered on first
+/// use. Cheap to clone (one shared copy), so the handler extracts it alone
+/// rather than the whole app state.
+#[derive(Debug, Clone)]
+pub struct DiscoveryState {
+    inner: Arc<DiscoveryInner>,
+}
+
+#[derive(Debug)]
+struct DiscoveryInner {
+    /// Rendered on first use ([`DiscoveryState::doc`]).
+    doc: OnceLock<DiscoveryDoc>,
+    seams_enabled: bool,
+    /// Serving as a plain upstream v1 host ([`crate::surface::upstream`]).
+    upstream_only: bool,
+    /// The mutant the document is rendered (and served) with.
+    mutant: Option<Mutant>,
+}
+
+impl DiscoveryState {
+    /// The state of a host with these settings; nothing is rendered yet.
+    pub fn new(seams_enabled: bool, upstream_only: bool, mutant: Option<Mutant>) -> Self {
+        Self {
+            inner: Arc::new(DiscoveryInner {
+                doc: OnceLock::new(),
+                seams_enabled,
+                upstream_only,
+                mutant,
+            }),
+        }
+    }
+
+    /// The rendered discovery document. It is fixed for the host's lifetime
+    /// and rendered on first use rather than at start, so a mutant of the
+    /// document is seen where it acts, when discovery is served (the matrix's
+    /// probe tells such sites from the ones a host reaches while starting).
+    pub fn doc(&self) -> &DiscoveryDoc {
+        let inner = &self.inner;
+        inner.doc.get_or_init(|| {
+            if inner.upstream_only {
+                crate::surface::upstream::discovery::render(inner.mutant)
+            } else {
+                DiscoveryDoc::render(inner.seams_enabled, inner.mutant)
+            }
+        })
+    }
+
+    /// Whether `mutant` is the host's active one.
+    pub fn mutant_is(&self, mutant: Mutant) -> bool {
+        self.inner.mutant == Some(mutant)
+    }
+}
 
 /// The rendered document and its ETag.
 #[derive(Debug, Clone)]
@@ -289,8 +343,8 @@ fn http_client_record() -> Value {
 }
 
 /// Handler for `GET /.well-known/openwop`.
-pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let doc = state.discovery();
+pub async fn get_discovery(State(state): State<DiscoveryState>, headers: HeaderMap) -> Response {
+    let doc = state.doc();
     let etag =
         HeaderValue::from_str(doc.etag()).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
     let if_none_match = headers

@@ -40,7 +40,6 @@ use crate::domain::json_body::{Fields, body_rejection, parse_object};
 use crate::domain::runs::{authorize_reader, find_visible_run};
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunRecord, RunStatus};
-use crate::surface::app::AppState;
 use crate::surface::seams::effect_fire::{self, BranchEffect, BranchSource, FireRequest, FireSeam};
 use crate::surface::seams::packs::{self, PackRunRequest};
 use crate::turn::control::cancelled_by;
@@ -58,7 +57,7 @@ const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
 /// Handler for `POST /runs/{runId}:{action}`.
 pub async fn post_run_action(
-    State(state): State<AppState>,
+    State(state): State<LoopState>,
     Path(segment): Path<String>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -103,7 +102,7 @@ fn parse_fork(body: &[u8]) -> Result<ForkRequest, ApiError> {
 }
 
 fn fork(
-    state: &AppState,
+    state: &LoopState,
     source_run_id: &str,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -212,7 +211,7 @@ fn fork(
             state.catalog().register(&source.tenant, &parsed.tools);
             let mut plan = TurnPlan::new(run_id.clone(), *parsed, state.mutant());
             plan.replay = Some(replay);
-            driver::start(state.loop_state().clone(), plan)?;
+            driver::start(state.clone(), plan)?;
         }
     }
     Ok(json_response(

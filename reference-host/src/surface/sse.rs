@@ -21,9 +21,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::base::events::{RunEventDoc, visible_in_updates};
+use crate::domain::Domain;
 use crate::domain::error::ApiError;
 use crate::domain::runs::{PollQuery, StreamMode, authorize_reader, find_visible_run};
-use crate::surface::app::AppState;
 
 /// Silence after which a keep-alive comment is sent.
 pub const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(5);
@@ -64,7 +64,7 @@ pub fn resume_after(headers: &HeaderMap, query: &PollQuery) -> Result<i64, ApiEr
 
 /// Handler for `GET /runs/{runId}/events`.
 pub async fn stream_events(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
@@ -87,7 +87,7 @@ pub async fn stream_events(
 /// out (the v2 stream sends them as stored; the upstream-only mode's v1
 /// stream renames their types, [`crate::surface::upstream`]).
 pub fn event_stream(
-    state: AppState,
+    state: Domain,
     tenant: &str,
     run_id: String,
     after: i64,
@@ -124,7 +124,7 @@ pub fn event_stream(
 
 /// Where one stream is.
 struct Cursor {
-    state: AppState,
+    state: Domain,
     run_id: String,
     /// Last sequence read (sent, or filtered out).
     after: i64,

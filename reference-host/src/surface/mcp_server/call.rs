@@ -43,18 +43,21 @@ use serde_json::{Map, Value, json};
 
 use super::request_state::{StateClaims, interrupt_id};
 use super::results::{complete, create_task_result, input_requests, run_meta, tool_error};
-use super::{OwnedRun, Reply, RpcError, declares_tasks, optional_member, required_member};
+use super::{
+    McpServer, OwnedRun, Reply, RpcError, declares_tasks, optional_member, required_member,
+};
 use crate::base::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;
+use crate::domain::Domain;
 use crate::domain::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::domain::json_body::kind;
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunRecord, RunStatus};
-use crate::surface::app::AppState;
 use crate::surface::seams::turn_run::start_run_as;
 use crate::turn::control::{MCP_REQUEST_CANCELLED, cancelled_by};
 use crate::turn::ownership::RequestOwnedRun;
+use crate::turn::state::LoopState;
 
 /// How long one `tools/call` waits for its run to finish or ask.
 pub const CALL_WAIT: Duration = Duration::from_secs(20);
@@ -81,11 +84,17 @@ pub fn cancelled_answers() -> Value {
 
 /// Serves one `tools/call`; the reply owns the run the call started or
 /// continued, if any.
-pub async fn call(state: &AppState, caller: &Principal, params: &Map<String, Value>) -> Reply {
+pub async fn call(
+    state: &LoopState,
+    mcp_server: &McpServer,
+    caller: &Principal,
+    params: &Map<String, Value>,
+) -> Reply {
     match checked(params) {
         Ok(Checked::First(name)) => {
             first_call(
                 state,
+                mcp_server,
                 caller,
                 name,
                 params.get("arguments"),
@@ -96,6 +105,7 @@ pub async fn call(state: &AppState, caller: &Principal, params: &Map<String, Val
         Ok(Checked::Retry(name, request_state, responses)) => {
             retry(
                 state,
+                mcp_server,
                 caller,
                 name,
                 request_state,
@@ -142,7 +152,7 @@ fn checked(params: &Map<String, Value>) -> Result<Checked<'_>, RpcError> {
 
 /// The run id of a run the mount starts: [`new_run_id`] (128 random bits),
 /// which is also its MCP `taskId` (MCP-14).
-fn mint_run_id(state: &AppState) -> String {
+fn mint_run_id(state: &Domain) -> String {
     let run_id = new_run_id();
     if state.mutant_is(Mutant::McpTaskIdShort) {
         // Bug: 32 random bits (`run_` and 8 hex digits), guessable.
@@ -154,7 +164,7 @@ fn mint_run_id(state: &AppState) -> String {
 /// The run now belongs to the request being served (MCP-14): dropped before
 /// its answer is sent, the guard cancels the run as `cancelRun` would, with
 /// `run.cancelled.reason: "mcp-request-cancelled"`.
-pub fn own(state: &AppState, caller: &Principal, run_id: &str) -> Option<RequestOwnedRun> {
+pub fn own(state: &LoopState, caller: &Principal, run_id: &str) -> Option<RequestOwnedRun> {
     // Bug under `mcp-disconnect-ignored`: nothing owns the run; a client that
     // goes away leaves it running, doing work nobody holds a handle for.
     if state.mutant_is(Mutant::McpDisconnectIgnored) {
@@ -174,7 +184,7 @@ pub fn own(state: &AppState, caller: &Principal, run_id: &str) -> Option<Request
 /// stays bound past the answer only under
 /// `mcp-disconnect-after-response-cancels`.
 pub fn owning_reply(
-    state: &AppState,
+    state: &Domain,
     result: Result<Value, RpcError>,
     guard: Option<RequestOwnedRun>,
 ) -> Reply {
@@ -192,18 +202,15 @@ pub fn owning_reply(
 
 /// The first call: start a run from the caller's template.
 async fn first_call(
-    state: &AppState,
+    state: &LoopState,
+    mcp_server: &McpServer,
     caller: &Principal,
     name: &str,
     arguments: Option<&Value>,
     tasks: bool,
 ) -> Reply {
     // MCP-12: a principal sees only its own templates.
-    let Some(template) = state
-        .mcp_server()
-        .templates()
-        .get(&caller.tenant, &caller.id, name)
-    else {
+    let Some(template) = mcp_server.templates().get(&caller.tenant, &caller.id, name) else {
         return Reply::plain(Err(RpcError::invalid_params(format!(
             "Unknown tool: {name}"
         ))));
@@ -220,14 +227,15 @@ async fn first_call(
         Err(err) => return Reply::plain(Err(err.into())),
     };
     let guard = own(state, caller, &run_id);
-    let result = answer(state, caller, name, &run_id, tasks).await;
+    let result = answer(state, mcp_server, caller, name, &run_id, tasks).await;
     owning_reply(state, result, guard)
 }
 
 /// Waits for the run (at most [`CALL_WAIT`], or [`TASK_WAIT`] for a call
 /// that declared the Tasks extension) and answers with where it stands.
 async fn answer(
-    state: &AppState,
+    state: &Domain,
+    mcp_server: &McpServer,
     caller: &Principal,
     name: &str,
     run_id: &str,
@@ -235,11 +243,11 @@ async fn answer(
 ) -> Result<Value, RpcError> {
     if !tasks {
         let settled = settle(state, run_id).await?;
-        return outcome(state, caller, name, run_id, settled);
+        return outcome(state, mcp_server, caller, name, run_id, settled);
     }
     match settle_within(state, run_id, TASK_WAIT).await? {
         terminal @ (Settled::Completed(_) | Settled::Failed { .. } | Settled::Cancelled(_)) => {
-            outcome(state, caller, name, run_id, terminal)
+            outcome(state, mcp_server, caller, name, run_id, terminal)
         }
         // MCP-14: never InputRequiredResult to a call that declared tasks.
         // Bug under `mcp-task-input-required`: the clarification is answered
@@ -248,7 +256,7 @@ async fn answer(
             if ticket.kind == InterruptKind::Clarification
                 && state.mutant_is(Mutant::McpTaskInputRequired) =>
         {
-            Ok(input_required(state, caller, name, &ticket))
+            Ok(input_required(mcp_server, caller, name, &ticket))
         }
         Settled::Waiting(_) | Settled::StillRunning => create_task_result(state, run_id),
     }
@@ -289,34 +297,35 @@ fn call_input(arguments: Option<&Value>) -> Result<String, String> {
 
 /// A retry: verify, then resolve the clarification with the answers.
 async fn retry(
-    state: &AppState,
+    state: &LoopState,
+    mcp_server: &McpServer,
     caller: &Principal,
     name: &str,
     request_state: &str,
     responses: Option<&Map<String, Value>>,
     tasks: bool,
 ) -> Reply {
-    let run_id = match resolve_retry(state, caller, name, request_state, responses) {
+    let run_id = match resolve_retry(state, mcp_server, caller, name, request_state, responses) {
         Ok(run_id) => run_id,
         Err(err) => return Reply::plain(Err(err)),
     };
     // The retry continues the run: it is the request's until answered.
     let guard = own(state, caller, &run_id);
-    let result = answer(state, caller, name, &run_id, tasks).await;
+    let result = answer(state, mcp_server, caller, name, &run_id, tasks).await;
     owning_reply(state, result, guard)
 }
 
 /// Verifies a retry and resolves the clarification it answers; returns the
 /// run it continues. On any refusal nothing changes.
 fn resolve_retry(
-    state: &AppState,
+    state: &Domain,
+    mcp_server: &McpServer,
     caller: &Principal,
     name: &str,
     request_state: &str,
     responses: Option<&Map<String, Value>>,
 ) -> Result<String, RpcError> {
-    let opened = state
-        .mcp_server()
+    let opened = mcp_server
         .state_key()
         .open(request_state)
         .ok_or_else(|| {
@@ -394,7 +403,7 @@ fn resolve_retry(
 /// MRTR retry and `tasks/update` both come here): `Ok(false)` when it is no longer open
 /// (answered, or expired, since it was looked up).
 pub fn answer_clarification(
-    state: &AppState,
+    state: &Domain,
     ticket: &Ticket,
     caller: &Principal,
     response: &Value,
@@ -421,7 +430,7 @@ pub fn answer_clarification(
 /// absent); `decline` ⇒ [`declined_answers`]; `cancel` ⇒
 /// [`cancelled_answers`]. `tasks/update` reads its `inputResponses` through
 /// here too.
-pub fn answers_of(state: &AppState, key: &str, response: &Value) -> Result<Value, RpcError> {
+pub fn answers_of(state: &Domain, key: &str, response: &Value) -> Result<Value, RpcError> {
     let path = format!("params.inputResponses.{key}");
     let Value::Object(result) = response else {
         return Err(RpcError::invalid_params(format!(
@@ -481,13 +490,13 @@ pub enum Settled {
 /// Waits (at most [`CALL_WAIT`], woken by the run's own change signal,
 /// never a busy loop) until the run is terminal or waits on an open
 /// interrupt.
-pub async fn settle(state: &AppState, run_id: &str) -> Result<Settled, RpcError> {
+pub async fn settle(state: &Domain, run_id: &str) -> Result<Settled, RpcError> {
     settle_within(state, run_id, CALL_WAIT).await
 }
 
 /// [`settle`], waiting at most `wait`.
 pub async fn settle_within(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     wait: Duration,
 ) -> Result<Settled, RpcError> {
@@ -569,11 +578,7 @@ pub fn terminal_outcome(run: &RunRecord, terminal: Option<&Value>) -> Option<Set
 }
 
 /// The payload of the run's last event of type `event_type`.
-fn last_payload(
-    state: &AppState,
-    run_id: &str,
-    event_type: &str,
-) -> Result<Option<Value>, RpcError> {
+fn last_payload(state: &Domain, run_id: &str, event_type: &str) -> Result<Option<Value>, RpcError> {
     Ok(state
         .storage()
         .events_after(run_id, -1)?
@@ -585,7 +590,8 @@ fn last_payload(
 
 /// The answer for where the run stands (see the module docs).
 fn outcome(
-    state: &AppState,
+    state: &Domain,
+    mcp_server: &McpServer,
     caller: &Principal,
     name: &str,
     run_id: &str,
@@ -611,7 +617,7 @@ fn outcome(
                 if state.mutant_is(Mutant::McpAskAsToolError) {
                     tool_error(Some(run_id), INPUT_NEEDED_TEXT)
                 } else {
-                    input_required(state, caller, name, &ticket)
+                    input_required(mcp_server, caller, name, &ticket)
                 }
             }
             // Approvals are never resolved over MCP: the call is held at
@@ -642,7 +648,12 @@ fn outcome(
 }
 
 /// The MRTR `input_required` result of an open clarification (TURN-E4).
-fn input_required(state: &AppState, caller: &Principal, name: &str, ticket: &Ticket) -> Value {
+fn input_required(
+    mcp_server: &McpServer,
+    caller: &Principal,
+    name: &str,
+    ticket: &Ticket,
+) -> Value {
     let claims = StateClaims {
         run_id: ticket.run_id.clone(),
         keys: vec![ticket.node_id.clone()],
@@ -651,7 +662,7 @@ fn input_required(state: &AppState, caller: &Principal, name: &str, ticket: &Tic
         tenant: caller.tenant.clone(),
         tool: name.to_owned(),
     };
-    let request_state = state.mcp_server().state_key().mint(&claims);
+    let request_state = mcp_server.state_key().mint(&claims);
     json!({
         "resultType": "input_required",
         "inputRequests": input_requests(ticket),

@@ -51,6 +51,7 @@ pub mod templates;
 
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
@@ -62,10 +63,11 @@ use serde_json::{Map, Value, json};
 
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;
+use crate::domain::Domain;
 use crate::domain::auth::authenticate;
 use crate::domain::error::{ApiError, json_response};
-use crate::surface::app::AppState;
 use crate::turn::ownership::RequestOwnedRun;
+use crate::turn::state::LoopState;
 use request_state::StateKey;
 use templates::Templates;
 
@@ -116,9 +118,16 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// not declare [`TASKS_EXTENSION`]).
 pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 
-/// The mount's state: the templates and the request-state key.
-#[derive(Debug, Default)]
+/// The mount's state: the templates and the request-state key. Cheap to
+/// clone (one shared copy), so a handler extracts it on its own next to the
+/// tool loop's state.
+#[derive(Debug, Clone, Default)]
 pub struct McpServer {
+    inner: Arc<McpServerInner>,
+}
+
+#[derive(Debug, Default)]
+struct McpServerInner {
     templates: Templates,
     state_key: StateKey,
 }
@@ -131,12 +140,12 @@ impl McpServer {
 
     /// The registered run templates (the tools).
     pub fn templates(&self) -> &Templates {
-        &self.templates
+        &self.inner.templates
     }
 
     /// The per-process request-state key.
     pub fn state_key(&self) -> &StateKey {
-        &self.state_key
+        &self.inner.state_key
     }
 }
 
@@ -447,7 +456,8 @@ fn error_answer(id: &Value, err: &RpcError) -> Response {
 
 /// Handler for `POST /mcp` (see the module docs for the order of checks).
 pub async fn handle(
-    State(state): State<AppState>,
+    State(state): State<LoopState>,
+    State(mcp_server): State<McpServer>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -491,7 +501,7 @@ pub async fn handle(
         );
         return response;
     }
-    let Reply { result, owned } = dispatch(&state, caller, &headers, &request).await;
+    let Reply { result, owned } = dispatch(&state, &mcp_server, caller, &headers, &request).await;
     let response = match result {
         Ok(result) => answer(
             StatusCode::OK,
@@ -592,7 +602,8 @@ impl futures_util::Stream for OwnedBody {
 
 /// Checks the version and routing headers, then serves the method.
 async fn dispatch(
-    state: &AppState,
+    state: &LoopState,
+    mcp_server: &McpServer,
     caller: &Principal,
     headers: &HeaderMap,
     request: &RpcRequest,
@@ -607,8 +618,8 @@ async fn dispatch(
     }
     match request.method.as_str() {
         "server/discover" => Reply::plain(Ok(discover())),
-        "tools/list" => Reply::plain(list_tools(state, caller, &request.params)),
-        "tools/call" => call::call(state, caller, &request.params).await,
+        "tools/list" => Reply::plain(list_tools(state, mcp_server, caller, &request.params)),
+        "tools/call" => call::call(state, mcp_server, caller, &request.params).await,
         "tasks/get" => Reply::plain(tasks::get(state, caller, &request.params)),
         "tasks/update" => tasks::update(state, caller, &request.params).await,
         "tasks/cancel" => Reply::plain(tasks::cancel(state, caller, &request.params).await),
@@ -661,7 +672,8 @@ pub const TOOL_DESCRIPTION: &str = "Runs the reference host's agent (one tool-tu
 /// `tools/list`: the caller's own templates, sorted by name, uncacheable
 /// across principals (MCP-11: `cacheScope: "private"`, `ttlMs: 0`).
 fn list_tools(
-    state: &AppState,
+    state: &Domain,
+    mcp_server: &McpServer,
     caller: &Principal,
     params: &Map<String, Value>,
 ) -> Result<Value, RpcError> {
@@ -670,8 +682,7 @@ fn list_tools(
             "`params.cursor` names no page: this server answers the whole list in one page and issues no cursors",
         ));
     }
-    let tools: Vec<Value> = state
-        .mcp_server()
+    let tools: Vec<Value> = mcp_server
         .templates()
         .list(&caller.tenant, &caller.id)
         .iter()

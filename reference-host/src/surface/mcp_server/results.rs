@@ -13,9 +13,9 @@ use super::call::{Settled, terminal_outcome};
 use super::{RUN_ID_META_KEY, RpcError};
 use crate::base::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::base::mutant::{Mutant, MutantInfo};
+use crate::domain::Domain;
 use crate::domain::interrupts::{InterruptKind, Ticket};
 use crate::store::storage::{RunRecord, RunStatus};
-use crate::surface::app::AppState;
 
 /// The elicitation message when the model's question is empty (it never is:
 /// the clarification tool requires a non-empty `question`).
@@ -75,7 +75,7 @@ pub fn input_requests(ticket: &Ticket) -> Value {
 }
 
 /// The `taskId` of `run_id`'s task: the run id itself.
-pub fn task_id_of(state: &AppState, run_id: &str) -> String {
+pub fn task_id_of(state: &Domain, run_id: &str) -> String {
     // Bug under `mcp-task-id-not-run`: a task id of its own, not the run's.
     if state.mutant_is(Mutant::McpTaskIdNotRun) {
         return format!("{NOT_RUN_PREFIX}{run_id}");
@@ -84,7 +84,7 @@ pub fn task_id_of(state: &AppState, run_id: &str) -> String {
 }
 
 /// The run a `taskId` names, if it can name one.
-pub fn run_id_of(state: &AppState, task_id: &str) -> Option<String> {
+pub fn run_id_of(state: &Domain, task_id: &str) -> Option<String> {
     if state.mutant_is(Mutant::McpTaskIdNotRun) {
         return task_id.strip_prefix(NOT_RUN_PREFIX).map(str::to_owned);
     }
@@ -94,7 +94,7 @@ pub fn run_id_of(state: &AppState, task_id: &str) -> Option<String> {
 /// The payload of the run's last event of type `event_type`, and the time
 /// of its last event.
 fn log_view(
-    state: &AppState,
+    state: &Domain,
     run_id: &str,
     event_type: &str,
 ) -> Result<(Option<Value>, Option<String>), RpcError> {
@@ -113,7 +113,7 @@ fn log_view(
 /// `detailed`, also `inputRequests` (input_required) or `result`
 /// (completed), as `tasks/get` answers it.
 pub fn task(
-    state: &AppState,
+    state: &Domain,
     run: &RunRecord,
     detailed: bool,
 ) -> Result<Map<String, Value>, RpcError> {
@@ -184,7 +184,7 @@ pub fn task(
 
 /// The `CreateTaskResult` of a call whose run `run_id` is not terminal
 /// (MCP-14): `resultType: "task"` and the Task, with the run in `_meta`.
-pub fn create_task_result(state: &AppState, run_id: &str) -> Result<Value, RpcError> {
+pub fn create_task_result(state: &Domain, run_id: &str) -> Result<Value, RpcError> {
     let run = state
         .storage()
         .run(run_id)?

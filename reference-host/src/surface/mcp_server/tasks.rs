@@ -36,13 +36,14 @@ use super::{
 use crate::base::events::NewEvent;
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;
+use crate::domain::Domain;
 use crate::domain::auth::require_scope;
 use crate::domain::interrupts::InterruptKind;
 use crate::domain::runs::RUNS_READ_SCOPE;
 use crate::store::storage::RunRecord;
-use crate::surface::app::AppState;
 use crate::surface::run_actions::cancel_and_wait;
 use crate::turn::control::cancelled_by;
+use crate::turn::state::LoopState;
 
 /// The one answer for a task that does not exist or that the caller could
 /// not read (same code, same message: no oracle).
@@ -69,7 +70,7 @@ fn require_declared(params: &Map<String, Value>) -> Result<(), RpcError> {
 /// The run `params.taskId` names, when the caller may read it as `getRun`
 /// would; anything else is [`TASK_NOT_FOUND`].
 fn readable_run(
-    state: &AppState,
+    state: &Domain,
     caller: &Principal,
     params: &Map<String, Value>,
 ) -> Result<RunRecord, RpcError> {
@@ -94,7 +95,7 @@ fn readable_run(
 
 /// `tasks/get`: the Task as it stands; nothing is written (MCP-14).
 pub fn get(
-    state: &AppState,
+    state: &Domain,
     caller: &Principal,
     params: &Map<String, Value>,
 ) -> Result<Value, RpcError> {
@@ -125,7 +126,7 @@ fn acknowledged() -> Value {
 /// `tasks/update`: resolves the outstanding clarification with the answer
 /// under its key. The request continues the run, so it owns it until the
 /// acknowledgement is sent (MCP-14).
-pub async fn update(state: &AppState, caller: &Principal, params: &Map<String, Value>) -> Reply {
+pub async fn update(state: &LoopState, caller: &Principal, params: &Map<String, Value>) -> Reply {
     match resolve_update(state, caller, params) {
         Ok(Some(run_id)) => {
             let guard = call::own(state, caller, &run_id);
@@ -139,7 +140,7 @@ pub async fn update(state: &AppState, caller: &Principal, params: &Map<String, V
 /// The run `tasks/update` continued, or `None` when nothing outstanding was
 /// answered (keys not outstanding are ignored, as the extension says).
 fn resolve_update(
-    state: &AppState,
+    state: &Domain,
     caller: &Principal,
     params: &Map<String, Value>,
 ) -> Result<Option<String>, RpcError> {
@@ -177,7 +178,7 @@ fn resolve_update(
 /// `tasks/cancel`: cancels the run as `cancelRun` by the caller would, and
 /// acknowledges once it is `cancelled`.
 pub async fn cancel(
-    state: &AppState,
+    state: &LoopState,
     caller: &Principal,
     params: &Map<String, Value>,
 ) -> Result<Value, RpcError> {

@@ -72,7 +72,6 @@ use crate::domain::json_body::require_loopback_http;
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunStatus, StorageError, insert_event};
-use crate::surface::app::AppState;
 use crate::surface::effect_seams;
 use crate::surface::seams::SeamRequest;
 use crate::surface::seams::packs;
@@ -209,7 +208,7 @@ impl FireRequest {
 
 /// Handler for the seam: fires the effect, settles the run and answers
 /// `201 {runId}` once the run is terminal.
-pub async fn fire(State(state): State<AppState>, seam: SeamRequest) -> Result<Response, ApiError> {
+pub async fn fire(State(state): State<LoopState>, seam: SeamRequest) -> Result<Response, ApiError> {
     // Caller checks first, as for every seam.
     let caller = &seam.caller;
     let body = seam.body;

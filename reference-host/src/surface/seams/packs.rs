@@ -76,10 +76,10 @@ use crate::domain::json_body::require_loopback_http;
 use crate::domain::json_body::{Fields, kind, parse_object};
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunStatus, StorageError};
-use crate::surface::app::AppState;
 use crate::surface::seams::SeamRequest;
 use crate::turn::driver::{HOST_SHUTDOWN, ReplaySource};
 use crate::turn::records::{self, NodeOutcome, RunMode};
+use crate::turn::state::LoopState;
 
 /// The effect-seam manifest id of the pack node dispatch (RPL-11).
 pub const PACK_NODE_SEAM: &str = "packs-test-node";
@@ -396,7 +396,7 @@ pub fn pack_effect_id(run_id: &str, node_id: &str, n: u32) -> String {
 /// problem is an answer before any run exists), creates the run, writes
 /// `run.started`, starts the nodes in the background and answers `201
 /// {runId, eventsUrl}`.
-pub async fn run(State(state): State<AppState>, seam: SeamRequest) -> Result<Response, ApiError> {
+pub async fn run(State(state): State<LoopState>, seam: SeamRequest) -> Result<Response, ApiError> {
     // Caller checks first, as for every seam.
     let caller = &seam.caller;
     let body = seam.body;
@@ -419,7 +419,7 @@ pub async fn run(State(state): State<AppState>, seam: SeamRequest) -> Result<Res
 /// node [`FIRE_NODE_TYPE`], declared `role: "side-effect"`, POSTs to
 /// `receiver_url`. Returns the run's id once the run is terminal.
 pub async fn fire(
-    state: &AppState,
+    state: &LoopState,
     principal: &str,
     tenant: &str,
     receiver_url: &Url,
@@ -445,7 +445,7 @@ pub async fn fire(
 /// Creates a live run of `request` in `tenant`, stores its plan (so `:fork`
 /// accepts it) and writes `run.started`.
 fn create(
-    state: &AppState,
+    state: &LoopState,
     run_id: &str,
     tenant: &str,
     request: PackRunRequest,
@@ -475,7 +475,7 @@ fn create(
 /// nodes in the background, side-effecting ones served from `source`'s
 /// records (RPL-2, RPL-4).
 pub fn start_replay(
-    state: &AppState,
+    state: &LoopState,
     run_id: &str,
     principal: &str,
     tenant: &str,
@@ -536,7 +536,7 @@ enum Ended {
 
 /// One packs-test run: a live run or a replay fork of one.
 struct PackRun {
-    state: AppState,
+    state: LoopState,
     run_id: String,
     tenant: String,
     pack: Pack,
@@ -550,7 +550,7 @@ impl PackRun {
     /// Registers the run's cancel signal and writes `run.started
     /// {principal, packId, fork?}`.
     fn begin(
-        state: &AppState,
+        state: &LoopState,
         run_id: &str,
         principal: &str,
         tenant: &str,

@@ -20,16 +20,20 @@ use serde_json::json;
 use crate::base::principals::Principal;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::workflows::new_run_id;
-use crate::surface::app::AppState;
-use crate::surface::mcp_server::MCP_PATH;
 use crate::surface::mcp_server::templates::parse_registration;
+use crate::surface::mcp_server::{MCP_PATH, McpServer};
 use crate::surface::seams::SeamRequest;
 use crate::turn::driver::{self, TurnPlan};
 use crate::turn::records::{self, RunMode};
 use crate::turn::request::TurnRunRequest;
+use crate::turn::state::LoopState;
 
 /// Handler for the seam.
-pub async fn run(State(state): State<AppState>, seam: SeamRequest) -> Result<Response, ApiError> {
+pub async fn run(
+    State(state): State<LoopState>,
+    State(mcp_server): State<McpServer>,
+    seam: SeamRequest,
+) -> Result<Response, ApiError> {
     // Caller checks first: an unauthenticated or unscoped caller learns
     // nothing about its request body.
     let caller = &seam.caller;
@@ -39,10 +43,7 @@ pub async fn run(State(state): State<AppState>, seam: SeamRequest) -> Result<Res
     if let Some(registration) = parse_registration(&body)? {
         let tenant = state.run_tenant(&registration.principal, caller);
         let name = registration.name.clone();
-        state
-            .mcp_server()
-            .templates()
-            .register(&tenant, registration)?;
+        mcp_server.templates().register(&tenant, registration)?;
         return Ok(json_response(
             StatusCode::CREATED,
             &json!({"mcpTool": name, "mcpPath": MCP_PATH}),
@@ -61,14 +62,14 @@ pub async fn run(State(state): State<AppState>, seam: SeamRequest) -> Result<Res
 /// Checks a turn-run body and starts its run (the seam's whole job). `caller`
 /// decides the tenant only when the body's principal is unknown. Returns the
 /// run id ([`new_run_id`]).
-pub fn start_run(state: &AppState, caller: &Principal, body: &[u8]) -> Result<String, ApiError> {
+pub fn start_run(state: &LoopState, caller: &Principal, body: &[u8]) -> Result<String, ApiError> {
     start_run_as(state, caller, body, new_run_id())
 }
 
 /// [`start_run`] under a run id the caller minted (the MCP server mount
 /// starts its runs through here).
 pub fn start_run_as(
-    state: &AppState,
+    state: &LoopState,
     caller: &Principal,
     body: &[u8],
     run_id: String,
@@ -84,6 +85,6 @@ pub fn start_run_as(
     let raw = String::from_utf8_lossy(body);
     records::save_plan(state.storage(), &run_id, &raw, None, RunMode::Live)?;
     let plan = TurnPlan::new(run_id.clone(), request, state.mutant());
-    driver::start(state.loop_state().clone(), plan)?;
+    driver::start(state.clone(), plan)?;
     Ok(run_id)
 }

@@ -20,7 +20,6 @@ use axum::response::{IntoResponse, Response};
 use crate::domain::Domain;
 use crate::domain::error::ApiError;
 use crate::domain::runs::{PollQuery, authorize_reader, poll_page};
-use crate::surface::app::AppState;
 use crate::surface::sse::{event_stream, resume_after};
 use crate::surface::upstream::v1_event;
 use crate::turn::state::LoopState;
@@ -76,7 +75,7 @@ pub async fn poll_events(
 
 /// Handler for `GET /v1/runs/{runId}/events`.
 pub async fn stream_events(
-    State(state): State<AppState>,
+    State(state): State<Domain>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
