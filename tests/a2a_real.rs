@@ -15,40 +15,21 @@
 //! through the agent lists that task and not the earlier one sent to the host. When the SDK
 //! cannot be installed the test fails saying what to install.
 
-use std::path::PathBuf;
+#[path = "support/peers.rs"]
+mod peers;
+
 use std::process::Command;
 
 use serde_json::Value;
 
+use peers::{python, root};
+
 /// The bearer token of `alice` (tenant-a, runs:read and runs:write) among the built-ins.
 const TOKEN: &str = "refhost-alice-token";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The venv's python once the install script ran, or why not.
-fn python() -> Result<PathBuf, String> {
-    let script = root().join("scripts/install-mcp-peers.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .output()
-        .map_err(|e| format!("could not run {}: {e}", script.display()))?;
-    let python = root().join("target/mcp-peers/py/bin/python");
-    if !out.status.success() || !python.exists() {
-        return Err(format!(
-            "the pinned a2a-sdk is installed by `scripts/install-mcp-peers.sh` (needs python3 with venv and the PyPI registry); it exited with {}:\n{}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(python)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_a2a_sdk_reads_the_card_sends_and_reads_its_task() {
-    let python = python().unwrap_or_else(|why| panic!("{why}"));
+    let python = python();
     let host = reference_host::start(reference_host::HostConfig::default())
         .await
         .unwrap();

@@ -8,8 +8,10 @@
 //! When the servers cannot be installed these tests fail, with the script's output and how
 //! to install them: a silently skipped real-server test would look like a pass.
 
+#[path = "support/peers.rs"]
+mod peers;
+
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 use toolcert::mcp::call::{self, CallOptions, Outcome};
@@ -19,48 +21,14 @@ use toolcert::mcp::snapshot::{self, CaptureOptions};
 use toolcert::mcp::transport::{Endpoint, StdioCommand};
 use toolcert::mcp::{review, time as mcp_time};
 
-fn peers() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/mcp-peers")
-}
+use peers::installed;
 
-/// Runs the install script once per test binary (the other test waits for it). It keeps a
-/// pinned install that is already present, so a warm run costs a `pip show`. `Err` carries the
-/// script's output.
-fn install() -> &'static Result<(), String> {
-    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/install-mcp-peers.sh");
-        match std::process::Command::new("bash").arg(&script).output() {
-            Ok(out) if out.status.success() => Ok(()),
-            Ok(out) => Err(format!(
-                "{} exited with {}:\n{}{}",
-                script.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )),
-            Err(e) => Err(format!("could not run {}: {e}", script.display())),
-        }
-    })
-}
-
-fn installed(path: PathBuf) -> String {
-    let why = match install() {
-        Ok(()) => String::new(),
-        Err(e) => format!("\n{e}"),
-    };
-    assert!(
-        path.exists(),
-        "{} is missing: the pinned MCP peers are installed by `scripts/install-mcp-peers.sh` (needs npm and python3 with venv, and the npm and PyPI registries){why}",
-        path.display()
-    );
-    path.display().to_string()
-}
+/// server-everything's entry point under the peers' install.
+const EVERYTHING_ENTRY: &str =
+    "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
 
 fn everything() -> Endpoint {
-    let entry = installed(
-        peers().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
-    );
+    let entry = installed(EVERYTHING_ENTRY).display().to_string();
     // A scrubbed environment (PATH only) is the transport's default: get-env is never called,
     // and even if it were it could not reveal toolcert's environment.
     Endpoint::Stdio(StdioCommand::argv(vec![
@@ -71,9 +39,9 @@ fn everything() -> Endpoint {
 }
 
 fn time_server() -> Endpoint {
-    Endpoint::Stdio(StdioCommand::argv(vec![installed(
-        peers().join("py/bin/mcp-server-time"),
-    )]))
+    Endpoint::Stdio(StdioCommand::argv(vec![
+        installed("py/bin/mcp-server-time").display().to_string(),
+    ]))
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -314,9 +282,7 @@ fn listeners_on(port: u16) -> Vec<String> {
 
 fn everything_http() -> LoopbackEverything {
     use std::io::BufRead;
-    let entry = installed(
-        peers().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
-    );
+    let entry = installed(EVERYTHING_ENTRY).display().to_string();
     let preload = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp-force-loopback.cjs");
     let mut child = std::process::Command::new("node")
         .arg("--require")

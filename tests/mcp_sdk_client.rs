@@ -5,41 +5,33 @@
 //!
 //! The mount is stateless (MCP-10 forbids `initialize` and sessions): the SDK's default `auto`
 //! mode probes `server/discover` first and adopts the revision it names, so it must connect
-//! without ever sending `initialize`. When the venv is missing the test fails and says how to
-//! install it: a skipped real-client test would look like a pass.
+//! without ever sending `initialize`. The tests run the install script first; when the SDK
+//! cannot be installed they fail saying what to install: a skipped real-client test would look
+//! like a pass.
 
-use std::path::PathBuf;
-use std::process::Command;
+#[path = "support/peers.rs"]
+mod peers;
+
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::Value;
 
-fn python() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/mcp-peers/py/bin/python")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_python_sdk_lists_and_calls_tools_on_the_mount_without_initialize() {
-    let python = python();
-    assert!(
-        python.exists(),
-        "{} is missing: install the pinned MCP peers with `bash scripts/install-mcp-peers.sh` (needs python3 with venv and the PyPI registry); it installs the `mcp` 2.3.0 SDK this test drives",
-        python.display()
-    );
-    let host = reference_host::start(reference_host::HostConfig::default())
-        .await
-        .expect("the reference host starts");
-    let url = format!("{}/mcp", host.base_url);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp-sdk-client.py");
-    // The client blocks; run it off the runtime so the host keeps serving. Bounded: the script
-    // gives up after 30 s, and this wait after 60 s.
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg(script)
-            .arg(url)
-            .arg("refhost-alice-token")
-            .output()
-    });
+/// Runs `scripts/mcp-sdk-client.py <mount> <token> [tool]` against the host's `/mcp` mount, off
+/// the runtime so the host keeps serving. Bounded: the script gives up after 30 s, this wait
+/// after 60 s. Returns what the client printed (one JSON object) and its process output.
+async fn run_client(base_url: &str, tool: Option<&str>) -> (Value, Output) {
+    let python = peers::python();
+    let script = peers::root().join("scripts/mcp-sdk-client.py");
+    let mut command = Command::new(python);
+    command
+        .arg(script)
+        .arg(format!("{base_url}/mcp"))
+        .arg("refhost-alice-token");
+    if let Some(tool) = tool {
+        command.arg(tool);
+    }
+    let run = tokio::task::spawn_blocking(move || command.output());
     let out = tokio::time::timeout(Duration::from_secs(60), run)
         .await
         .expect("the SDK client finishes within 60 s")
@@ -47,8 +39,18 @@ async fn the_python_sdk_lists_and_calls_tools_on_the_mount_without_initialize() 
         .expect("python runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let seen: Value = serde_json::from_str(stdout.trim())
+    let seen = serde_json::from_str(stdout.trim())
         .unwrap_or_else(|e| panic!("the client printed no JSON ({e}):\n{stdout}\n{stderr}"));
+    (seen, out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_lists_and_calls_tools_on_the_mount_without_initialize() {
+    let host = reference_host::start(reference_host::HostConfig::default())
+        .await
+        .expect("the reference host starts");
+    let (seen, out) = run_client(&host.base_url, None).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}\n{stderr}");
     assert_eq!(
         seen["discovered"], true,
@@ -74,12 +76,6 @@ async fn the_python_sdk_lists_and_calls_tools_on_the_mount_without_initialize() 
 /// by polling `tasks/get` until the task completes with the run's answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_calls_a_tool_as_a_task_and_polls_it_to_completion() {
-    let python = python();
-    assert!(
-        python.exists(),
-        "{} is missing: install the pinned MCP peers with `bash scripts/install-mcp-peers.sh`",
-        python.display()
-    );
     let provider = mock_provider::MockProvider::start()
         .await
         .expect("the mock provider starts");
@@ -110,25 +106,8 @@ async fn the_python_sdk_calls_a_tool_as_a_task_and_polls_it_to_completion() {
         .await
         .expect("the seam answers");
     assert_eq!(registered.status().as_u16(), 201);
-    let url = format!("{}/mcp", host.base_url);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp-sdk-client.py");
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg(script)
-            .arg(url)
-            .arg("refhost-alice-token")
-            .arg("slow_agent")
-            .output()
-    });
-    let out = tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("the SDK client finishes within 60 s")
-        .expect("the blocking task ran")
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (seen, out) = run_client(&host.base_url, Some("slow_agent")).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let seen: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("the client printed no JSON ({e}):\n{stdout}\n{stderr}"));
     assert_eq!(seen["created"]["resultType"], "task", "{seen}\n{stderr}");
     assert_eq!(seen["created"]["status"], "working", "{seen}");
     let task_id = seen["created"]["taskId"].as_str().unwrap_or_default();
