@@ -41,9 +41,9 @@ use crate::base::tool_events::{
     CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
 use crate::domain::Domain;
-use crate::domain::authz::{Decision, DenyReason};
+use crate::domain::authz::DenyReason;
 use crate::domain::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
-use crate::domain::gates::{self, Grant};
+use crate::domain::gates::{self, Bucket, Call, Gate, Grant, Pipeline, Refusal};
 use crate::domain::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
 use crate::domain::invoker::{InvokeResult, MAX_RECEIVER_BODY};
 use crate::store::storage::StorageError;
@@ -58,33 +58,40 @@ use crate::turn::records;
 use crate::turn::request::RepeatedCall;
 use crate::turn::trust::ContentTrust;
 
-/// A gate of the admission pipeline (the ones that can stop a call).
+/// A gate only admission checks; the policy gates are [`Gate`]'s own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
+pub enum Check {
     /// How the completion ended.
     Completion,
     /// Whether the tool exists in the run.
     Name,
     /// Whether the arguments parse and satisfy `inputSchema`.
     Arguments,
-    /// Whether the principal may call the tool.
-    Authorization,
-    /// Token bucket, then repeated calls.
-    Limits,
+    /// Whether an identical call was already executed (after the bucket).
+    Repeat,
 }
 
 /// The gate order: TTC §B, unless a mutant swaps two gates.
-pub fn gate_order(mutant: Option<Mutant>) -> [Gate; 5] {
-    use Gate::{Arguments, Authorization, Completion, Limits, Name};
+pub fn gate_order(mutant: Option<Mutant>) -> [Gate<Check>; 6] {
+    use Check::{Arguments, Completion, Name, Repeat};
+    use Gate::{Authorize, Own, RateLimit};
+    let mut order = [
+        Own(Completion),
+        Own(Name),
+        Own(Arguments),
+        Authorize,
+        RateLimit,
+        Own(Repeat),
+    ];
     if mutant == Some(Mutant::AuthzBeforeArgs) {
         // Bug: policy is consulted for a call whose arguments are invalid.
-        [Completion, Name, Authorization, Arguments, Limits]
+        order.swap(2, 3);
     } else if mutant == Some(Mutant::LimitsBeforeAuthz) {
-        // Bug: a token is consumed by a call authorization then denies.
-        [Completion, Name, Arguments, Limits, Authorization]
-    } else {
-        [Completion, Name, Arguments, Authorization, Limits]
+        // Bug: a token is consumed by a call authorization then denies (the
+        // limits, bucket then repeat check, move ahead of authorization).
+        order[3..].rotate_left(1);
     }
+    order
 }
 
 /// Why a gate stopped an emission.
@@ -111,6 +118,8 @@ pub enum Stop {
     RateLimited {
         /// Whole seconds until the next token.
         retry_after_secs: u64,
+        /// What the return says.
+        message: String,
     },
     /// An identical call was already executed; its result is reused.
     Repeat(CallToolResult),
@@ -228,8 +237,25 @@ pub enum AdmissionError {
     ApprovalLost,
 }
 
-/// Runs the gates in order; the first stop wins. On success, the tool and
-/// the parsed arguments to dispatch.
+impl From<Refusal<Stop>> for Stop {
+    fn from(refusal: Refusal<Stop>) -> Self {
+        match refusal {
+            Refusal::Own(stop) => stop,
+            Refusal::Forbidden { reason, message } => Self::Forbidden { reason, message },
+            Refusal::RateLimited {
+                retry_after_secs,
+                message,
+            } => Self::RateLimited {
+                retry_after_secs,
+                message,
+            },
+        }
+    }
+}
+
+/// Runs the gates ([`gate_order`]) through the one pipeline
+/// ([`Pipeline`]); the first stop wins. On success, the tool and the parsed
+/// arguments to dispatch.
 ///
 /// Synchronous and free of I/O except the in-memory token bucket, so the
 /// order is testable without a network.
@@ -240,80 +266,66 @@ pub fn check_gates<'t>(
     completion: Completion,
 ) -> Result<(&'t FixtureTool, Value), Stop> {
     let mutant = scope.state.mutant();
-    let mut tool: Option<&'t FixtureTool> = None;
-    let mut args: Option<Value> = None;
-    for gate in gate_order(mutant) {
-        match gate {
-            Gate::Completion => match completion {
-                Completion::Clean => {}
-                // Bug under `truncated-args-executed`: the cut call is
-                // "repaired" to `{}` and dispatched as it is.
-                Completion::Truncated if mutant == Some(Mutant::TruncatedArgsExecuted) => {
-                    return find_tool(scope.tools, &emission.name)
-                        .map(|tool| (tool, json!({})))
-                        .ok_or(Stop::UnknownTool);
-                }
-                // TURN-B1: cut arguments are never executed.
-                Completion::Truncated => return Err(Stop::Truncated),
-                // TURN-B2: nothing from a refused completion runs.
-                Completion::Refused => return Err(Stop::RefusedCompletion),
-            },
-            Gate::Name => {
-                tool = Some(find_tool(scope.tools, &emission.name).ok_or(Stop::UnknownTool)?);
-            }
-            Gate::Arguments => {
-                let tool = tool.ok_or(Stop::UnknownTool)?;
-                let parsed: Value = serde_json::from_str(&emission.arguments_text)
-                    .map_err(|_| Stop::Unparseable)?;
-                if let Some(violation) = tool.input_validator.first_violation(&parsed) {
-                    return Err(Stop::InvalidArgs(violation));
-                }
-                args = Some(parsed);
-            }
-            Gate::Authorization => {
-                let tool = tool.ok_or(Stop::UnknownTool)?;
-                // RFC 0064 §C: the host resolves the principal's scopes and
-                // denies whatever it cannot evaluate. TRUST-5: nothing an MCP
-                // result said changes them, so `meta_scopes` is empty; only
-                // the `mcp-meta-grants-scopes` mutant ([`crate::turn::mcp`])
-                // fills it, and then those scopes count as held.
-                let required: Vec<String> = tool
-                    .required_scopes
-                    .iter()
-                    .filter(|required| !memory.meta_scopes.contains(required))
-                    .cloned()
-                    .collect();
-                if let Decision::Deny { reason, message } = gates::authorize(
-                    scope.state,
-                    scope.principal,
-                    &tool.tool_id,
-                    &required,
-                    Grant::Resolved,
-                ) {
-                    return Err(Stop::Forbidden { reason, message });
-                }
-            }
-            Gate::Limits => {
-                let tool = tool.ok_or(Stop::UnknownTool)?;
-                if let Some(retry_after_secs) =
-                    gates::take_token(scope.state, scope.principal, &tool.tool_id)
-                {
-                    return Err(Stop::RateLimited { retry_after_secs });
-                }
-                // Bug under `repeat-not-suppressed`: the check is skipped.
-                let suppress = scope.repeated_call == RepeatedCall::Suppress
-                    && mutant != Some(Mutant::RepeatNotSuppressed);
-                if suppress
-                    && let Some(earlier) = args
-                        .as_ref()
-                        .and_then(|args| memory.earlier(&tool.tool_id, args))
-                {
-                    return Err(Stop::Repeat(earlier.clone()));
-                }
-            }
-        }
+    let found = find_tool(scope.tools, &emission.name);
+    if completion == Completion::Truncated && mutant == Some(Mutant::TruncatedArgsExecuted) {
+        // Bug under `truncated-args-executed`: the cut call is "repaired"
+        // to `{}` and dispatched as it is (the completion gate is first in
+        // every order, so no other gate runs).
+        return found.map(|tool| (tool, json!({}))).ok_or(Stop::UnknownTool);
     }
-    match (tool, args) {
+    // RFC 0064 §C: the host resolves the principal's scopes and denies
+    // whatever it cannot evaluate. TRUST-5: nothing an MCP result said
+    // changes them, so `meta_scopes` is empty; only the
+    // `mcp-meta-grants-scopes` mutant ([`crate::turn::mcp`]) fills it, and
+    // then those scopes count as held. (An unknown tool stops at the name
+    // gate, before any policy gate, so its empty requirement is never used.)
+    let required: Vec<String> = found.map_or_else(Vec::new, |tool| {
+        let held = |scope: &&String| !memory.meta_scopes.contains(scope);
+        tool.required_scopes.iter().filter(held).cloned().collect()
+    });
+    let call = Call {
+        principal: scope.principal,
+        // The name gate matched `tool_id` to this name exactly.
+        tool: &emission.name,
+        required_scopes: &required,
+    };
+    let pipeline = Pipeline {
+        gates: &gate_order(mutant),
+        grant: Grant::Resolved,
+        bucket: Bucket::Take,
+    };
+    let mut args: Option<Value> = None;
+    pipeline.run(scope.state, &call, |check| match check {
+        Check::Completion => match completion {
+            Completion::Clean => Ok(()),
+            // TURN-B1: cut arguments are never executed.
+            Completion::Truncated => Err(Stop::Truncated),
+            // TURN-B2: nothing from a refused completion runs.
+            Completion::Refused => Err(Stop::RefusedCompletion),
+        },
+        Check::Name => found.map(|_| ()).ok_or(Stop::UnknownTool),
+        Check::Arguments => {
+            let tool = found.ok_or(Stop::UnknownTool)?;
+            let parsed: Value =
+                serde_json::from_str(&emission.arguments_text).map_err(|_| Stop::Unparseable)?;
+            if let Some(violation) = tool.input_validator.first_violation(&parsed) {
+                return Err(Stop::InvalidArgs(violation));
+            }
+            args = Some(parsed);
+            Ok(())
+        }
+        Check::Repeat => {
+            // Bug under `repeat-not-suppressed`: the check is skipped.
+            let suppress = scope.repeated_call == RepeatedCall::Suppress
+                && mutant != Some(Mutant::RepeatNotSuppressed);
+            let earlier = args
+                .as_ref()
+                .filter(|_| suppress)
+                .and_then(|args| memory.earlier(&emission.name, args));
+            earlier.map_or(Ok(()), |earlier| Err(Stop::Repeat(earlier.clone())))
+        }
+    })?;
+    match (found, args) {
         (Some(tool), Some(args)) => Ok((tool, args)),
         // Every order runs Name and Arguments; this keeps the match total.
         _ => Err(Stop::UnknownTool),
@@ -860,11 +872,14 @@ pub(crate) fn settle_stop(
                 failure(feedback::forbidden_text(name)),
             )
         }
-        Stop::RateLimited { retry_after_secs } => (
+        Stop::RateLimited {
+            retry_after_secs,
+            message,
+        } => (
             ToolReturn::failed(
                 ToolStatus::RateLimited,
                 ToolErrorCode::RateLimited,
-                gates::rate_limited_message(scope.principal, name, retry_after_secs),
+                message,
                 None,
             ),
             failure(feedback::rate_limited_text(name, retry_after_secs)),
@@ -1149,16 +1164,23 @@ mod tests {
 
     #[test]
     fn order_is_completion_name_arguments_authorization_limits() {
+        use Check::{Arguments, Completion, Name, Repeat};
+        use Gate::{Authorize, Own, RateLimit};
         assert_eq!(
             gate_order(None),
             [
-                Gate::Completion,
-                Gate::Name,
-                Gate::Arguments,
-                Gate::Authorization,
-                Gate::Limits
+                Own(Completion),
+                Own(Name),
+                Own(Arguments),
+                Authorize,
+                RateLimit,
+                Own(Repeat)
             ]
         );
+        let authz_first = gate_order(Some(Mutant::AuthzBeforeArgs));
+        assert_eq!(authz_first[2..4], [Authorize, Own(Arguments)]);
+        let limits_first = gate_order(Some(Mutant::LimitsBeforeAuthz));
+        assert_eq!(limits_first[3..], [RateLimit, Own(Repeat), Authorize]);
     }
 
     #[test]
