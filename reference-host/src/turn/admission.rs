@@ -510,19 +510,21 @@ pub async fn admit_journaled(
         content_trust: round.content_trust,
         key: &key,
     };
+    let gated = check_gates(scope, memory, emission, completion);
     let mut transient = false;
     let mut mrtr = None;
-    let (outcome, ret, result) = match check_gates(scope, memory, emission, completion) {
+    // An executed call (at once or once approved) is remembered for repeats.
+    let mut executed = |tool: &FixtureTool, args: &Value, dispatched: Dispatched| {
+        transient = dispatched.transient;
+        mrtr = dispatched.mrtr;
+        memory.grant_meta_scopes(dispatched.meta_scopes);
+        memory.remember(&tool.tool_id, args, &dispatched.result);
+        (Outcome::Executed, dispatched.ret, dispatched.result)
+    };
+    let (outcome, ret, result) = match gated {
         Err(stop) => settle_stop(scope, emission, stop)?,
         Ok((tool, args)) => match approval::verdict(tool, round.content_trust, mutant) {
-            Verdict::Dispatch => {
-                let dispatched = dispatch(&on, tool, &args).await?;
-                transient = dispatched.transient;
-                mrtr = dispatched.mrtr;
-                memory.grant_meta_scopes(dispatched.meta_scopes);
-                memory.remember(&tool.tool_id, &args, &dispatched.result);
-                (Outcome::Executed, dispatched.ret, dispatched.result)
-            }
+            Verdict::Dispatch => executed(tool, &args, dispatch(&on, tool, &args).await?),
             Verdict::Refuse => {
                 let (ret, result) = approval::refused_outright(&tool.tool_id, mutant);
                 (Outcome::Refused, ret, result)
@@ -548,11 +550,7 @@ pub async fn admit_journaled(
                             // Bug: the approval is spent twice.
                             let _ = dispatch(&on, tool, &args).await?;
                         }
-                        transient = dispatched.transient;
-                        mrtr = dispatched.mrtr;
-                        memory.grant_meta_scopes(dispatched.meta_scopes);
-                        memory.remember(&tool.tool_id, &args, &dispatched.result);
-                        (Outcome::Executed, dispatched.ret, dispatched.result)
+                        executed(tool, &args, dispatched)
                     }
                     WaitEnd::Resolved(_) => {
                         let (ret, result) = approval::rejected(&tool.tool_id, mutant);
@@ -791,6 +789,13 @@ pub(crate) fn settle_stop(
     let name = emission.name.as_str();
     let outcome = stop.outcome();
     let failure = |message: String| CallToolResult::failure(message, mutant);
+    // A call that did not run: `ok` with no duration and no error.
+    let bare_ok = || ToolReturn {
+        status: ToolStatus::Ok,
+        duration_ms: None,
+        error: None,
+        outcome: None,
+    };
     let (ret, result) = match stop {
         Stop::Truncated => (
             ToolReturn::failed(
@@ -814,12 +819,7 @@ pub(crate) fn settle_stop(
             let available: Vec<&str> = scope.tools.iter().map(|t| t.tool_id.as_str()).collect();
             let ret = if mutant == Some(Mutant::UnknownToolBareSuccess) {
                 // Bug: a call that went nowhere is reported as a success.
-                ToolReturn {
-                    status: ToolStatus::Ok,
-                    duration_ms: None,
-                    error: None,
-                    outcome: None,
-                }
+                bare_ok()
             } else {
                 ToolReturn::failed(
                     ToolStatus::Error,
@@ -885,15 +885,7 @@ pub(crate) fn settle_stop(
             failure(feedback::rate_limited_text(name, retry_after_secs)),
         ),
         // Not dispatched, so no duration; the earlier result is fed back.
-        Stop::Repeat(earlier) => (
-            ToolReturn {
-                status: ToolStatus::Ok,
-                duration_ms: None,
-                error: None,
-                outcome: None,
-            },
-            earlier,
-        ),
+        Stop::Repeat(earlier) => (bare_ok(), earlier),
     };
     Ok((outcome, ret, result))
 }
@@ -1144,6 +1136,21 @@ mod tests {
         }
     }
 
+    fn scope_of<'a>(
+        state: &'a Domain,
+        principal: &'a str,
+        tools: &'a [Arc<FixtureTool>],
+    ) -> TurnScope<'a> {
+        TurnScope {
+            state,
+            run_id: "run_t",
+            principal,
+            tools,
+            repeated_call: RepeatedCall::Suppress,
+            key_run_id: None,
+        }
+    }
+
     fn stop_of(
         state: &AppState,
         principal: &str,
@@ -1151,14 +1158,7 @@ mod tests {
         emission: &ToolEmission,
         completion: Completion,
     ) -> Option<Stop> {
-        let scope = TurnScope {
-            state,
-            run_id: "run_t",
-            principal,
-            tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        let scope = scope_of(state, principal, tools);
         check_gates(&scope, &RepeatMemory::default(), emission, completion).err()
     }
 
@@ -1276,14 +1276,7 @@ mod tests {
         let tools = [tool("w", &[])];
         let cut = emission("w", r#"{"n": 1, "pa"#);
         let scope_state = state(Some(Mutant::TruncatedArgsExecuted), 5);
-        let scope = TurnScope {
-            state: &scope_state,
-            run_id: "run_t",
-            principal: "alice",
-            tools: &tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        let scope = scope_of(&scope_state, "alice", &tools);
         let cleared = check_gates(
             &scope,
             &RepeatMemory::default(),
@@ -1304,14 +1297,7 @@ mod tests {
             &json!({"n": 1.0}),
             &CallToolResult::success(&json!({"ok": 1})),
         );
-        let scope = TurnScope {
-            state: &state,
-            run_id: "run_t",
-            principal: "alice",
-            tools: &tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        let scope = scope_of(&state, "alice", &tools);
         let stop = check_gates(
             &scope,
             &memory,
@@ -1359,14 +1345,7 @@ mod tests {
                 Url::parse("http://127.0.0.1:9/t").expect("url"),
             ),
         })];
-        let scope = TurnScope {
-            state: &state,
-            run_id: "run_t",
-            principal: "alice",
-            tools: &tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        let scope = scope_of(&state, "alice", &tools);
         // `admit` is a trusted round: `always` still holds.
         let admitted = admit(
             &scope,
@@ -1403,14 +1382,7 @@ mod tests {
         let state = state(None, 5);
         state.storage().create_run("run_t", "carol").expect("run");
         let tools = [tool("w", &["tools:write"])];
-        let scope = TurnScope {
-            state: &state,
-            run_id: "run_t",
-            principal: "carol",
-            tools: &tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        let scope = scope_of(&state, "carol", &tools);
         let mut memory = RepeatMemory::default();
         let admitted = admit(
             &scope,
