@@ -60,22 +60,18 @@ pub enum Bucket {
     },
 }
 
-/// The call the gates judge.
+/// One call's pass through the gates: the gates in order, the call they
+/// judge and the options of the policy gates.
 #[derive(Debug, Clone, Copy)]
-pub struct Call<'a> {
+pub struct Pipeline<'a, C> {
+    /// The gates, in the order they run.
+    pub gates: &'a [Gate<C>],
     /// The principal the call is attributed to.
     pub principal: &'a str,
     /// The tool's name (the bucket key and authorization resource).
     pub tool: &'a str,
     /// The scopes the tool requires.
     pub required_scopes: &'a [String],
-}
-
-/// One path's gates, in order, and its policy options.
-#[derive(Debug, Clone, Copy)]
-pub struct Pipeline<'a, C> {
-    /// The gates, in the order they run.
-    pub gates: &'a [Gate<C>],
     /// Whose scopes [`Gate::Authorize`] weighs.
     pub grant: Grant<'a>,
     /// How [`Gate::RateLimit`] consults the bucket.
@@ -110,20 +106,19 @@ impl<C: Copy> Pipeline<'_, C> {
     pub fn run<S>(
         &self,
         state: &Domain,
-        call: &Call<'_>,
         mut own: impl FnMut(C) -> Result<(), S>,
     ) -> Result<(), Refusal<S>> {
         for gate in self.gates {
             match *gate {
                 Gate::Own(check) => own(check).map_err(Refusal::Own)?,
                 Gate::Authorize => {
-                    if let Decision::Deny { reason, message } = self.authorize(state, call) {
+                    if let Decision::Deny { reason, message } = self.authorize(state) {
                         return Err(Refusal::Forbidden { reason, message });
                     }
                 }
                 Gate::RateLimit => {
-                    if let Some(retry_after_secs) = self.take_token(state, call) {
-                        let (principal, tool) = (call.principal, call.tool);
+                    if let Some(retry_after_secs) = self.take_token(state) {
+                        let (principal, tool) = (self.principal, self.tool);
                         let message = format!(
                             "rate limit for principal `{principal}` on tool `{tool}` is exhausted; retry after {retry_after_secs} s"
                         );
@@ -139,8 +134,8 @@ impl<C: Copy> Pipeline<'_, C> {
     }
 
     /// Fail-closed authorization of the call (RFC 0064 §C).
-    fn authorize(&self, state: &Domain, call: &Call<'_>) -> Decision {
-        let (principal, tool, required) = (call.principal, call.tool, call.required_scopes);
+    fn authorize(&self, state: &Domain) -> Decision {
+        let (principal, tool, required) = (self.principal, self.tool, self.required_scopes);
         match self.grant {
             Grant::Resolved => authz::decide(
                 state.principals(),
@@ -156,7 +151,7 @@ impl<C: Copy> Pipeline<'_, C> {
     }
 
     /// The bucket step (RFC 0064 §D): `Some(retry_after_secs)` when empty.
-    fn take_token(&self, state: &Domain, call: &Call<'_>) -> Option<u64> {
+    fn take_token(&self, state: &Domain) -> Option<u64> {
         match self.bucket {
             Bucket::Seam {
                 simulate_exhausted: true,
@@ -165,7 +160,7 @@ impl<C: Copy> Pipeline<'_, C> {
             Bucket::Seam { .. } | Bucket::Take => {}
         }
         let limiter = state.limiter();
-        let key = limiter.key(call.principal, call.tool);
+        let key = limiter.key(self.principal, self.tool);
         match limiter.try_acquire(key, Instant::now()) {
             Acquire::Granted => None,
             Acquire::Exhausted { retry_after_secs } => Some(retry_after_secs),

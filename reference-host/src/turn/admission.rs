@@ -43,7 +43,7 @@ use crate::base::tool_events::{
 use crate::domain::Domain;
 use crate::domain::authz::DenyReason;
 use crate::domain::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
-use crate::domain::gates::{self, Bucket, Call, Gate, Grant, Pipeline, Refusal};
+use crate::domain::gates::{self, Bucket, Gate, Grant, Pipeline, Refusal};
 use crate::domain::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
 use crate::domain::invoker::{InvokeResult, MAX_RECEIVER_BODY};
 use crate::store::storage::StorageError;
@@ -237,22 +237,6 @@ pub enum AdmissionError {
     ApprovalLost,
 }
 
-impl From<Refusal<Stop>> for Stop {
-    fn from(refusal: Refusal<Stop>) -> Self {
-        match refusal {
-            Refusal::Own(stop) => stop,
-            Refusal::Forbidden { reason, message } => Self::Forbidden { reason, message },
-            Refusal::RateLimited {
-                retry_after_secs,
-                message,
-            } => Self::RateLimited {
-                retry_after_secs,
-                message,
-            },
-        }
-    }
-}
-
 /// Runs the gates ([`gate_order`]) through the one pipeline
 /// ([`Pipeline`]); the first stop wins. On success, the tool and the parsed
 /// arguments to dispatch.
@@ -283,48 +267,58 @@ pub fn check_gates<'t>(
         let held = |scope: &&String| !memory.meta_scopes.contains(scope);
         tool.required_scopes.iter().filter(held).cloned().collect()
     });
-    let call = Call {
+    let pipeline = Pipeline {
+        gates: &gate_order(mutant),
         principal: scope.principal,
         // The name gate matched `tool_id` to this name exactly.
         tool: &emission.name,
         required_scopes: &required,
-    };
-    let pipeline = Pipeline {
-        gates: &gate_order(mutant),
         grant: Grant::Resolved,
         bucket: Bucket::Take,
     };
     let mut args: Option<Value> = None;
-    pipeline.run(scope.state, &call, |check| match check {
-        Check::Completion => match completion {
-            Completion::Clean => Ok(()),
-            // TURN-B1: cut arguments are never executed.
-            Completion::Truncated => Err(Stop::Truncated),
-            // TURN-B2: nothing from a refused completion runs.
-            Completion::Refused => Err(Stop::RefusedCompletion),
-        },
-        Check::Name => found.map(|_| ()).ok_or(Stop::UnknownTool),
-        Check::Arguments => {
-            let tool = found.ok_or(Stop::UnknownTool)?;
-            let parsed: Value =
-                serde_json::from_str(&emission.arguments_text).map_err(|_| Stop::Unparseable)?;
-            if let Some(violation) = tool.input_validator.first_violation(&parsed) {
-                return Err(Stop::InvalidArgs(violation));
+    pipeline
+        .run(scope.state, |check| match check {
+            Check::Completion => match completion {
+                Completion::Clean => Ok(()),
+                // TURN-B1: cut arguments are never executed.
+                Completion::Truncated => Err(Stop::Truncated),
+                // TURN-B2: nothing from a refused completion runs.
+                Completion::Refused => Err(Stop::RefusedCompletion),
+            },
+            Check::Name => found.map(|_| ()).ok_or(Stop::UnknownTool),
+            Check::Arguments => {
+                let tool = found.ok_or(Stop::UnknownTool)?;
+                let parsed: Value = serde_json::from_str(&emission.arguments_text)
+                    .map_err(|_| Stop::Unparseable)?;
+                if let Some(violation) = tool.input_validator.first_violation(&parsed) {
+                    return Err(Stop::InvalidArgs(violation));
+                }
+                args = Some(parsed);
+                Ok(())
             }
-            args = Some(parsed);
-            Ok(())
-        }
-        Check::Repeat => {
-            // Bug under `repeat-not-suppressed`: the check is skipped.
-            let suppress = scope.repeated_call == RepeatedCall::Suppress
-                && mutant != Some(Mutant::RepeatNotSuppressed);
-            let earlier = args
-                .as_ref()
-                .filter(|_| suppress)
-                .and_then(|args| memory.earlier(&emission.name, args));
-            earlier.map_or(Ok(()), |earlier| Err(Stop::Repeat(earlier.clone())))
-        }
-    })?;
+            Check::Repeat => {
+                // Bug under `repeat-not-suppressed`: the check is skipped.
+                let suppress = scope.repeated_call == RepeatedCall::Suppress
+                    && mutant != Some(Mutant::RepeatNotSuppressed);
+                let earlier = args
+                    .as_ref()
+                    .filter(|_| suppress)
+                    .and_then(|args| memory.earlier(&emission.name, args));
+                earlier.map_or(Ok(()), |earlier| Err(Stop::Repeat(earlier.clone())))
+            }
+        })
+        .map_err(|refusal| match refusal {
+            Refusal::Own(stop) => stop,
+            Refusal::Forbidden { reason, message } => Stop::Forbidden { reason, message },
+            Refusal::RateLimited {
+                retry_after_secs,
+                message,
+            } => Stop::RateLimited {
+                retry_after_secs,
+                message,
+            },
+        })?;
     match (found, args) {
         (Some(tool), Some(args)) => Ok((tool, args)),
         // Every order runs Name and Arguments; this keeps the match total.
@@ -1107,10 +1101,17 @@ mod tests {
     fn tool(id: &str, scopes: &[&str]) -> Arc<FixtureTool> {
         let input_schema = json!({"type": "object", "required": ["n"],
             "properties": {"n": {"type": "integer"}}});
-        tool_with_schema(id, scopes, input_schema)
+        let (tier, approval) = (SafetyTier::Write, Approval::Never);
+        fixture(id, scopes, input_schema, tier, approval)
     }
 
-    fn tool_with_schema(id: &str, scopes: &[&str], input_schema: Value) -> Arc<FixtureTool> {
+    fn fixture(
+        id: &str,
+        scopes: &[&str],
+        input_schema: Value,
+        safety_tier: SafetyTier,
+        approval: Approval,
+    ) -> Arc<FixtureTool> {
         Arc::new(FixtureTool {
             tool_id: id.to_owned(),
             description: "t".into(),
@@ -1118,9 +1119,9 @@ mod tests {
             input_schema,
             output_schema: None,
             replay_policy: ReplayPolicy::Idempotent,
-            safety_tier: SafetyTier::Write,
+            safety_tier,
             required_scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-            approval: Approval::Never,
+            approval,
             // Port 9 (discard) is never dispatched to in these tests.
             endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
                 Url::parse("http://127.0.0.1:9/t").expect("url"),
@@ -1329,22 +1330,10 @@ mod tests {
         })
         .expect("state");
         state.storage().create_run("run_t", "alice").expect("run");
-        let input_schema = json!({"type": "object"});
-        let tools = [Arc::new(FixtureTool {
-            tool_id: "w".into(),
-            description: "t".into(),
-            input_validator: ArgsSchema::compile(&input_schema).expect("compiles"),
-            input_schema,
-            output_schema: None,
-            replay_policy: ReplayPolicy::Idempotent,
-            safety_tier: SafetyTier::Read,
-            required_scopes: vec!["tools:write".into()],
-            approval: Approval::Always,
-            // Never dispatched: the hold expires.
-            endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
-                Url::parse("http://127.0.0.1:9/t").expect("url"),
-            ),
-        })];
+        // Never dispatched: the hold expires.
+        let schema = json!({"type": "object"});
+        let (tier, approval) = (SafetyTier::Read, Approval::Always);
+        let tools = [fixture("w", &["tools:write"], schema, tier, approval)];
         let scope = scope_of(&state, "alice", &tools);
         // `admit` is a trusted round: `always` still holds.
         let admitted = admit(

@@ -9,7 +9,7 @@
 //! with its return.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -24,7 +24,7 @@ use crate::base::tool_events::{
 };
 use crate::domain::Domain;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
-use crate::domain::gates::{self, Bucket, Call, Gate, Grant, Pipeline, Refusal};
+use crate::domain::gates::{self, Bucket, Gate, Grant, Pipeline, Refusal};
 use crate::domain::invoker::InvokeResult;
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::RunStatus;
@@ -168,6 +168,9 @@ impl<'s> ToolCall<'s> {
         // §D: the per-(principal, tool) token bucket.
         let pipeline = Pipeline {
             gates: &[Gate::Own(()), Gate::Authorize, Gate::RateLimit],
+            principal: &request.principal,
+            tool: &request.tool_name,
+            required_scopes: &request.required_scopes,
             grant: request
                 .granted_scopes
                 .as_deref()
@@ -176,65 +179,57 @@ impl<'s> ToolCall<'s> {
                 simulate_exhausted: request.simulate_rate_limit_exhausted,
             },
         };
-        let call = Call {
-            principal: &request.principal,
-            tool: &request.tool_name,
-            required_scopes: &request.required_scopes,
-        };
         let args = &prepared.args.resolved;
         let schema_check = |()| match prepared.schema.as_ref().and_then(|s| s.first_error(args)) {
             Some(problem) => Err(prepared.scrubber.scrub(&problem)),
             None => Ok(()),
         };
-        let refusal = match pipeline.run(state, &call, schema_check) {
-            Ok(()) => {
-                // Step 7: the tool runs.
-                let mut ret = self.invoke(prepared).await;
-                if state.mutant_is(Mutant::FailureBareSuccess) && !ret.status.is_ok() {
-                    // Bug: the failure is hidden behind a bare success.
-                    ret = ToolReturn::ok(ret.duration_ms.unwrap_or(0));
+        if let Err(refusal) = pipeline.run(state, schema_check) {
+            let ret = match &refusal {
+                Refusal::Own(problem) => {
+                    // v2 closes `status`: a validation failure is `error`, with
+                    // the registered code `validation_error` (HOOKS-FAIL-7).
+                    let status = if state.mutant_is(Mutant::StatusInvalidArgs) {
+                        ToolStatus::InvalidArgs
+                    } else {
+                        ToolStatus::Error
+                    };
+                    let code = ToolErrorCode::invalid_args(state.mutant());
+                    ToolReturn::failed(status, code, problem.clone(), None)
                 }
-                return Ok(Ended { ret, refusal: None });
-            }
-            Err(refusal) => refusal,
-        };
-        let ret = match &refusal {
-            Refusal::Own(problem) => {
-                // v2 closes `status`: a validation failure is `error`, with
-                // the registered code `validation_error` (HOOKS-FAIL-7).
-                let status = if state.mutant_is(Mutant::StatusInvalidArgs) {
-                    ToolStatus::InvalidArgs
-                } else {
-                    ToolStatus::Error
-                };
-                let code = ToolErrorCode::invalid_args(state.mutant());
-                ToolReturn::failed(status, code, problem.clone(), None)
-            }
-            Refusal::Forbidden { reason, message } => {
-                if state.mutant_is(Mutant::InvokeThenCheck) {
-                    // Bug: the side effect happens before the decision is honoured.
-                    let _ = self.invoke(prepared).await;
+                Refusal::Forbidden { reason, message } => {
+                    if state.mutant_is(Mutant::InvokeThenCheck) {
+                        // Bug: the side effect happens before the decision is honoured.
+                        let _ = self.invoke(prepared).await;
+                    }
+                    // HOOKS-AUTH: every deny is recorded, before the return event.
+                    // Bug under `denial-unlogged`: the denial lives only in the
+                    // seam's own answer; neither this event nor the return
+                    // reaches the log ([`Self::finish`]).
+                    if !state.mutant_is(Mutant::DenialUnlogged) {
+                        let (principal, tool) = (&request.principal, &request.tool_name);
+                        gates::record_denial(state, &self.run_id, principal, tool, *reason)?;
+                    }
+                    // The tool did not run, so there is no duration to report.
+                    let duration_ms = state.mutant_is(Mutant::ForbiddenWithDuration).then_some(0);
+                    let code = ToolErrorCode::Forbidden;
+                    ToolReturn::failed(ToolStatus::Forbidden, code, message.clone(), duration_ms)
                 }
-                // HOOKS-AUTH: every deny is recorded, before the return event.
-                // Bug under `denial-unlogged`: the denial lives only in the
-                // seam's own answer; neither this event nor the return
-                // reaches the log ([`Self::finish`]).
-                if !state.mutant_is(Mutant::DenialUnlogged) {
-                    let (principal, tool) = (&request.principal, &request.tool_name);
-                    gates::record_denial(state, &self.run_id, principal, tool, *reason)?;
+                Refusal::RateLimited { message, .. } => {
+                    let code = ToolErrorCode::RateLimited;
+                    ToolReturn::failed(ToolStatus::RateLimited, code, message.clone(), None)
                 }
-                // The tool did not run, so there is no duration to report.
-                let duration_ms = state.mutant_is(Mutant::ForbiddenWithDuration).then_some(0);
-                let code = ToolErrorCode::Forbidden;
-                ToolReturn::failed(ToolStatus::Forbidden, code, message.clone(), duration_ms)
-            }
-            Refusal::RateLimited { message, .. } => {
-                let code = ToolErrorCode::RateLimited;
-                ToolReturn::failed(ToolStatus::RateLimited, code, message.clone(), None)
-            }
-        };
-        let refusal = Some(refusal);
-        Ok(Ended { ret, refusal })
+            };
+            let refusal = Some(refusal);
+            return Ok(Ended { ret, refusal });
+        }
+        // Step 7: the tool runs.
+        let mut ret = self.invoke(prepared).await;
+        if state.mutant_is(Mutant::FailureBareSuccess) && !ret.status.is_ok() {
+            // Bug: the failure is hidden behind a bare success.
+            ret = ToolReturn::ok(ret.duration_ms.unwrap_or(0));
+        }
+        Ok(Ended { ret, refusal: None })
     }
 
     /// Runs the tool (or its simulation) with the resolved args.
@@ -369,11 +364,8 @@ impl<'s> ToolCall<'s> {
                 StatusCode::TOO_MANY_REQUESTS,
                 &json!({"status": "rate_limited"}),
             );
-            if let Ok(value) = retry_after_secs.max(1).to_string().parse() {
-                response
-                    .headers_mut()
-                    .insert(axum::http::header::RETRY_AFTER, value);
-            }
+            let value = HeaderValue::from(retry_after_secs.max(1));
+            response.headers_mut().insert(header::RETRY_AFTER, value);
             return response;
         }
         let err = ApiError::new(ErrorCode::RateLimited, message);

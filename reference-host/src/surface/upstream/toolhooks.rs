@@ -42,7 +42,7 @@ use crate::base::mutant::Mutant;
 use crate::base::tool_events::{SYSTEM_AGENT_ID, ToolStatus, Transport};
 use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
-use crate::domain::gates::{Bucket, Call, Gate, Grant, Pipeline, Refusal};
+use crate::domain::gates::{Bucket, Gate, Grant, Pipeline, Refusal};
 use crate::domain::json_body::Fields;
 use crate::surface::seams::SeamRequest;
 use crate::surface::upstream::known_members;
@@ -213,64 +213,53 @@ fn evaluate(state: &Domain, request: &UpstreamInvokeRequest) -> Ended {
     // the per-(principal, tool) token bucket.
     let pipeline = Pipeline {
         gates: &[Gate::Authorize, Gate::RateLimit],
+        principal: &request.principal,
+        tool: &request.tool_name,
+        required_scopes: &request.required_scopes,
         grant: Grant::Stated(request.granted_scopes.as_deref()),
         bucket: Bucket::Seam {
             simulate_exhausted: request.simulate_rate_limit_exhausted,
         },
     };
-    let call = Call {
-        principal: &request.principal,
-        tool: &request.tool_name,
-        required_scopes: &request.required_scopes,
-    };
-    let refusal = match pipeline.run(state, &call, |never: Infallible| match never {}) {
-        Ok(()) => {
-            return Ended {
-                returned: run_tool(request, mutant),
-                refusal: None,
-            };
-        }
-        Err(refusal) => refusal,
-    };
-    let returned = match &refusal {
-        Refusal::Own(never) => match *never {},
-        Refusal::Forbidden { message, .. } => Returned {
-            status: ToolStatus::Forbidden,
-            // The tool did not run, so there is no duration to report.
-            duration_ms: (mutant == Some(Mutant::ForbiddenWithDuration)).then_some(0),
-            error: Some((event_codes::FORBIDDEN, message.clone())),
-        },
-        Refusal::RateLimited { message, .. } => Returned {
-            status: ToolStatus::RateLimited,
-            duration_ms: None,
-            error: Some((event_codes::RATE_LIMITED, message.clone())),
-        },
-    };
-    let refusal = Some(refusal);
-    Ended { returned, refusal }
-}
+    if let Err(refusal) = pipeline.run(state, |never: Infallible| match never {}) {
+        let returned = match &refusal {
+            Refusal::Own(never) => match *never {},
+            Refusal::Forbidden { message, .. } => Returned {
+                status: ToolStatus::Forbidden,
+                // The tool did not run, so there is no duration to report.
+                duration_ms: (mutant == Some(Mutant::ForbiddenWithDuration)).then_some(0),
+                error: Some((event_codes::FORBIDDEN, message.clone())),
+            },
+            Refusal::RateLimited { message, .. } => Returned {
+                status: ToolStatus::RateLimited,
+                duration_ms: None,
+                error: Some((event_codes::RATE_LIMITED, message.clone())),
+            },
+        };
+        let refusal = Some(refusal);
+        return Ended { returned, refusal };
+    }
 
-/// Step 4: there is no tool; the call "runs" here, and is timed.
-fn run_tool(request: &UpstreamInvokeRequest, mutant: Option<Mutant>) -> Returned {
+    // Step 4: there is no tool; the call "runs" here, and is timed.
     let started = Instant::now();
     let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
-    if request.simulate_tool_error && mutant != Some(Mutant::FailureBareSuccess) {
-        return Returned {
-            status: ToolStatus::Error,
-            duration_ms,
-            error: Some((
-                TOOL_EXECUTION_FAILED,
-                "the tool raised an error (simulated by simulateToolError)".to_owned(),
-            )),
-        };
-    }
-    // (Under `failure-bare-success` the simulated failure lands here: the
-    // failure is hidden behind a bare success.)
-    Returned {
-        status: ToolStatus::Ok,
+    // Bug under `failure-bare-success`: the simulated failure is hidden
+    // behind a bare success.
+    let threw = request.simulate_tool_error && mutant != Some(Mutant::FailureBareSuccess);
+    let message = "the tool raised an error (simulated by simulateToolError)";
+    let error = threw.then(|| (TOOL_EXECUTION_FAILED, message.to_owned()));
+    let status = if threw {
+        ToolStatus::Error
+    } else {
+        ToolStatus::Ok
+    };
+    let returned = Returned {
+        status,
         duration_ms,
-        error: None,
-    }
+        error,
+    };
+    let refusal = None;
+    Ended { returned, refusal }
 }
 
 /// The HTTP answer: the seam response with the status of how it ended.
