@@ -1,12 +1,16 @@
-//! The policy gates every tool call passes, whichever path it takes: the
-//! tool-hooks seam ([`crate::surface::seams::toolhooks`]), the upstream
+//! The one gate pipeline every tool call passes, whichever path it takes:
+//! the tool-hooks seam ([`crate::surface::seams::toolhooks`]), the upstream
 //! seam ([`crate::surface::upstream::toolhooks`]) and turn admission
-//! ([`crate::turn::admission`]) call these steps and nothing else for
-//! authorization (RFC 0064 §C), the token bucket (§D) and the record of a
-//! deny and of a tool event.
+//! ([`crate::turn::admission`]).
 //!
-//! Each path keeps its own order and its own mutants (which gate runs
-//! first, what a refusal answers); the steps themselves exist once.
+//! A caller states its pipeline as data, a [`Pipeline`]: which gates run
+//! and in what order (a mutant's reordering is just another order), whose
+//! grant authorization weighs ([`Grant`]) and how the bucket is consulted
+//! ([`Bucket`]). A gate only the caller can check (a turn's completion,
+//! tool name, arguments and repeat gates; a seam's `inputSchema`) is a
+//! [`Gate::Own`] the pipeline hands back to it. [`Pipeline::run`] evaluates
+//! the gates in order and the first that refuses decides the [`Refusal`];
+//! every path records a deny with [`record_denial`] (HOOKS-AUTH).
 
 use std::time::Instant;
 
@@ -20,6 +24,18 @@ use crate::domain::authz::{self, Decision, DenyReason};
 use crate::domain::rate_limit::Acquire;
 use crate::store::storage::StorageError;
 
+/// One gate; `C` names the gates only the caller can check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate<C> {
+    /// A check of the caller's own, evaluated by the closure given to
+    /// [`Pipeline::run`].
+    Own(C),
+    /// Fail-closed authorization of the principal (RFC 0064 §C).
+    Authorize,
+    /// The per-(principal, tool) token bucket (RFC 0064 §D).
+    RateLimit,
+}
+
 /// Whose scopes authorization weighs the required ones against.
 #[derive(Debug, Clone, Copy)]
 pub enum Grant<'a> {
@@ -30,57 +46,126 @@ pub enum Grant<'a> {
     Stated(Option<&'a [String]>),
 }
 
-/// Fail-closed authorization of `principal` calling `tool` (RFC 0064 §C).
-pub fn authorize(
-    state: &Domain,
-    principal: &str,
-    tool: &str,
-    required_scopes: &[String],
-    grant: Grant<'_>,
-) -> Decision {
-    match grant {
-        Grant::Resolved => authz::decide(
-            state.principals(),
-            principal,
-            tool,
-            required_scopes,
-            state.mutant(),
-        ),
-        Grant::Stated(granted) => {
-            authz::decide_stated(principal, tool, required_scopes, granted, state.mutant())
+/// How the rate-limit gate consults the bucket.
+#[derive(Debug, Clone, Copy)]
+pub enum Bucket {
+    /// Take a token (turn admission).
+    Take,
+    /// The seams' bucket: `simulate_exhausted` (`simulateRateLimitExhausted`)
+    /// answers one refill interval without a bucket; otherwise a token is
+    /// taken. Bug under `rate-limit-absent`: no bucket is consulted at all.
+    Seam {
+        /// Whether the caller forces exhaustion.
+        simulate_exhausted: bool,
+    },
+}
+
+/// One call's pass through the gates: the gates in order, the call they
+/// judge and the options of the policy gates.
+#[derive(Debug, Clone, Copy)]
+pub struct Pipeline<'a, C> {
+    /// The gates, in the order they run.
+    pub gates: &'a [Gate<C>],
+    /// The principal the call is attributed to.
+    pub principal: &'a str,
+    /// The tool's name (the bucket key and authorization resource).
+    pub tool: &'a str,
+    /// The scopes the tool requires.
+    pub required_scopes: &'a [String],
+    /// Whose scopes [`Gate::Authorize`] weighs.
+    pub grant: Grant<'a>,
+    /// How [`Gate::RateLimit`] consults the bucket.
+    pub bucket: Bucket,
+}
+
+/// Why a gate stopped the call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal<S> {
+    /// A [`Gate::Own`] check stopped it, with the caller's own reason.
+    Own(S),
+    /// Authorization denied (a 403 / `forbidden` return).
+    Forbidden {
+        /// Why (the `reason` of `authorization.decided`).
+        reason: DenyReason,
+        /// What is wrong and what would fix it.
+        message: String,
+    },
+    /// The bucket is empty (a 429 / `rate_limited` return).
+    RateLimited {
+        /// Whole seconds until the next token (≥ 1).
+        retry_after_secs: u64,
+        /// The message every path words the same.
+        message: String,
+    },
+}
+
+impl<C: Copy> Pipeline<'_, C> {
+    /// Evaluates the gates in order; the first refusal wins. `own` checks
+    /// the caller's gates. Synchronous and free of I/O but the in-memory
+    /// bucket, so a path's order is testable without a network.
+    pub fn run<S>(
+        &self,
+        state: &Domain,
+        mut own: impl FnMut(C) -> Result<(), S>,
+    ) -> Result<(), Refusal<S>> {
+        for gate in self.gates {
+            match *gate {
+                Gate::Own(check) => own(check).map_err(Refusal::Own)?,
+                Gate::Authorize => {
+                    if let Decision::Deny { reason, message } = self.authorize(state) {
+                        return Err(Refusal::Forbidden { reason, message });
+                    }
+                }
+                Gate::RateLimit => {
+                    if let Some(retry_after_secs) = self.take_token(state) {
+                        let (principal, tool) = (self.principal, self.tool);
+                        let message = format!(
+                            "rate limit for principal `{principal}` on tool `{tool}` is exhausted; retry after {retry_after_secs} s"
+                        );
+                        return Err(Refusal::RateLimited {
+                            retry_after_secs,
+                            message,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fail-closed authorization of the call (RFC 0064 §C).
+    fn authorize(&self, state: &Domain) -> Decision {
+        let (principal, tool, required) = (self.principal, self.tool, self.required_scopes);
+        match self.grant {
+            Grant::Resolved => authz::decide(
+                state.principals(),
+                principal,
+                tool,
+                required,
+                state.mutant(),
+            ),
+            Grant::Stated(granted) => {
+                authz::decide_stated(principal, tool, required, granted, state.mutant())
+            }
         }
     }
-}
 
-/// Takes a token from the per-(principal, tool) bucket (RFC 0064 §D):
-/// `Some(retry_after_secs)` when it is empty.
-pub fn take_token(state: &Domain, principal: &str, tool: &str) -> Option<u64> {
-    let limiter = state.limiter();
-    let key = limiter.key(principal, tool);
-    match limiter.try_acquire(key, Instant::now()) {
-        Acquire::Granted => None,
-        Acquire::Exhausted { retry_after_secs } => Some(retry_after_secs),
+    /// The bucket step (RFC 0064 §D): `Some(retry_after_secs)` when empty.
+    fn take_token(&self, state: &Domain) -> Option<u64> {
+        match self.bucket {
+            Bucket::Seam {
+                simulate_exhausted: true,
+            } => return Some(state.limiter().refill_interval_secs()),
+            Bucket::Seam { .. } if state.mutant_is(Mutant::RateLimitAbsent) => return None,
+            Bucket::Seam { .. } | Bucket::Take => {}
+        }
+        let limiter = state.limiter();
+        let key = limiter.key(self.principal, self.tool);
+        match limiter.try_acquire(key, Instant::now()) {
+            Acquire::Granted => None,
+            Acquire::Exhausted { retry_after_secs } => Some(retry_after_secs),
+        }
     }
-}
-
-/// The seams' bucket step: a simulated exhaustion (`simulateRateLimitExhausted`)
-/// answers one refill interval; otherwise [`take_token`]. Bug under
-/// `rate-limit-absent`: no bucket is consulted at all.
-pub fn seam_token(state: &Domain, principal: &str, tool: &str, simulate: bool) -> Option<u64> {
-    if simulate {
-        Some(state.limiter().refill_interval_secs())
-    } else if state.mutant_is(Mutant::RateLimitAbsent) {
-        None
-    } else {
-        take_token(state, principal, tool)
-    }
-}
-
-/// The message of an empty bucket (every path words it the same).
-pub fn rate_limited_message(principal: &str, tool: &str, retry_after_secs: u64) -> String {
-    format!(
-        "rate limit for principal `{principal}` on tool `{tool}` is exhausted; retry after {retry_after_secs} s"
-    )
 }
 
 /// HOOKS-AUTH: records a deny (`authorization.decided`, before the return).

@@ -41,9 +41,9 @@ use crate::base::tool_events::{
     CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
 use crate::domain::Domain;
-use crate::domain::authz::{Decision, DenyReason};
+use crate::domain::authz::DenyReason;
 use crate::domain::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
-use crate::domain::gates::{self, Grant};
+use crate::domain::gates::{self, Bucket, Gate, Grant, Pipeline, Refusal};
 use crate::domain::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
 use crate::domain::invoker::{InvokeResult, MAX_RECEIVER_BODY};
 use crate::store::storage::StorageError;
@@ -58,33 +58,40 @@ use crate::turn::records;
 use crate::turn::request::RepeatedCall;
 use crate::turn::trust::ContentTrust;
 
-/// A gate of the admission pipeline (the ones that can stop a call).
+/// A gate only admission checks; the policy gates are [`Gate`]'s own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
+pub enum Check {
     /// How the completion ended.
     Completion,
     /// Whether the tool exists in the run.
     Name,
     /// Whether the arguments parse and satisfy `inputSchema`.
     Arguments,
-    /// Whether the principal may call the tool.
-    Authorization,
-    /// Token bucket, then repeated calls.
-    Limits,
+    /// Whether an identical call was already executed (after the bucket).
+    Repeat,
 }
 
 /// The gate order: TTC §B, unless a mutant swaps two gates.
-pub fn gate_order(mutant: Option<Mutant>) -> [Gate; 5] {
-    use Gate::{Arguments, Authorization, Completion, Limits, Name};
+pub fn gate_order(mutant: Option<Mutant>) -> [Gate<Check>; 6] {
+    use Check::{Arguments, Completion, Name, Repeat};
+    use Gate::{Authorize, Own, RateLimit};
+    let mut order = [
+        Own(Completion),
+        Own(Name),
+        Own(Arguments),
+        Authorize,
+        RateLimit,
+        Own(Repeat),
+    ];
     if mutant == Some(Mutant::AuthzBeforeArgs) {
         // Bug: policy is consulted for a call whose arguments are invalid.
-        [Completion, Name, Authorization, Arguments, Limits]
+        order.swap(2, 3);
     } else if mutant == Some(Mutant::LimitsBeforeAuthz) {
-        // Bug: a token is consumed by a call authorization then denies.
-        [Completion, Name, Arguments, Limits, Authorization]
-    } else {
-        [Completion, Name, Arguments, Authorization, Limits]
+        // Bug: a token is consumed by a call authorization then denies (the
+        // limits, bucket then repeat check, move ahead of authorization).
+        order[3..].rotate_left(1);
     }
+    order
 }
 
 /// Why a gate stopped an emission.
@@ -111,6 +118,8 @@ pub enum Stop {
     RateLimited {
         /// Whole seconds until the next token.
         retry_after_secs: u64,
+        /// What the return says.
+        message: String,
     },
     /// An identical call was already executed; its result is reused.
     Repeat(CallToolResult),
@@ -228,8 +237,9 @@ pub enum AdmissionError {
     ApprovalLost,
 }
 
-/// Runs the gates in order; the first stop wins. On success, the tool and
-/// the parsed arguments to dispatch.
+/// Runs the gates ([`gate_order`]) through the one pipeline
+/// ([`Pipeline`]); the first stop wins. On success, the tool and the parsed
+/// arguments to dispatch.
 ///
 /// Synchronous and free of I/O except the in-memory token bucket, so the
 /// order is testable without a network.
@@ -240,80 +250,76 @@ pub fn check_gates<'t>(
     completion: Completion,
 ) -> Result<(&'t FixtureTool, Value), Stop> {
     let mutant = scope.state.mutant();
-    let mut tool: Option<&'t FixtureTool> = None;
+    let found = find_tool(scope.tools, &emission.name);
+    if completion == Completion::Truncated && mutant == Some(Mutant::TruncatedArgsExecuted) {
+        // Bug under `truncated-args-executed`: the cut call is "repaired"
+        // to `{}` and dispatched as it is (the completion gate is first in
+        // every order, so no other gate runs).
+        return found.map(|tool| (tool, json!({}))).ok_or(Stop::UnknownTool);
+    }
+    // RFC 0064 §C: the host resolves the principal's scopes and denies
+    // whatever it cannot evaluate. TRUST-5: nothing an MCP result said
+    // changes them, so `meta_scopes` is empty; only the
+    // `mcp-meta-grants-scopes` mutant ([`crate::turn::mcp`]) fills it, and
+    // then those scopes count as held. (An unknown tool stops at the name
+    // gate, before any policy gate, so its empty requirement is never used.)
+    let required: Vec<String> = found.map_or_else(Vec::new, |tool| {
+        let held = |scope: &&String| !memory.meta_scopes.contains(scope);
+        tool.required_scopes.iter().filter(held).cloned().collect()
+    });
+    let pipeline = Pipeline {
+        gates: &gate_order(mutant),
+        principal: scope.principal,
+        // The name gate matched `tool_id` to this name exactly.
+        tool: &emission.name,
+        required_scopes: &required,
+        grant: Grant::Resolved,
+        bucket: Bucket::Take,
+    };
     let mut args: Option<Value> = None;
-    for gate in gate_order(mutant) {
-        match gate {
-            Gate::Completion => match completion {
-                Completion::Clean => {}
-                // Bug under `truncated-args-executed`: the cut call is
-                // "repaired" to `{}` and dispatched as it is.
-                Completion::Truncated if mutant == Some(Mutant::TruncatedArgsExecuted) => {
-                    return find_tool(scope.tools, &emission.name)
-                        .map(|tool| (tool, json!({})))
-                        .ok_or(Stop::UnknownTool);
-                }
+    pipeline
+        .run(scope.state, |check| match check {
+            Check::Completion => match completion {
+                Completion::Clean => Ok(()),
                 // TURN-B1: cut arguments are never executed.
-                Completion::Truncated => return Err(Stop::Truncated),
+                Completion::Truncated => Err(Stop::Truncated),
                 // TURN-B2: nothing from a refused completion runs.
-                Completion::Refused => return Err(Stop::RefusedCompletion),
+                Completion::Refused => Err(Stop::RefusedCompletion),
             },
-            Gate::Name => {
-                tool = Some(find_tool(scope.tools, &emission.name).ok_or(Stop::UnknownTool)?);
-            }
-            Gate::Arguments => {
-                let tool = tool.ok_or(Stop::UnknownTool)?;
+            Check::Name => found.map(|_| ()).ok_or(Stop::UnknownTool),
+            Check::Arguments => {
+                let tool = found.ok_or(Stop::UnknownTool)?;
                 let parsed: Value = serde_json::from_str(&emission.arguments_text)
                     .map_err(|_| Stop::Unparseable)?;
                 if let Some(violation) = tool.input_validator.first_violation(&parsed) {
                     return Err(Stop::InvalidArgs(violation));
                 }
                 args = Some(parsed);
+                Ok(())
             }
-            Gate::Authorization => {
-                let tool = tool.ok_or(Stop::UnknownTool)?;
-                // RFC 0064 §C: the host resolves the principal's scopes and
-                // denies whatever it cannot evaluate. TRUST-5: nothing an MCP
-                // result said changes them, so `meta_scopes` is empty; only
-                // the `mcp-meta-grants-scopes` mutant ([`crate::turn::mcp`])
-                // fills it, and then those scopes count as held.
-                let required: Vec<String> = tool
-                    .required_scopes
-                    .iter()
-                    .filter(|required| !memory.meta_scopes.contains(required))
-                    .cloned()
-                    .collect();
-                if let Decision::Deny { reason, message } = gates::authorize(
-                    scope.state,
-                    scope.principal,
-                    &tool.tool_id,
-                    &required,
-                    Grant::Resolved,
-                ) {
-                    return Err(Stop::Forbidden { reason, message });
-                }
-            }
-            Gate::Limits => {
-                let tool = tool.ok_or(Stop::UnknownTool)?;
-                if let Some(retry_after_secs) =
-                    gates::take_token(scope.state, scope.principal, &tool.tool_id)
-                {
-                    return Err(Stop::RateLimited { retry_after_secs });
-                }
+            Check::Repeat => {
                 // Bug under `repeat-not-suppressed`: the check is skipped.
                 let suppress = scope.repeated_call == RepeatedCall::Suppress
                     && mutant != Some(Mutant::RepeatNotSuppressed);
-                if suppress
-                    && let Some(earlier) = args
-                        .as_ref()
-                        .and_then(|args| memory.earlier(&tool.tool_id, args))
-                {
-                    return Err(Stop::Repeat(earlier.clone()));
-                }
+                let earlier = args
+                    .as_ref()
+                    .filter(|_| suppress)
+                    .and_then(|args| memory.earlier(&emission.name, args));
+                earlier.map_or(Ok(()), |earlier| Err(Stop::Repeat(earlier.clone())))
             }
-        }
-    }
-    match (tool, args) {
+        })
+        .map_err(|refusal| match refusal {
+            Refusal::Own(stop) => stop,
+            Refusal::Forbidden { reason, message } => Stop::Forbidden { reason, message },
+            Refusal::RateLimited {
+                retry_after_secs,
+                message,
+            } => Stop::RateLimited {
+                retry_after_secs,
+                message,
+            },
+        })?;
+    match (found, args) {
         (Some(tool), Some(args)) => Ok((tool, args)),
         // Every order runs Name and Arguments; this keeps the match total.
         _ => Err(Stop::UnknownTool),
@@ -498,19 +504,21 @@ pub async fn admit_journaled(
         content_trust: round.content_trust,
         key: &key,
     };
+    let gated = check_gates(scope, memory, emission, completion);
     let mut transient = false;
     let mut mrtr = None;
-    let (outcome, ret, result) = match check_gates(scope, memory, emission, completion) {
+    // An executed call (at once or once approved) is remembered for repeats.
+    let mut executed = |tool: &FixtureTool, args: &Value, dispatched: Dispatched| {
+        transient = dispatched.transient;
+        mrtr = dispatched.mrtr;
+        memory.grant_meta_scopes(dispatched.meta_scopes);
+        memory.remember(&tool.tool_id, args, &dispatched.result);
+        (Outcome::Executed, dispatched.ret, dispatched.result)
+    };
+    let (outcome, ret, result) = match gated {
         Err(stop) => settle_stop(scope, emission, stop)?,
         Ok((tool, args)) => match approval::verdict(tool, round.content_trust, mutant) {
-            Verdict::Dispatch => {
-                let dispatched = dispatch(&on, tool, &args).await?;
-                transient = dispatched.transient;
-                mrtr = dispatched.mrtr;
-                memory.grant_meta_scopes(dispatched.meta_scopes);
-                memory.remember(&tool.tool_id, &args, &dispatched.result);
-                (Outcome::Executed, dispatched.ret, dispatched.result)
-            }
+            Verdict::Dispatch => executed(tool, &args, dispatch(&on, tool, &args).await?),
             Verdict::Refuse => {
                 let (ret, result) = approval::refused_outright(&tool.tool_id, mutant);
                 (Outcome::Refused, ret, result)
@@ -536,11 +544,7 @@ pub async fn admit_journaled(
                             // Bug: the approval is spent twice.
                             let _ = dispatch(&on, tool, &args).await?;
                         }
-                        transient = dispatched.transient;
-                        mrtr = dispatched.mrtr;
-                        memory.grant_meta_scopes(dispatched.meta_scopes);
-                        memory.remember(&tool.tool_id, &args, &dispatched.result);
-                        (Outcome::Executed, dispatched.ret, dispatched.result)
+                        executed(tool, &args, dispatched)
                     }
                     WaitEnd::Resolved(_) => {
                         let (ret, result) = approval::rejected(&tool.tool_id, mutant);
@@ -779,6 +783,13 @@ pub(crate) fn settle_stop(
     let name = emission.name.as_str();
     let outcome = stop.outcome();
     let failure = |message: String| CallToolResult::failure(message, mutant);
+    // A call that did not run: `ok` with no duration and no error.
+    let bare_ok = || ToolReturn {
+        status: ToolStatus::Ok,
+        duration_ms: None,
+        error: None,
+        outcome: None,
+    };
     let (ret, result) = match stop {
         Stop::Truncated => (
             ToolReturn::failed(
@@ -802,12 +813,7 @@ pub(crate) fn settle_stop(
             let available: Vec<&str> = scope.tools.iter().map(|t| t.tool_id.as_str()).collect();
             let ret = if mutant == Some(Mutant::UnknownToolBareSuccess) {
                 // Bug: a call that went nowhere is reported as a success.
-                ToolReturn {
-                    status: ToolStatus::Ok,
-                    duration_ms: None,
-                    error: None,
-                    outcome: None,
-                }
+                bare_ok()
             } else {
                 ToolReturn::failed(
                     ToolStatus::Error,
@@ -860,25 +866,20 @@ pub(crate) fn settle_stop(
                 failure(feedback::forbidden_text(name)),
             )
         }
-        Stop::RateLimited { retry_after_secs } => (
+        Stop::RateLimited {
+            retry_after_secs,
+            message,
+        } => (
             ToolReturn::failed(
                 ToolStatus::RateLimited,
                 ToolErrorCode::RateLimited,
-                gates::rate_limited_message(scope.principal, name, retry_after_secs),
+                message,
                 None,
             ),
             failure(feedback::rate_limited_text(name, retry_after_secs)),
         ),
         // Not dispatched, so no duration; the earlier result is fed back.
-        Stop::Repeat(earlier) => (
-            ToolReturn {
-                status: ToolStatus::Ok,
-                duration_ms: None,
-                error: None,
-                outcome: None,
-            },
-            earlier,
-        ),
+        Stop::Repeat(earlier) => (bare_ok(), earlier),
     };
     Ok((outcome, ret, result))
 }
@@ -1100,10 +1101,17 @@ mod tests {
     fn tool(id: &str, scopes: &[&str]) -> Arc<FixtureTool> {
         let input_schema = json!({"type": "object", "required": ["n"],
             "properties": {"n": {"type": "integer"}}});
-        tool_with_schema(id, scopes, input_schema)
+        let (tier, approval) = (SafetyTier::Write, Approval::Never);
+        fixture(id, scopes, input_schema, tier, approval)
     }
 
-    fn tool_with_schema(id: &str, scopes: &[&str], input_schema: Value) -> Arc<FixtureTool> {
+    fn fixture(
+        id: &str,
+        scopes: &[&str],
+        input_schema: Value,
+        safety_tier: SafetyTier,
+        approval: Approval,
+    ) -> Arc<FixtureTool> {
         Arc::new(FixtureTool {
             tool_id: id.to_owned(),
             description: "t".into(),
@@ -1111,9 +1119,9 @@ mod tests {
             input_schema,
             output_schema: None,
             replay_policy: ReplayPolicy::Idempotent,
-            safety_tier: SafetyTier::Write,
+            safety_tier,
             required_scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-            approval: Approval::Never,
+            approval,
             // Port 9 (discard) is never dispatched to in these tests.
             endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
                 Url::parse("http://127.0.0.1:9/t").expect("url"),
@@ -1129,6 +1137,21 @@ mod tests {
         }
     }
 
+    fn scope_of<'a>(
+        state: &'a Domain,
+        principal: &'a str,
+        tools: &'a [Arc<FixtureTool>],
+    ) -> TurnScope<'a> {
+        TurnScope {
+            state,
+            run_id: "run_t",
+            principal,
+            tools,
+            repeated_call: RepeatedCall::Suppress,
+            key_run_id: None,
+        }
+    }
+
     fn stop_of(
         state: &AppState,
         principal: &str,
@@ -1136,29 +1159,29 @@ mod tests {
         emission: &ToolEmission,
         completion: Completion,
     ) -> Option<Stop> {
-        let scope = TurnScope {
-            state,
-            run_id: "run_t",
-            principal,
-            tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        let scope = scope_of(state, principal, tools);
         check_gates(&scope, &RepeatMemory::default(), emission, completion).err()
     }
 
     #[test]
     fn order_is_completion_name_arguments_authorization_limits() {
+        use Check::{Arguments, Completion, Name, Repeat};
+        use Gate::{Authorize, Own, RateLimit};
         assert_eq!(
             gate_order(None),
             [
-                Gate::Completion,
-                Gate::Name,
-                Gate::Arguments,
-                Gate::Authorization,
-                Gate::Limits
+                Own(Completion),
+                Own(Name),
+                Own(Arguments),
+                Authorize,
+                RateLimit,
+                Own(Repeat)
             ]
         );
+        let authz_first = gate_order(Some(Mutant::AuthzBeforeArgs));
+        assert_eq!(authz_first[2..4], [Authorize, Own(Arguments)]);
+        let limits_first = gate_order(Some(Mutant::LimitsBeforeAuthz));
+        assert_eq!(limits_first[3..], [RateLimit, Own(Repeat), Authorize]);
     }
 
     #[test]
@@ -1254,14 +1277,7 @@ mod tests {
         let tools = [tool("w", &[])];
         let cut = emission("w", r#"{"n": 1, "pa"#);
         let scope_state = state(Some(Mutant::TruncatedArgsExecuted), 5);
-        let scope = TurnScope {
-            state: &scope_state,
-            run_id: "run_t",
-            principal: "alice",
-            tools: &tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        let scope = scope_of(&scope_state, "alice", &tools);
         let cleared = check_gates(
             &scope,
             &RepeatMemory::default(),
@@ -1282,14 +1298,7 @@ mod tests {
             &json!({"n": 1.0}),
             &CallToolResult::success(&json!({"ok": 1})),
         );
-        let scope = TurnScope {
-            state: &state,
-            run_id: "run_t",
-            principal: "alice",
-            tools: &tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        let scope = scope_of(&state, "alice", &tools);
         let stop = check_gates(
             &scope,
             &memory,
@@ -1321,30 +1330,11 @@ mod tests {
         })
         .expect("state");
         state.storage().create_run("run_t", "alice").expect("run");
-        let input_schema = json!({"type": "object"});
-        let tools = [Arc::new(FixtureTool {
-            tool_id: "w".into(),
-            description: "t".into(),
-            input_validator: ArgsSchema::compile(&input_schema).expect("compiles"),
-            input_schema,
-            output_schema: None,
-            replay_policy: ReplayPolicy::Idempotent,
-            safety_tier: SafetyTier::Read,
-            required_scopes: vec!["tools:write".into()],
-            approval: Approval::Always,
-            // Never dispatched: the hold expires.
-            endpoint: crate::domain::catalog::ToolEndpoint::Receiver(
-                Url::parse("http://127.0.0.1:9/t").expect("url"),
-            ),
-        })];
-        let scope = TurnScope {
-            state: &state,
-            run_id: "run_t",
-            principal: "alice",
-            tools: &tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        // Never dispatched: the hold expires.
+        let schema = json!({"type": "object"});
+        let (tier, approval) = (SafetyTier::Read, Approval::Always);
+        let tools = [fixture("w", &["tools:write"], schema, tier, approval)];
+        let scope = scope_of(&state, "alice", &tools);
         // `admit` is a trusted round: `always` still holds.
         let admitted = admit(
             &scope,
@@ -1381,14 +1371,7 @@ mod tests {
         let state = state(None, 5);
         state.storage().create_run("run_t", "carol").expect("run");
         let tools = [tool("w", &["tools:write"])];
-        let scope = TurnScope {
-            state: &state,
-            run_id: "run_t",
-            principal: "carol",
-            tools: &tools,
-            repeated_call: RepeatedCall::Suppress,
-            key_run_id: None,
-        };
+        let scope = scope_of(&state, "carol", &tools);
         let mut memory = RepeatMemory::default();
         let admitted = admit(
             &scope,

@@ -9,7 +9,7 @@
 //! with its return.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -23,9 +23,8 @@ use crate::base::tool_events::{
     CallPayload, ReturnPayload, SYSTEM_AGENT_ID, ToolErrorCode, ToolReturn, ToolStatus,
 };
 use crate::domain::Domain;
-use crate::domain::authz::Decision;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
-use crate::domain::gates::{self, Grant};
+use crate::domain::gates::{self, Bucket, Gate, Grant, Pipeline, Refusal};
 use crate::domain::invoker::InvokeResult;
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::RunStatus;
@@ -51,36 +50,12 @@ struct Prepared {
     scrubber: Scrubber,
 }
 
-/// How the call ended, with what the HTTP answer needs.
-enum Arm {
-    /// The tool ran, failed validation, or was simulated: HTTP 200.
-    Returned(ToolReturn),
-    /// Authorization denied: HTTP 403. `durable` is false only under the
-    /// `denial-unlogged` mutant, whose denial never reaches the event log.
-    Forbidden { ret: ToolReturn, durable: bool },
-    /// Rate limited: HTTP 429.
-    RateLimited {
-        ret: ToolReturn,
-        retry_after_secs: u64,
-    },
-}
-
-impl Arm {
-    fn tool_return(&self) -> &ToolReturn {
-        match self {
-            Self::Returned(ret) | Self::Forbidden { ret, .. } | Self::RateLimited { ret, .. } => {
-                ret
-            }
-        }
-    }
-
-    fn tool_return_mut(&mut self) -> &mut ToolReturn {
-        match self {
-            Self::Returned(ret) | Self::Forbidden { ret, .. } | Self::RateLimited { ret, .. } => {
-                ret
-            }
-        }
-    }
+/// How the call ended: its return, and the gate that refused it (`None`:
+/// the tool ran or was simulated). A policy refusal answers 403 or 429,
+/// anything else (a failed argument check included) 200.
+struct Ended {
+    ret: ToolReturn,
+    refusal: Option<Refusal<String>>,
 }
 
 async fn handle(state: &Domain, seam: SeamRequest) -> Result<Response, ApiError> {
@@ -90,9 +65,9 @@ async fn handle(state: &Domain, seam: SeamRequest) -> Result<Response, ApiError>
     let prepared = prepare(InvokeRequest::parse(&seam.body)?)?;
     let tenant = state.run_tenant(&prepared.request.principal, caller);
     let call = ToolCall::begin(state, &prepared, &tenant)?;
-    let mut arm = call.run_gates_and_invoke(&prepared).await?;
-    let returned = call.finish(&mut arm)?;
-    Ok(call.respond(&prepared.request, arm, &returned))
+    let mut ended = call.run_gates_and_invoke(&prepared).await?;
+    let returned = call.finish(&mut ended)?;
+    Ok(call.respond(&prepared.request, ended, &returned))
 }
 
 /// Step 1 (the 400 part): everything that can reject the request is checked
@@ -181,113 +156,80 @@ impl<'s> ToolCall<'s> {
         })
     }
 
-    /// Steps 4–7: argument validation, authorization, rate limit, invocation.
-    /// Each gate that refuses returns at once: the tool never runs after a
-    /// refusal (except under `invoke-then-check`).
-    async fn run_gates_and_invoke(&self, prepared: &Prepared) -> Result<Arm, ApiError> {
-        let request = &prepared.request;
-
-        // Step 4, tool-turn contract §B: arguments before any gate.
-        if let Some(problem) = prepared
-            .schema
-            .as_ref()
-            .and_then(|schema| schema.first_error(&prepared.args.resolved))
-        {
-            // v2 closes `status`: a validation failure is `error`, with the
-            // registered code `validation_error` (HOOKS-FAIL-7).
-            let status = if self.state.mutant_is(Mutant::StatusInvalidArgs) {
-                ToolStatus::InvalidArgs
-            } else {
-                ToolStatus::Error
+    /// Steps 4–7: argument validation, authorization, rate limit (the gate
+    /// pipeline), invocation. The tool never runs after a refusal (except
+    /// under `invoke-then-check`).
+    async fn run_gates_and_invoke(&self, prepared: &Prepared) -> Result<Ended, ApiError> {
+        let (state, request) = (self.state, &prepared.request);
+        // Step 4, tool-turn contract §B: arguments before any gate. Step 5,
+        // RFC 0064 §C: fail-closed authorization of the attributed principal
+        // against the grant the caller states (`grantedScopes`, the upstream
+        // seam contract), else against the scopes the host resolves. Step 6,
+        // §D: the per-(principal, tool) token bucket.
+        let pipeline = Pipeline {
+            gates: &[Gate::Own(()), Gate::Authorize, Gate::RateLimit],
+            principal: &request.principal,
+            tool: &request.tool_name,
+            required_scopes: &request.required_scopes,
+            grant: request
+                .granted_scopes
+                .as_deref()
+                .map_or(Grant::Resolved, |granted| Grant::Stated(Some(granted))),
+            bucket: Bucket::Seam {
+                simulate_exhausted: request.simulate_rate_limit_exhausted,
+            },
+        };
+        let args = &prepared.args.resolved;
+        let schema_check = |()| match prepared.schema.as_ref().and_then(|s| s.first_error(args)) {
+            Some(problem) => Err(prepared.scrubber.scrub(&problem)),
+            None => Ok(()),
+        };
+        if let Err(refusal) = pipeline.run(state, schema_check) {
+            let ret = match &refusal {
+                Refusal::Own(problem) => {
+                    // v2 closes `status`: a validation failure is `error`, with
+                    // the registered code `validation_error` (HOOKS-FAIL-7).
+                    let status = if state.mutant_is(Mutant::StatusInvalidArgs) {
+                        ToolStatus::InvalidArgs
+                    } else {
+                        ToolStatus::Error
+                    };
+                    let code = ToolErrorCode::invalid_args(state.mutant());
+                    ToolReturn::failed(status, code, problem.clone(), None)
+                }
+                Refusal::Forbidden { reason, message } => {
+                    if state.mutant_is(Mutant::InvokeThenCheck) {
+                        // Bug: the side effect happens before the decision is honoured.
+                        let _ = self.invoke(prepared).await;
+                    }
+                    // HOOKS-AUTH: every deny is recorded, before the return event.
+                    // Bug under `denial-unlogged`: the denial lives only in the
+                    // seam's own answer; neither this event nor the return
+                    // reaches the log ([`Self::finish`]).
+                    if !state.mutant_is(Mutant::DenialUnlogged) {
+                        let (principal, tool) = (&request.principal, &request.tool_name);
+                        gates::record_denial(state, &self.run_id, principal, tool, *reason)?;
+                    }
+                    // The tool did not run, so there is no duration to report.
+                    let duration_ms = state.mutant_is(Mutant::ForbiddenWithDuration).then_some(0);
+                    let code = ToolErrorCode::Forbidden;
+                    ToolReturn::failed(ToolStatus::Forbidden, code, message.clone(), duration_ms)
+                }
+                Refusal::RateLimited { message, .. } => {
+                    let code = ToolErrorCode::RateLimited;
+                    ToolReturn::failed(ToolStatus::RateLimited, code, message.clone(), None)
+                }
             };
-            let message = prepared.scrubber.scrub(&problem);
-            return Ok(Arm::Returned(ToolReturn::failed(
-                status,
-                ToolErrorCode::invalid_args(self.state.mutant()),
-                message,
-                None,
-            )));
+            let refusal = Some(refusal);
+            return Ok(Ended { ret, refusal });
         }
-
-        // Step 5, RFC 0064 §C: fail-closed authorization of the attributed
-        // principal: against the grant the caller states (`grantedScopes`, the
-        // upstream seam contract), else against the scopes the host resolves.
-        let grant = request
-            .granted_scopes
-            .as_deref()
-            .map_or(Grant::Resolved, |granted| Grant::Stated(Some(granted)));
-        let decision = gates::authorize(
-            self.state,
-            &request.principal,
-            &request.tool_name,
-            &request.required_scopes,
-            grant,
-        );
-        if let Decision::Deny { reason, message } = decision {
-            if self.state.mutant_is(Mutant::InvokeThenCheck) {
-                // Bug: the side effect happens before the decision is honoured.
-                let _ = self.invoke(prepared).await;
-            }
-            // HOOKS-AUTH: every deny is recorded, before the return event.
-            // Bug under `denial-unlogged`: the denial lives only in the seam's
-            // own answer; neither this event nor the return reaches the log.
-            let durable = !self.state.mutant_is(Mutant::DenialUnlogged);
-            if durable {
-                gates::record_denial(
-                    self.state,
-                    &self.run_id,
-                    &request.principal,
-                    &request.tool_name,
-                    reason,
-                )?;
-            }
-            // The tool did not run, so there is no duration to report.
-            let duration_ms = self
-                .state
-                .mutant_is(Mutant::ForbiddenWithDuration)
-                .then_some(0);
-            return Ok(Arm::Forbidden {
-                ret: ToolReturn::failed(
-                    ToolStatus::Forbidden,
-                    ToolErrorCode::Forbidden,
-                    message,
-                    duration_ms,
-                ),
-                durable,
-            });
-        }
-
-        // Step 6, RFC 0064 §D: per-(principal, tool) token bucket.
-        let exhausted = gates::seam_token(
-            self.state,
-            &request.principal,
-            &request.tool_name,
-            request.simulate_rate_limit_exhausted,
-        );
-        if let Some(retry_after_secs) = exhausted {
-            let message = gates::rate_limited_message(
-                &request.principal,
-                &request.tool_name,
-                retry_after_secs,
-            );
-            return Ok(Arm::RateLimited {
-                ret: ToolReturn::failed(
-                    ToolStatus::RateLimited,
-                    ToolErrorCode::RateLimited,
-                    message,
-                    None,
-                ),
-                retry_after_secs,
-            });
-        }
-
         // Step 7: the tool runs.
         let mut ret = self.invoke(prepared).await;
-        if self.state.mutant_is(Mutant::FailureBareSuccess) && !ret.status.is_ok() {
+        if state.mutant_is(Mutant::FailureBareSuccess) && !ret.status.is_ok() {
             // Bug: the failure is hidden behind a bare success.
             ret = ToolReturn::ok(ret.duration_ms.unwrap_or(0));
         }
-        Ok(Arm::Returned(ret))
+        Ok(Ended { ret, refusal: None })
     }
 
     /// Runs the tool (or its simulation) with the resolved args.
@@ -328,13 +270,13 @@ impl<'s> ToolCall<'s> {
 
     /// Step 8: append `agent.tool-returned` (caused by the call event) and
     /// settle the run's status. Returns the payload as answered.
-    fn finish(&self, arm: &mut Arm) -> Result<ReturnPayload, ApiError> {
-        if self.state.mutant_is(Mutant::ErrorWithOutcome) && arm.tool_return().error.is_some() {
+    fn finish(&self, ended: &mut Ended) -> Result<ReturnPayload, ApiError> {
+        if self.state.mutant_is(Mutant::ErrorWithOutcome) && ended.ret.error.is_some() {
             // Bug: `error` and `outcome` are mutually exclusive (and the
             // return is content-free anyway).
-            arm.tool_return_mut().outcome = Some(json!({}));
+            ended.ret.outcome = Some(json!({}));
         }
-        let ret = arm.tool_return();
+        let ret = &ended.ret;
         let payload = ReturnPayload {
             agent_id: Some(self.agent_id.to_owned()),
             tool_name: self.call_payload.tool_name.clone(),
@@ -350,7 +292,9 @@ impl<'s> ToolCall<'s> {
         // The return is caused by the call: causationId links the pair.
         let causation = (!self.state.mutant_is(Mutant::ReturnCausationMissing))
             .then(|| self.call_event.event_id.clone());
-        if !matches!(arm, Arm::Forbidden { durable: false, .. }) {
+        // Bug under `denial-unlogged`: a deny's return stays out of the log.
+        let forbidden = matches!(ended.refusal, Some(Refusal::Forbidden { .. }));
+        if !(forbidden && self.state.mutant_is(Mutant::DenialUnlogged)) {
             append_tool_event(self.state, &self.run_id, TOOL_RETURNED, &payload, causation)?;
         }
         let status = if ret.status.is_ok() {
@@ -367,44 +311,41 @@ impl<'s> ToolCall<'s> {
         Ok(payload)
     }
 
-    /// The HTTP answer for the arm.
-    fn respond(&self, request: &InvokeRequest, arm: Arm, returned: &ReturnPayload) -> Response {
+    /// The HTTP answer: 403 and 429 carry the seam response in the error
+    /// envelope's `details`.
+    fn respond(&self, request: &InvokeRequest, ended: Ended, returned: &ReturnPayload) -> Response {
         let tool_called = to_value(&self.call_payload).unwrap_or(Value::Null);
         let tool_returned = to_value(returned).unwrap_or(Value::Null);
-        match arm {
-            Arm::Returned(_) => json_response(
-                StatusCode::OK,
-                &json!({
+        let retry_after_secs = match ended.refusal {
+            Some(Refusal::Forbidden { .. }) => None,
+            Some(Refusal::RateLimited {
+                retry_after_secs, ..
+            }) => Some(retry_after_secs),
+            Some(Refusal::Own(_)) | None => {
+                let body = json!({
                     "runId": self.run_id,
                     "toolCalled": tool_called,
                     "toolReturned": tool_returned,
-                }),
-            ),
-            Arm::Forbidden { ret, .. } => {
-                let mut details = Map::new();
-                details.insert("scope".into(), json!("tool"));
-                details.insert("toolName".into(), json!(request.tool_name));
+                });
+                return json_response(StatusCode::OK, &body);
+            }
+        };
+        let mut details = Map::new();
+        details.insert("scope".into(), json!("tool"));
+        details.insert("toolName".into(), json!(request.tool_name));
+        details.insert("runId".into(), json!(self.run_id));
+        details.insert("toolCalled".into(), tool_called);
+        details.insert("toolReturned".into(), tool_returned);
+        let message = ended.ret.error.map(|e| e.message).unwrap_or_default();
+        match retry_after_secs {
+            Some(retry_after_secs) => {
+                self.rate_limited_response(message, details, retry_after_secs)
+            }
+            None => {
                 details.insert("requiredScopes".into(), json!(request.required_scopes));
-                details.insert("runId".into(), json!(self.run_id));
-                details.insert("toolCalled".into(), tool_called);
-                details.insert("toolReturned".into(), tool_returned);
-                let message = ret.error.map(|e| e.message).unwrap_or_default();
                 ApiError::new(ErrorCode::Forbidden, message)
                     .with_details(details)
                     .into_response()
-            }
-            Arm::RateLimited {
-                ret,
-                retry_after_secs,
-            } => {
-                let mut details = Map::new();
-                details.insert("scope".into(), json!("tool"));
-                details.insert("toolName".into(), json!(request.tool_name));
-                details.insert("runId".into(), json!(self.run_id));
-                details.insert("toolCalled".into(), tool_called);
-                details.insert("toolReturned".into(), tool_returned);
-                let message = ret.error.map(|e| e.message).unwrap_or_default();
-                self.rate_limited_response(message, details, retry_after_secs)
             }
         }
     }
@@ -423,11 +364,8 @@ impl<'s> ToolCall<'s> {
                 StatusCode::TOO_MANY_REQUESTS,
                 &json!({"status": "rate_limited"}),
             );
-            if let Ok(value) = retry_after_secs.max(1).to_string().parse() {
-                response
-                    .headers_mut()
-                    .insert(axum::http::header::RETRY_AFTER, value);
-            }
+            let value = HeaderValue::from(retry_after_secs.max(1));
+            response.headers_mut().insert(header::RETRY_AFTER, value);
             return response;
         }
         let err = ApiError::new(ErrorCode::RateLimited, message);

@@ -28,6 +28,7 @@
 //! `{toolCalled: {argsHash, principal, transport}, toolReturned: {status,
 //! durationMs?, error?}}`.
 
+use std::convert::Infallible;
 use std::time::Instant;
 
 use axum::extract::State;
@@ -40,9 +41,8 @@ use crate::base::event_codes;
 use crate::base::mutant::Mutant;
 use crate::base::tool_events::{SYSTEM_AGENT_ID, ToolStatus, Transport};
 use crate::domain::Domain;
-use crate::domain::authz::Decision;
 use crate::domain::error::{ApiError, json_response};
-use crate::domain::gates::{self, Grant};
+use crate::domain::gates::{Bucket, Gate, Grant, Pipeline, Refusal};
 use crate::domain::json_body::Fields;
 use crate::surface::seams::SeamRequest;
 use crate::surface::upstream::known_members;
@@ -160,17 +160,12 @@ impl Returned {
     }
 }
 
-/// How the evaluation ended.
-enum Arm {
-    /// Allowed: the "tool" returned (ok or error). HTTP 200.
-    Returned(Returned),
-    /// Authorization denied. HTTP 403.
-    Forbidden(Returned),
-    /// The bucket is empty. HTTP 429.
-    RateLimited {
-        returned: Returned,
-        retry_after_secs: u64,
-    },
+/// How the evaluation ended: the `toolReturned`, and the gate that refused
+/// the call (`None`: the "tool" returned, ok or error, HTTP 200; else 403
+/// or 429).
+struct Ended {
+    returned: Returned,
+    refusal: Option<Refusal<Infallible>>,
 }
 
 /// Handler for the seam.
@@ -189,8 +184,8 @@ fn handle(state: &Domain, seam: &SeamRequest) -> Result<Response, ApiError> {
     let args_hash = args_hash(&request.args, &request.args, mutant)
         .map_err(|_| ApiError::internal("the args could not be hashed; retry the request"))?;
     let tool_called = tool_called(&request, &args_hash, mutant);
-    let arm = evaluate(state, &request);
-    Ok(respond(tool_called, arm, mutant))
+    let ended = evaluate(state, &request);
+    Ok(respond(tool_called, ended, mutant))
 }
 
 /// `toolCalled`: `{argsHash, principal, transport}`.
@@ -212,101 +207,88 @@ fn tool_called(request: &UpstreamInvokeRequest, args_hash: &str, mutant: Option<
 }
 
 /// Steps 2–4.
-fn evaluate(state: &Domain, request: &UpstreamInvokeRequest) -> Arm {
+fn evaluate(state: &Domain, request: &UpstreamInvokeRequest) -> Ended {
     let mutant = state.mutant();
-    // Step 2: fail-closed authorization against the stated grant.
-    let decision = gates::authorize(
-        state,
-        &request.principal,
-        &request.tool_name,
-        &request.required_scopes,
-        Grant::Stated(request.granted_scopes.as_deref()),
-    );
-    if let Decision::Deny { message, .. } = decision {
-        // The tool did not run, so there is no duration to report.
-        let duration_ms = (mutant == Some(Mutant::ForbiddenWithDuration)).then_some(0);
-        return Arm::Forbidden(Returned {
-            status: ToolStatus::Forbidden,
-            duration_ms,
-            error: Some((event_codes::FORBIDDEN, message)),
-        });
-    }
-
-    // Step 3: the per-(principal, tool) token bucket.
-    let exhausted = gates::seam_token(
-        state,
-        &request.principal,
-        &request.tool_name,
-        request.simulate_rate_limit_exhausted,
-    );
-    if let Some(retry_after_secs) = exhausted {
-        let retry_after_secs = retry_after_secs.max(1);
-        return Arm::RateLimited {
-            returned: Returned {
+    // Step 2: fail-closed authorization against the stated grant. Step 3:
+    // the per-(principal, tool) token bucket.
+    let pipeline = Pipeline {
+        gates: &[Gate::Authorize, Gate::RateLimit],
+        principal: &request.principal,
+        tool: &request.tool_name,
+        required_scopes: &request.required_scopes,
+        grant: Grant::Stated(request.granted_scopes.as_deref()),
+        bucket: Bucket::Seam {
+            simulate_exhausted: request.simulate_rate_limit_exhausted,
+        },
+    };
+    if let Err(refusal) = pipeline.run(state, |never: Infallible| match never {}) {
+        let returned = match &refusal {
+            Refusal::Own(never) => match *never {},
+            Refusal::Forbidden { message, .. } => Returned {
+                status: ToolStatus::Forbidden,
+                // The tool did not run, so there is no duration to report.
+                duration_ms: (mutant == Some(Mutant::ForbiddenWithDuration)).then_some(0),
+                error: Some((event_codes::FORBIDDEN, message.clone())),
+            },
+            Refusal::RateLimited { message, .. } => Returned {
                 status: ToolStatus::RateLimited,
                 duration_ms: None,
-                error: Some((
-                    event_codes::RATE_LIMITED,
-                    gates::rate_limited_message(
-                        &request.principal,
-                        &request.tool_name,
-                        retry_after_secs,
-                    ),
-                )),
+                error: Some((event_codes::RATE_LIMITED, message.clone())),
             },
-            retry_after_secs,
         };
+        let refusal = Some(refusal);
+        return Ended { returned, refusal };
     }
 
     // Step 4: there is no tool; the call "runs" here, and is timed.
     let started = Instant::now();
     let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
-    if request.simulate_tool_error && mutant != Some(Mutant::FailureBareSuccess) {
-        return Arm::Returned(Returned {
-            status: ToolStatus::Error,
-            duration_ms,
-            error: Some((
-                TOOL_EXECUTION_FAILED,
-                "the tool raised an error (simulated by simulateToolError)".to_owned(),
-            )),
-        });
-    }
-    // (Under `failure-bare-success` the simulated failure lands here: the
-    // failure is hidden behind a bare success.)
-    Arm::Returned(Returned {
-        status: ToolStatus::Ok,
+    // Bug under `failure-bare-success`: the simulated failure is hidden
+    // behind a bare success.
+    let threw = request.simulate_tool_error && mutant != Some(Mutant::FailureBareSuccess);
+    let message = "the tool raised an error (simulated by simulateToolError)";
+    let error = threw.then(|| (TOOL_EXECUTION_FAILED, message.to_owned()));
+    let status = if threw {
+        ToolStatus::Error
+    } else {
+        ToolStatus::Ok
+    };
+    let returned = Returned {
+        status,
         duration_ms,
-        error: None,
-    })
+        error,
+    };
+    let refusal = None;
+    Ended { returned, refusal }
 }
 
-/// The HTTP answer: the seam response with the arm's status.
-fn respond(tool_called: Value, arm: Arm, mutant: Option<Mutant>) -> Response {
-    let body = |returned: &Returned| json!({"toolCalled": tool_called, "toolReturned": returned.json(mutant)});
-    match arm {
-        Arm::Returned(returned) => json_response(StatusCode::OK, &body(&returned)),
-        Arm::Forbidden(returned) => json_response(StatusCode::FORBIDDEN, &body(&returned)),
-        Arm::RateLimited {
-            returned,
-            retry_after_secs,
-        } => {
-            let mut answer = body(&returned);
-            if mutant == Some(Mutant::RateLimitBareBody) {
-                // Bug: not the seam response.
-                answer = json!({"status": "rate_limited"});
-            }
-            if mutant == Some(Mutant::RateLimitNoRetryAfter) {
-                // Bug: the hint moves from the header into the body.
-                answer["retryAfterSeconds"] = json!(retry_after_secs);
-                return json_response(StatusCode::TOO_MANY_REQUESTS, &answer);
-            }
-            let mut response = json_response(StatusCode::TOO_MANY_REQUESTS, &answer);
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
-            response
-        }
+/// The HTTP answer: the seam response with the status of how it ended.
+fn respond(tool_called: Value, ended: Ended, mutant: Option<Mutant>) -> Response {
+    let Ended { returned, refusal } = ended;
+    let body = json!({"toolCalled": tool_called, "toolReturned": returned.json(mutant)});
+    let retry_after_secs = match refusal {
+        None => return json_response(StatusCode::OK, &body),
+        Some(Refusal::Forbidden { .. }) => return json_response(StatusCode::FORBIDDEN, &body),
+        Some(Refusal::Own(never)) => match never {},
+        Some(Refusal::RateLimited {
+            retry_after_secs, ..
+        }) => retry_after_secs,
+    };
+    let mut answer = body;
+    if mutant == Some(Mutant::RateLimitBareBody) {
+        // Bug: not the seam response.
+        answer = json!({"status": "rate_limited"});
     }
+    if mutant == Some(Mutant::RateLimitNoRetryAfter) {
+        // Bug: the hint moves from the header into the body.
+        answer["retryAfterSeconds"] = json!(retry_after_secs);
+        return json_response(StatusCode::TOO_MANY_REQUESTS, &answer);
+    }
+    let mut response = json_response(StatusCode::TOO_MANY_REQUESTS, &answer);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
 }
 
 #[cfg(test)]
