@@ -308,7 +308,18 @@ pub fn check_gates<'t>(
                 earlier.map_or(Ok(()), |earlier| Err(Stop::Repeat(earlier.clone())))
             }
         })
-        .map_err(|refusal| match refusal {
+        .map_err(Stop::from)?;
+    match (found, args) {
+        (Some(tool), Some(args)) => Ok((tool, args)),
+        // Every order runs Name and Arguments; this keeps the match total.
+        _ => Err(Stop::UnknownTool),
+    }
+}
+
+/// A refusal of the gate pipeline is the stop of the call it refused.
+impl From<Refusal<Stop>> for Stop {
+    fn from(refusal: Refusal<Stop>) -> Self {
+        match refusal {
             Refusal::Own(stop) => stop,
             Refusal::Forbidden { reason, message } => Stop::Forbidden { reason, message },
             Refusal::RateLimited {
@@ -318,11 +329,7 @@ pub fn check_gates<'t>(
                 retry_after_secs,
                 message,
             },
-        })?;
-    match (found, args) {
-        (Some(tool), Some(args)) => Ok((tool, args)),
-        // Every order runs Name and Arguments; this keeps the match total.
-        _ => Err(Stop::UnknownTool),
+        }
     }
 }
 

@@ -36,10 +36,12 @@ use serde_json::{Value, json};
 use crate::base::args_schema::ArgsSchema;
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::tool_events::{ToolErrorCode, ToolReturn, ToolStatus, Transport};
-use crate::domain::authz::{self, Decision};
+use crate::domain::gates::{Bucket, Gate, Grant, Pipeline};
 use crate::domain::interrupts::{HoldRequest, InterruptKind, Pending, WaitEnd};
 use crate::turn::Outcome;
-use crate::turn::admission::{self, AdmissionError, Admitted, Journal, Returned, Stop, TurnScope};
+use crate::turn::admission::{
+    self, AdmissionError, Admitted, Check, Journal, Returned, Stop, TurnScope,
+};
 use crate::turn::approval::AGENT_NODE_ID;
 use crate::turn::channels::minted_call_id;
 use crate::turn::feedback::CallToolResult;
@@ -99,36 +101,52 @@ impl ClarificationTool {
         emission.name == self.offered.name
     }
 
-    /// The admission gates of an ask, in the contract's order: completion,
-    /// (name: known), arguments, authorization (no scope is required, but
-    /// an unknown principal or a failing resolver still denies: fail
-    /// closed). Returns the question.
+    /// The admission gates of an ask, in the contract's order, through the
+    /// one gate pipeline: completion, (name: known), arguments,
+    /// authorization (no scope is required, but an unknown principal or a
+    /// failing resolver still denies: fail closed). An ask takes no token.
+    /// Returns the question.
     fn check(
         &self,
         scope: &TurnScope<'_>,
         emission: &ToolEmission,
         completion: Completion,
     ) -> Result<String, Stop> {
-        match completion {
-            Completion::Clean => {}
-            Completion::Truncated => return Err(Stop::Truncated),
-            Completion::Refused => return Err(Stop::RefusedCompletion),
-        }
-        let parsed: Value =
-            serde_json::from_str(&emission.arguments_text).map_err(|_| Stop::Unparseable)?;
-        if let Some(violation) = self.validator.first_violation(&parsed) {
-            return Err(Stop::InvalidArgs(violation));
-        }
-        if let Decision::Deny { reason, message } = authz::decide(
-            scope.state.principals(),
-            scope.principal,
-            self.name(),
-            &[],
-            scope.state.mutant(),
-        ) {
-            return Err(Stop::Forbidden { reason, message });
-        }
-        Ok(parsed["question"].as_str().unwrap_or_default().to_owned())
+        let pipeline = Pipeline {
+            gates: &[
+                Gate::Own(Check::Completion),
+                Gate::Own(Check::Arguments),
+                Gate::Authorize,
+            ],
+            principal: scope.principal,
+            tool: self.name(),
+            required_scopes: &[],
+            grant: Grant::Resolved,
+            bucket: Bucket::Take,
+        };
+        let mut question = String::new();
+        pipeline
+            .run(scope.state, |check| match check {
+                Check::Completion => match completion {
+                    Completion::Clean => Ok(()),
+                    Completion::Truncated => Err(Stop::Truncated),
+                    Completion::Refused => Err(Stop::RefusedCompletion),
+                },
+                Check::Arguments => {
+                    let parsed: Value = serde_json::from_str(&emission.arguments_text)
+                        .map_err(|_| Stop::Unparseable)?;
+                    if let Some(violation) = self.validator.first_violation(&parsed) {
+                        return Err(Stop::InvalidArgs(violation));
+                    }
+                    question = parsed["question"].as_str().unwrap_or_default().to_owned();
+                    Ok(())
+                }
+                // Not in this pipeline: the name is known, and an ask is no
+                // repeatable effect.
+                Check::Name | Check::Repeat => Ok(()),
+            })
+            .map_err(Stop::from)?;
+        Ok(question)
     }
 }
 
