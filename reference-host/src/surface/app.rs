@@ -169,7 +169,10 @@ impl FromRef<AppState> for DiscoveryState {
 /// mode the routes are [`upstream::router`]'s instead.
 pub fn router(state: AppState) -> Router {
     if state.upstream_only() {
-        return upstream::router(state);
+        return upstream::router(state.seams_enabled())
+            .fallback(unknown_route)
+            .method_not_allowed_fallback(unknown_route)
+            .with_state(state);
     }
     let mut router = Router::new()
         .route("/.well-known/openwop", get(discovery::get_discovery))

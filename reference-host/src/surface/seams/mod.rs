@@ -28,7 +28,8 @@ use crate::domain::Domain;
 use crate::domain::auth::{authenticate, require_scope};
 use crate::domain::error::ApiError;
 use crate::domain::json_body::body_rejection;
-use crate::surface::app::AppState;
+use crate::surface::mcp_server::McpServer;
+use crate::turn::state::LoopState;
 
 /// The scope a caller needs to use any seam.
 pub const SEAMS_SCOPE: &str = "conformance:seams";
@@ -122,8 +123,15 @@ pub const MCP_MOUNT_PATH: &str = "/conformance/seams/sample/mcp/mount";
 /// Path of the retention sweep seam.
 pub const SWEEP_PATH: &str = "/conformance/seams/sample/test/idempotency/sweep";
 
-/// The seam routes.
-pub fn router() -> Router<AppState> {
+/// The seam routes, for any router state the handlers' own states come
+/// from (the app's, in practice): the seams never see the app's state whole.
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Domain: FromRef<S>,
+    LoopState: FromRef<S>,
+    McpServer: FromRef<S>,
+{
     Router::new()
         .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
         .route(TURN_RUN_PATH, post(turn_run::run))

@@ -28,14 +28,17 @@ pub mod toolhooks;
 pub mod workflows;
 
 use axum::Router;
+use axum::extract::FromRef;
 use axum::routing::{get, post};
 use serde_json::{Map, Value};
 
 use crate::base::events::RunEventDoc;
+use crate::domain::Domain;
 use crate::domain::effects;
 use crate::domain::error::ApiError;
 use crate::domain::json_body::parse_object;
-use crate::surface::app::{AppState, unknown_route};
+use crate::surface::discovery::DiscoveryState;
+use crate::turn::state::LoopState;
 
 /// `implementation.mode` of the v1 discovery document.
 pub const MODE: &str = "upstream-only";
@@ -55,9 +58,17 @@ pub const HOLD_PATH: &str = "/v1/host/sample/test/idempotency/hold";
 /// Path of the upstream effect-retry seam.
 pub const EFFECT_RETRY_PATH: &str = "/v1/host/sample/test/idempotency/effect-retry";
 
-/// The routes of upstream-only mode. Anything else, the v2 paths included,
-/// is 404 `not_found` with the flat `{error, message}` body.
-pub fn router(state: AppState) -> Router {
+/// The routes of upstream-only mode, the seams among them when
+/// `seams_enabled`, for any router state the handlers' own states come from.
+/// The caller adds the fallback: anything else, the v2 paths included, is
+/// 404 `not_found` with the flat `{error, message}` body.
+pub fn router<S>(seams_enabled: bool) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Domain: FromRef<S>,
+    LoopState: FromRef<S>,
+    DiscoveryState: FromRef<S>,
+{
     let mut router = Router::new()
         .route(
             "/.well-known/openwop",
@@ -69,7 +80,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{runId}/events", get(runs::stream_events))
         .route("/v1/runs/{runId}/events/poll", get(runs::poll_events))
         .route("/v1/runs/{runId}/effects", get(effects::list_run_effects));
-    if state.seams_enabled() {
+    if seams_enabled {
         router = router
             .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
             .route(CONCURRENT_CLAIM_PATH, post(seams::concurrent_claim))
@@ -77,9 +88,6 @@ pub fn router(state: AppState) -> Router {
             .route(EFFECT_RETRY_PATH, post(seams::effect_retry));
     }
     router
-        .fallback(unknown_route)
-        .method_not_allowed_fallback(unknown_route)
-        .with_state(state)
 }
 
 /// The v1 name of a stored (v2) event type; types v1 spells the same way
