@@ -115,7 +115,7 @@ fn cap_in_place(value: &mut Value, max_bytes: usize) {
 /// serialized bytes; `None` when it fits in `max_bytes`.
 ///
 /// The prefix ends outside any JSON string, so no string in it is cut: a secret in the body
-/// is either wholly in the prefix (where [`redact`] scrubs it) or wholly left out, never half
+/// is either wholly in the prefix (where `redact` scrubs it) or wholly left out, never half
 /// kept past the redaction.
 pub fn truncated(value: &Value, max_bytes: usize) -> Option<Value> {
     let mut w = PrefixWriter {

@@ -46,7 +46,7 @@ pub struct Endpoint {
     /// Only the first call is delayed (a re-execution answers at once, so its measured
     /// duration can never equal the first one's).
     pub delay_first_only: bool,
-    /// While `Some(false)`, every call is held open (at most [`MAX_DELAY`]); `true` releases.
+    /// While `Some(false)`, every call is held open (at most `MAX_DELAY`); `true` releases.
     pub hold: Option<tokio::sync::watch::Sender<bool>>,
 }
 

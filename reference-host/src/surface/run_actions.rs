@@ -353,9 +353,9 @@ pub async fn cancel(
 }
 
 /// `cancelRun` of `run_id` for a caller of `tenant`, writing `reason` as
-/// `run.cancelled.reason`; waits (at most [`CANCEL_WAIT`]) until the run is
+/// `run.cancelled.reason`; waits (at most `CANCEL_WAIT`) until the run is
 /// `cancelled`. An invisible run is exactly an unknown one (404); a terminal
-/// one is the 409 [`already_terminal`]. The MCP mount's `tasks/cancel`
+/// one is the 409 `already_terminal`. The MCP mount's `tasks/cancel`
 /// cancels through here too (MCP-14).
 pub async fn cancel_and_wait(
     state: &LoopState,

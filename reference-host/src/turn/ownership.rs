@@ -37,7 +37,7 @@ pub fn cancel_run(state: &LoopState, run_id: &str, reason: &str) -> Result<bool,
 /// Dropped while armed (the client went away and the server dropped the
 /// request, or the answer's body was dropped before it was handed over), it
 /// cancels the run as `cancelRun` would, with its reason (normally
-/// [`MCP_REQUEST_CANCELLED`]). [`RequestOwnedRun::release`] disarms it once
+/// [`crate::turn::control::MCP_REQUEST_CANCELLED`]). [`RequestOwnedRun::release`] disarms it once
 /// the answer is sent: from then on no disconnect touches the run.
 ///
 /// A host that is shutting down drops its requests without cancelling: that

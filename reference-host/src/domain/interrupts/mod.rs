@@ -15,7 +15,7 @@
 //! the run back at `running`, and only then wakes the loop, so the log
 //! always reads requested ⇒ resolved ⇒ the call's return.
 //!
-//! Who may resolve is decided by the HTTP handlers ([`routes`]): only the
+//! Who may resolve is decided by the HTTP handlers ([`crate::surface::interrupt_routes`]): only the
 //! acting authenticated principal bound to the interrupt, or the signed
 //! link token ([`token`]) when the turn was trusted. Tool results and model
 //! text never reach this module.

@@ -5,7 +5,7 @@
 //!   `arguments.input`, attributed to the caller, exactly as the turn seam
 //!   would ([`crate::surface::seams::turn_run::start_run`]). The call then waits, at most
 //!   [`CALL_WAIT`], until the run is terminal or waits on an interrupt, and
-//!   answers with where it stands ([`outcome`]).
+//!   answers with where it stands (`outcome`).
 //! - **A clarification** the run's model asked (TURN-E1) is answered as an
 //!   MRTR `input_required` result (TURN-E4): one `inputRequests` entry,
 //!   keyed by the interrupt's node id, an `elicitation/create` form request

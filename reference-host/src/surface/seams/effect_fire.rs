@@ -125,7 +125,7 @@ pub enum FireSeam {
     /// the provider-executed tool `<name>`.
     Provider(String),
     /// `packs-test-node` (kind `pack`): one pack node dispatch, fired as a
-    /// packs-test run ([`packs::fire`]), never as a [`FireRun`].
+    /// packs-test run ([`packs::fire`]), never as a `FireRun`.
     PackNode,
 }
 

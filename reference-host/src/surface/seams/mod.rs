@@ -48,7 +48,7 @@ fn seam_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|rejection| body_rejection(&rejection))
 }
 
-/// A seam request: its caller, authenticated and holding [`SEAMS_SCOPE`] ([`seam_caller`]),
+/// A seam request: its caller, authenticated and holding [`SEAMS_SCOPE`] (`seam_caller`),
 /// and then its body. The one extractor every seam handler takes, so no seam reads a byte of
 /// its body for a caller it refuses.
 #[derive(Debug)]
