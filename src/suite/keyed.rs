@@ -48,28 +48,6 @@ impl<'de> Visitor<'de> for Document {
         }
         Ok(Value::Object(out))
     }
-    // Any other top level is left for the scenario schema to reject with its own message.
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
-        StrictValue.deserialize(de::value::SeqAccessDeserializer::new(seq))
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
 }
 
 /// The `checks` member: an array is read as it is; an object becomes that array in file order.
@@ -125,25 +103,6 @@ impl<'de> Visitor<'de> for Checks {
         }
         Ok(Value::Array(checks))
     }
-    // Neither form: the scenario schema names what `checks` must be.
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
 }
 
 #[cfg(test)]
@@ -186,5 +145,10 @@ mod tests {
         assert!(err(r#"{"title": 1, "title": 2}"#).contains("duplicate"));
         // Duplicates inside a check are caught as anywhere else.
         assert!(err(r#"{"checks": {"a": {"says": "x", "says": "y"}}}"#).contains("duplicate"));
+        // Neither a scenario object nor either form of checks: serde names what was expected.
+        assert!(err("[1]").contains("expected a scenario object"));
+        assert!(
+            err(r#"{"checks": "all"}"#).contains("expected checks: an object keyed by check id")
+        );
     }
 }
