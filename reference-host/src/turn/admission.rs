@@ -279,13 +279,7 @@ pub fn check_gates<'t>(
     let mut args: Option<Value> = None;
     pipeline
         .run(scope.state, |check| match check {
-            Check::Completion => match completion {
-                Completion::Clean => Ok(()),
-                // TURN-B1: cut arguments are never executed.
-                Completion::Truncated => Err(Stop::Truncated),
-                // TURN-B2: nothing from a refused completion runs.
-                Completion::Refused => Err(Stop::RefusedCompletion),
-            },
+            Check::Completion => completion_gate(completion),
             Check::Name => found.map(|_| ()).ok_or(Stop::UnknownTool),
             Check::Arguments => {
                 let tool = found.ok_or(Stop::UnknownTool)?;
@@ -313,6 +307,17 @@ pub fn check_gates<'t>(
         (Some(tool), Some(args)) => Ok((tool, args)),
         // Every order runs Name and Arguments; this keeps the match total.
         _ => Err(Stop::UnknownTool),
+    }
+}
+
+/// The completion gate (TTC §B), shared by every call a completion emits.
+pub(crate) fn completion_gate(completion: Completion) -> Result<(), Stop> {
+    match completion {
+        Completion::Clean => Ok(()),
+        // TURN-B1: cut arguments are never executed.
+        Completion::Truncated => Err(Stop::Truncated),
+        // TURN-B2: nothing from a refused completion runs.
+        Completion::Refused => Err(Stop::RefusedCompletion),
     }
 }
 

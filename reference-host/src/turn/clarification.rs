@@ -127,11 +127,7 @@ impl ClarificationTool {
         let mut question = String::new();
         pipeline
             .run(scope.state, |check| match check {
-                Check::Completion => match completion {
-                    Completion::Clean => Ok(()),
-                    Completion::Truncated => Err(Stop::Truncated),
-                    Completion::Refused => Err(Stop::RefusedCompletion),
-                },
+                Check::Completion => admission::completion_gate(completion),
                 Check::Arguments => {
                     let parsed: Value = serde_json::from_str(&emission.arguments_text)
                         .map_err(|_| Stop::Unparseable)?;
