@@ -1,4 +1,5 @@
-//! RFC 8785 canonical JSON, SHA-256 digests over it, and a strict JSON parser.
+//! RFC 8785 canonical JSON, SHA-256 digests over it, a strict JSON parser, and the RFC 6901
+//! escape of one JSON pointer token.
 //!
 //! `argsHash` (HOOKS-AUDIT-1) and the discovery digest in reports are SHA-256 over the
 //! RFC 8785 (JCS) serialization. JCS assumes I-JSON, so every document toolcert loads or
@@ -93,6 +94,12 @@ impl<'de> Visitor<'de> for StrictVisitor {
         }
         Ok(Value::Object(out))
     }
+}
+
+/// One RFC 6901 reference token: a member name as it appears in a JSON pointer (`~` written
+/// `~0`, `/` written `~1`).
+pub fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]

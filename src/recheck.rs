@@ -250,10 +250,7 @@ fn reads_redacted(check: &crate::suite::Check, doc: &Value) -> bool {
     let reads = crate::expect::Reads::of(check);
     let mut pointers = reads.observation_pointers();
     pointers.extend(reads.placeholders.iter().map(|p| {
-        let segs: Vec<String> = p
-            .split('.')
-            .map(|s| s.replace('~', "~0").replace('/', "~1"))
-            .collect();
+        let segs: Vec<String> = p.split('.').map(crate::canonical::pointer_token).collect();
         format!("/{}", segs.join("/"))
     }));
     pointers.iter().any(|p| {

@@ -26,6 +26,7 @@
 
 pub mod keys;
 
+use crate::canonical::pointer_token;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -228,11 +229,6 @@ pub fn digest_of(bundle: &Value) -> String {
     )
 }
 
-/// One RFC 6901 reference token.
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
 fn value_digest(v: &Value) -> String {
     format!(
         "{}{}",
@@ -251,11 +247,11 @@ pub fn sections_of(bundle: &Value) -> BTreeMap<String, String> {
         if UNSEALED.contains(&key.as_str()) || key == "sections" {
             continue;
         }
-        let pointer = format!("/{}", escape(key));
+        let pointer = format!("/{}", pointer_token(key));
         match (key.as_str(), value) {
             ("report", Value::Object(report)) => {
                 for (rk, rv) in report {
-                    let rp = format!("{pointer}/{}", escape(rk));
+                    let rp = format!("{pointer}/{}", pointer_token(rk));
                     match (rk.as_str(), rv) {
                         ("rows", Value::Array(rows)) => {
                             for (i, row) in rows.iter().enumerate() {
@@ -268,7 +264,7 @@ pub fn sections_of(bundle: &Value) -> BTreeMap<String, String> {
                                     Value::Object(members) => {
                                         for (sk, sv) in members {
                                             out.insert(
-                                                format!("{rp}/{i}/{}", escape(sk)),
+                                                format!("{rp}/{i}/{}", pointer_token(sk)),
                                                 value_digest(sv),
                                             );
                                         }
@@ -431,7 +427,7 @@ pub fn build(input: BundleInput<'_>) -> Result<Value, BundleError> {
                 .any(|s| text.contains(s.as_str()))
             {
                 return Err(BundleError::Secret {
-                    pointer: format!("/{}", escape(k)),
+                    pointer: format!("/{}", pointer_token(k)),
                 });
             }
         }

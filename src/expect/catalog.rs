@@ -143,7 +143,7 @@ pub fn no_key_anywhere(value: &Value, banned: &[String]) -> Result<(), String> {
     fn walk(value: &Value, banned: &[String], path: &str) -> Option<String> {
         match value {
             Value::Object(map) => map.iter().find_map(|(key, child)| {
-                let here = format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"));
+                let here = format!("{path}/{}", crate::canonical::pointer_token(key));
                 if banned.iter().any(|b| b == key) {
                     Some(here)
                 } else {

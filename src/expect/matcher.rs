@@ -476,7 +476,7 @@ fn first_difference(a: &Value, b: &Value, at: String) -> Option<String> {
             keys.sort();
             keys.dedup();
             keys.into_iter().find_map(|k| {
-                let path = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                let path = format!("{at}/{}", crate::canonical::pointer_token(k));
                 match (x.get(k), y.get(k)) {
                     (Some(p), Some(q)) => first_difference(p, q, path),
                     _ => Some(path),

@@ -132,10 +132,7 @@ impl<'c> Reads<'c> {
                     .chain(std::iter::once(&"steps"))
                     .any(|r| *r == root)
             {
-                out.push(format!(
-                    "/{root}/{}",
-                    name.replace('~', "~0").replace('/', "~1")
-                ));
+                out.push(format!("/{root}/{}", crate::canonical::pointer_token(name)));
             }
         }
         out

@@ -10,6 +10,7 @@
 //! before it is deserialized, so a wrong value is reported at its JSON pointer; [`ROLES`] and
 //! that schema name the same roles, and a test keeps the schema and [`HostProfile`] in step.
 
+use crate::canonical::pointer_token;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -278,11 +279,6 @@ fn profile_schema() -> &'static crate::suite::SchemaSet {
             .expect("the profile schema compiles");
         set
     })
-}
-
-/// Escape one JSON pointer reference token (RFC 6901).
-fn pointer_token(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ fn violations(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
 fn unclassified(arguments: &Value, review: &Value) -> Option<String> {
     let channels = review.get("inputChannels").and_then(Value::as_object)?;
     arguments.as_object()?.keys().find_map(|k| {
-        let p = format!("/{}", k.replace('~', "~0").replace('/', "~1"));
+        let p = format!("/{}", crate::canonical::pointer_token(k));
         let covered = channels
             .keys()
             .any(|c| c == &p || c.starts_with(&format!("{p}/")));

@@ -29,7 +29,7 @@ pub fn acceptable_review(tool: &Value) -> Value {
             p.keys()
                 .map(|k| {
                     (
-                        format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+                        format!("/{}", crate::canonical::pointer_token(k)),
                         "data".to_string(),
                     )
                 })

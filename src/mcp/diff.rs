@@ -4,6 +4,7 @@
 //! Diffs explain a refusal; they never decide one. The gate decides on canonical bytes
 //! (mcp-facts §4.10.7) and only then asks for a diff to show.
 
+use crate::canonical::pointer_token;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -19,10 +20,6 @@ pub struct Change {
     pub reviewed: Option<Value>,
     /// The live (new) value.
     pub live: Option<Value>,
-}
-
-fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
 }
 
 /// The minimal differences between `a` (reviewed) and `b` (live), at most `max` of them.
@@ -42,7 +39,7 @@ fn walk(a: &Value, b: &Value, at: String, out: &mut Vec<Change>, max: usize) {
             keys.sort();
             keys.dedup();
             for k in keys {
-                let p = format!("{at}/{}", escape(k));
+                let p = format!("{at}/{}", pointer_token(k));
                 match (x.get(k), y.get(k)) {
                     (Some(u), Some(v)) => walk(u, v, p, out, max),
                     (u, v) => push(out, p, u.cloned(), v.cloned(), max),

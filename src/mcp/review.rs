@@ -241,7 +241,7 @@ fn check_channels(channels: &Value, tool: &Value) -> Result<(), ReviewError> {
         .pointer("/inputSchema/properties")
         .and_then(Value::as_object);
     for name in props.into_iter().flatten().map(|(k, _)| k) {
-        let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+        let pointer = format!("/{}", crate::canonical::pointer_token(name));
         let covered = channels
             .keys()
             .any(|k| k == &pointer || k.starts_with(&format!("{pointer}/")));
@@ -298,7 +298,7 @@ pub fn apply(doc: &mut Value, server: &str, tool: &str, review: Value) -> Result
     let reviews = doc
         .pointer_mut(&format!(
             "/servers/{}/reviews",
-            server.replace('~', "~0").replace('/', "~1")
+            crate::canonical::pointer_token(server)
         ))
         .and_then(Value::as_object_mut)
         .ok_or_else(|| refuse("4.3.6 reviews", "the server entry has no reviews object"))?;

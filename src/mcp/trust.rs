@@ -69,7 +69,7 @@ fn walk(schema: &Value, at: String, out: &mut Vec<(String, Capability)>, depth: 
         for (k, v) in props {
             walk(
                 v,
-                format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                format!("{at}/{}", crate::canonical::pointer_token(k)),
                 out,
                 depth + 1,
             );

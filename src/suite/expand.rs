@@ -83,7 +83,7 @@ pub(crate) fn scenario_file(
             {
                 return Err(reference(
                     file,
-                    format!("/params/{i}/{}", params::escape_pointer(unused)),
+                    format!("/params/{i}/{}", crate::canonical::pointer_token(unused)),
                     format!(
                         "parameter \"{unused}\" is used nowhere in the scenario (write ${{{unused}}} where it belongs, or remove it)"
                     ),

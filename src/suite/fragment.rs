@@ -15,8 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::params::{self, Subst, escape_pointer};
+use super::params::{self, Subst};
 use super::{SchemaSet, SuiteError};
+use crate::canonical::pointer_token;
 
 /// Where fragment files live.
 pub(crate) const FRAGMENTS_DIR: &str = "scenarios/fragments/";
@@ -76,7 +77,7 @@ impl Fragments {
                 continue;
             };
             for (key, def) in map {
-                let at = format!("/fragments/{}", escape_pointer(key));
+                let at = format!("/fragments/{}", pointer_token(key));
                 let strings = |k: &str| -> BTreeSet<String> {
                     def.get(k)
                         .and_then(Value::as_array)
@@ -96,7 +97,7 @@ impl Fragments {
                 if let Some(both) = defaults.keys().find(|k| args.contains(*k)) {
                     return Err(reference(
                         &file,
-                        format!("{at}/defaults/{}", escape_pointer(both)),
+                        format!("{at}/defaults/{}", pointer_token(both)),
                         format!("\"{both}\" is both required (args) and defaulted; keep one"),
                     ));
                 }
@@ -167,7 +168,7 @@ impl Fragments {
             Value::Object(map) => {
                 let mut out = Map::new();
                 for (k, x) in map {
-                    let here = format!("{at}/{}", escape_pointer(k));
+                    let here = format!("{at}/{}", pointer_token(k));
                     out.insert(k.clone(), self.walk(x, &here, stack)?);
                 }
                 Value::Object(out)
@@ -217,7 +218,7 @@ impl Fragments {
             .find(|k| !matches!(k.as_str(), "$fragment" | "$splice" | "with" | "patch"))
         {
             return Err((
-                format!("{at}/{}", escape_pointer(extra)),
+                format!("{at}/{}", pointer_token(extra)),
                 format!("a fragment use takes only {kind}, with and patch, not \"{extra}\""),
             ));
         }
@@ -276,7 +277,7 @@ impl Fragments {
             .find(|k| !def.args.contains(*k) && !def.defaults.contains_key(*k))
         {
             return Err((
-                format!("{at}/with/{}", escape_pointer(bad)),
+                format!("{at}/with/{}", pointer_token(bad)),
                 format!(
                     "fragment \"{name}\" ({}) takes no argument \"{bad}\"; it takes: {}",
                     def.file,
@@ -297,7 +298,7 @@ impl Fragments {
         // Arguments are expanded in the user's scope first: they may hold fragment uses.
         let mut args = def.defaults.clone();
         for (k, v) in with {
-            let here = format!("{at}/with/{}", escape_pointer(&k));
+            let here = format!("{at}/with/{}", pointer_token(&k));
             args.insert(k, self.walk(&v, &here, stack)?);
         }
         let body = Subst::new(&args).value(&def.value).map_err(|(p, e)| {
@@ -316,7 +317,7 @@ impl Fragments {
                 format!(
                     "in fragment \"{name}\" ({} at /fragments/{}/value{within}): {m}",
                     def.file,
-                    escape_pointer(key)
+                    pointer_token(key)
                 ),
             )
         });

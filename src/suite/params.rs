@@ -7,6 +7,7 @@
 //! JSON type; inside a longer string (or an object key) the argument is interpolated as text
 //! and must be a string, number or boolean. `$${` writes a literal `${`.
 
+use crate::canonical::pointer_token;
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
@@ -63,7 +64,7 @@ impl<'a> Subst<'a> {
             Value::Object(map) => {
                 let mut out = Map::new();
                 for (k, x) in map {
-                    let at = |p: &str| format!("/{}{p}", escape_pointer(k));
+                    let at = |p: &str| format!("/{}{p}", pointer_token(k));
                     let key = self.text(k).map_err(|e| (at(""), e))?;
                     out.insert(key, self.value(x).map_err(|(p, e)| (at(&p), e))?);
                 }
@@ -168,11 +169,6 @@ fn scan(s: &str, out: &mut BTreeSet<String>) {
     }
 }
 
-/// One JSON pointer segment (`~` and `/` escaped).
-pub(crate) fn escape_pointer(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
 /// A scenario file's `params`: one argument map per scenario it expands to, checked for shape.
 /// `Err` holds the pointer and the message.
 pub(crate) fn entries(params: &Value) -> Result<Vec<Map<String, Value>>, (String, String)> {
@@ -199,7 +195,7 @@ pub(crate) fn entries(params: &Value) -> Result<Vec<Map<String, Value>>, (String
         }
         if let Some(bad) = map.keys().find(|k| !is_name(k)) {
             return Err((
-                format!("{at}/{}", escape_pointer(bad)),
+                format!("{at}/{}", pointer_token(bad)),
                 format!(
                     "parameter name \"{bad}\" must be letters and digits, starting with a letter"
                 ),
@@ -218,7 +214,7 @@ pub(crate) fn entries(params: &Value) -> Result<Vec<Map<String, Value>>, (String
             }
             if let Some(k) = mine.difference(&theirs).next() {
                 return Err((
-                    format!("{at}/{}", escape_pointer(k)),
+                    format!("{at}/{}", pointer_token(k)),
                     format!(
                         "parameter \"{k}\" is not set by /params/0; every entry sets the same parameters"
                     ),

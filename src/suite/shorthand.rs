@@ -11,6 +11,7 @@
 //! Keyed checks (`checks` as an object) are read by [`super::keyed`] while the file is parsed.
 //! The long forms stay valid, so what runs, validates and is reported is one form.
 
+use crate::canonical::pointer_token;
 use serde_json::{Map, Value};
 
 use super::SuiteError;
@@ -119,7 +120,7 @@ fn inline_matcher(
         (true, []) => {}
         (true, [other, ..]) => {
             return Err((
-                format!("{pointer}/{}", escape(other)),
+                format!("{pointer}/{}", pointer_token(other)),
                 format!(
                     "\"{other}\" beside \"expect\": a check holds one matcher, written inline (\"{other}\": …) or under \"expect\"; remove one"
                 ),
@@ -186,11 +187,6 @@ fn inside_matcher(matcher: &mut Map<String, Value>, pointer: &str) -> Result<(),
         }
     }
     Ok(())
-}
-
-/// A member name as a JSON pointer token.
-fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]
