@@ -26,7 +26,7 @@ use crate::base::tool_events::{
     CallPayload, HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus, Transport,
 };
 use crate::domain::Domain;
-use crate::turn::driver::{INTERNAL_ERROR, RunFailure, TurnPlan};
+use crate::turn::plan::{INTERNAL_ERROR, RunFailure, TurnPlan};
 
 /// `details.service` of a forbidden-at-load refusal.
 pub const SERVICE: &str = "tools";

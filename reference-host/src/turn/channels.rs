@@ -23,7 +23,6 @@ use crate::base::args_schema::ArgsSchema;
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::catalog::FixtureTool;
 use crate::turn::provider::{ModelResponse, ToolEmission, Wire};
-use crate::turn::request::OutputSpec;
 
 /// The channel of an emission, or `text` for a plain final answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +56,17 @@ pub enum OutputMode {
     Structured,
     /// Asked for in the prompt.
     Prompted,
+}
+
+/// The requested structured answer.
+#[derive(Debug, Clone)]
+pub struct OutputSpec {
+    /// How the answer is requested.
+    pub mode: OutputMode,
+    /// The answer's JSON Schema as given.
+    pub schema: Value,
+    /// The compiled schema.
+    pub validator: Arc<ArgsSchema>,
 }
 
 impl OutputMode {

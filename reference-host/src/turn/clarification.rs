@@ -39,9 +39,8 @@ use crate::base::tool_events::{ToolErrorCode, ToolReturn, ToolStatus, Transport}
 use crate::domain::gates::{Bucket, Gate, Grant, Pipeline};
 use crate::domain::interrupts::{HoldRequest, InterruptKind, Pending, WaitEnd};
 use crate::turn::Outcome;
-use crate::turn::admission::{
-    self, AdmissionError, Admitted, Check, Journal, Returned, Stop, TurnScope,
-};
+use crate::turn::admission::error::AdmissionError;
+use crate::turn::admission::{self, Admitted, Check, Journal, Returned, Stop, TurnScope};
 use crate::turn::approval::AGENT_NODE_ID;
 use crate::turn::channels::minted_call_id;
 use crate::turn::feedback::CallToolResult;

@@ -32,9 +32,9 @@ use crate::base::events::{self, NewEvent, REPLAY_DIVERGED, RunEventDoc};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
 use crate::store::storage::{StorageError, event_id_at_or_before};
-use crate::turn::driver::{ReplaySource, RunFailure};
+use crate::turn::plan::RunFailure;
 use crate::turn::provider::{Completion, ModelResponse};
-use crate::turn::records;
+use crate::turn::records::{self, ReplaySource};
 
 /// `run.failed` code: exactly one of the source's round and the fork's live
 /// round is a refusal (RPL-7; registered, C-27 status 409).

@@ -43,12 +43,10 @@
 //! its interrupt, and host shutdown ends the loop at its next await.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::base::event_codes;
 use crate::base::events::{
     NODE_FAILED, NODE_RETRYING, NODE_STARTED, NewEvent, PROMPT_COMPOSED, RUN_CANCELLED,
     RUN_COMPLETED, RUN_FAILED, RUN_STARTED, VOICE_TRANSCRIPT,
@@ -56,240 +54,37 @@ use crate::base::events::{
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::tool_events::{HOST_AGENT_ID, Transport};
 use crate::domain::Domain;
-use crate::domain::catalog::FixtureTool;
 use crate::store::storage::{RunStatus, StorageError, insert_event};
 use crate::turn::Outcome;
 use crate::turn::admission::{
-    self, AdmissionError, Admitted, Deferred, Journal, NodeHalt, RepeatMemory, TurnScope,
+    self, Admitted, Deferred, Journal, NodeHalt, RepeatMemory, TurnScope,
 };
 use crate::turn::allowlist;
 use crate::turn::approval::{AGENT_NODE_ID, APPROVAL_EXPIRED, RoundContext};
-use crate::turn::channels::{self, Channel, Classified, OutputPlan, plan_output};
-use crate::turn::clarification::{self, AskBudget, AskStep, ClarificationTool};
+use crate::turn::channels::{self, Channel, Classified, OutputPlan};
+use crate::turn::clarification::{self, AskBudget, AskStep};
 use crate::turn::divergence;
 use crate::turn::feedback::{CallToolResult, ToolResult};
 use crate::turn::mcp;
-use crate::turn::memory;
+use crate::turn::plan::{
+    HOST_SHUTDOWN, INTERNAL_ERROR, MODEL_OUTPUT_TRUNCATED, MODEL_REFUSED, MODEL_ROUNDS_EXCEEDED,
+    OUTPUT_INVALID, RunFailure, TurnPlan,
+};
 use crate::turn::provider::{
-    Completion, HostTool, ModelRequest, ModelResponse, ProviderError, ProviderSpec, Round,
-    ToolEmission, Transcript,
+    Completion, HostTool, ModelRequest, ModelResponse, ProviderTool, Round, ToolEmission,
+    Transcript,
 };
 use crate::turn::provider_tools;
 use crate::turn::records::{self, ToolRecord};
-use crate::turn::recovery;
+use crate::turn::recovery::serve;
 use crate::turn::replay;
-use crate::turn::request::{Inbound, ProviderTool, TurnFaults, TurnLimits, TurnRunRequest};
+use crate::turn::request::Inbound;
 use crate::turn::state::LoopState;
 use crate::turn::tool_support::{self, ToolMode, ToolNeeds};
 use crate::turn::trust::{self, ContentTrust};
 
 /// The host-authored system message of every run.
 pub const SYSTEM_PROMPT: &str = "You are the reference host's test agent.";
-
-// `run.failed` codes. HOOKS-FAIL-7: each is registered or namespaced
-// `refhost.` (no registered v2 code says any of the vendor ones).
-
-/// `run.failed` code: the provider answered non-2xx, failed, timed out or
-/// cut its stream.
-pub const PROVIDER_ERROR: &str = "refhost.provider_error";
-/// `run.failed` code: the model refused (TURN-B2).
-pub const MODEL_REFUSED: &str = "refhost.model_refused";
-/// `run.failed` code: the model's output was truncated (TURN-B1).
-pub const MODEL_OUTPUT_TRUNCATED: &str = "refhost.model_output_truncated";
-/// `run.failed` code: one more model round was needed than allowed.
-pub const MODEL_ROUNDS_EXCEEDED: &str = "refhost.model_rounds_exceeded";
-/// `run.failed` code: the requested answer is not JSON matching its schema.
-pub const OUTPUT_INVALID: &str = "refhost.output_invalid";
-/// `run.failed` code: the host shut down mid-run.
-pub const HOST_SHUTDOWN: &str = "refhost.host_shutdown";
-/// `run.failed` code: the host's own store failed (registered).
-pub const INTERNAL_ERROR: &str = event_codes::INTERNAL_ERROR;
-
-/// The run a replay fork serves its tool results from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplaySource {
-    /// The source run.
-    pub run_id: String,
-    /// The source's final node attempt (its records are the ones served).
-    pub attempt: u32,
-}
-
-/// Everything the loop needs; built by the seam from a checked request.
-#[derive(Debug, Clone)]
-pub struct TurnPlan {
-    /// The run (already created, status `running`).
-    pub run_id: String,
-    /// The principal every call is attributed to.
-    pub principal: String,
-    /// The model provider.
-    pub provider: ProviderSpec,
-    /// The run's tools: the request's fixture tools, then the knowledge
-    /// store's two tools when the request named them (TRUST-2).
-    pub tools: Vec<Arc<FixtureTool>>,
-    /// The first prompt's input (the user's task text, or the inbound
-    /// content's text).
-    pub input: String,
-    /// Inbound content the input came from (TRUST-6): the run starts
-    /// untrusted, and a voice transcript is announced by `voice.transcript`.
-    pub inbound: Option<Inbound>,
-    /// How the requested answer is obtained, if one was requested.
-    pub output: Option<OutputPlan>,
-    /// Loop limits.
-    pub limits: TurnLimits,
-    /// Seam-only test knobs.
-    pub faults: TurnFaults,
-    /// The node attempt to run (1 for a new run; the stored one on
-    /// recovery).
-    pub attempt: u32,
-    /// For a replay fork: where tool results are served from.
-    pub replay: Option<ReplaySource>,
-    /// Resume from the invocation log (same-attempt recovery, TURN-D7).
-    pub resume: bool,
-    /// The host's clarification tool, if the request named one (TURN-E1).
-    pub clarification: Option<ClarificationTool>,
-    /// Provider-executed tools declared to the provider (TTC §F).
-    pub provider_tools: Vec<ProviderTool>,
-    /// `provider.toolSupport` (TURN-E3).
-    pub tool_support: bool,
-    /// `toolAllowlist` entries that resolve to no tool: each is refused at
-    /// loop start, before the first provider request (HOOKS-AUTH-7).
-    pub unresolved_refs: Vec<String>,
-}
-
-/// The name the `clarify-name-reserved` mutant reserves (a clean host reserves none, TURN-E5).
-const RESERVED_CLARIFY_NAME: &str = "openwop_clarify";
-
-impl TurnPlan {
-    /// The plan of a new (attempt 1, not resumed, live) run of `request`.
-    pub fn new(run_id: String, request: TurnRunRequest, mutant: Option<Mutant>) -> Self {
-        let output = plan_output(request.output.as_ref(), request.provider.wire, mutant);
-        let clarification = match request.clarification_tool.as_deref() {
-            // Bug under `clarify-name-reserved`: a name is reserved for
-            // clarification, so an ordinary run tool of that name is never
-            // dispatched (TURN-E5 reserves none).
-            None if mutant == Some(Mutant::ClarifyNameReserved)
-                && request
-                    .tools
-                    .iter()
-                    .any(|t| t.tool_id == RESERVED_CLARIFY_NAME) =>
-            {
-                ClarificationTool::new(RESERVED_CLARIFY_NAME)
-            }
-            named => named.and_then(ClarificationTool::new),
-        };
-        // TRUST-2: the knowledge store's tools are offered and admitted
-        // like the run's own, after them.
-        let mut tools = request.tools;
-        if let Some(spec) = &request.memory {
-            tools.extend(memory::tools(spec));
-        }
-        Self {
-            run_id,
-            principal: request.principal,
-            provider: request.provider,
-            tools,
-            input: request.input,
-            inbound: request.inbound,
-            output,
-            limits: request.limits,
-            faults: request.faults,
-            attempt: 1,
-            replay: None,
-            resume: false,
-            clarification,
-            provider_tools: request.provider_tools,
-            tool_support: request.tool_support,
-            unresolved_refs: request.unresolved_refs,
-        }
-    }
-
-    /// What the run offers against what the model supports (TURN-E3).
-    fn tool_needs(&self) -> ToolNeeds {
-        ToolNeeds {
-            tool_support: self.tool_support,
-            tool_count: self.tools.len()
-                + usize::from(self.clarification.is_some())
-                + self.provider_tools.len(),
-        }
-    }
-}
-
-/// Why a run failed (`run.failed {error: {code, message, details?}}`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{code}: {message}")]
-pub struct RunFailure {
-    /// Machine-readable code.
-    pub code: &'static str,
-    /// What happened; never a copy of provider or model text.
-    pub message: String,
-    /// Structured facts, when the code needs them (e.g.
-    /// `capability_not_provided` names the capability).
-    pub details: Option<Value>,
-    /// Whether the agent node failed first (`node.failed` before
-    /// `run.failed`: a lost record, a replay miss, an outcome unknown).
-    pub node_failed: bool,
-}
-
-impl RunFailure {
-    /// A run failure (not a node failure).
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            details: None,
-            node_failed: false,
-        }
-    }
-
-    /// Attaches `details` to the failure's error.
-    pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
-        self
-    }
-
-    fn node(halt: NodeHalt) -> Self {
-        Self {
-            code: halt.code,
-            message: halt.message,
-            details: None,
-            node_failed: true,
-        }
-    }
-
-    /// The `error` member of `node.failed` / `run.failed`.
-    fn error(&self) -> Value {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let (Some(details), Some(object)) = (&self.details, error.as_object_mut()) {
-            object.insert("details".to_owned(), details.clone());
-        }
-        error
-    }
-}
-
-impl From<ProviderError> for RunFailure {
-    fn from(err: ProviderError) -> Self {
-        // Never retried: the run fails on the first provider failure.
-        Self::new(PROVIDER_ERROR, err.to_string())
-    }
-}
-
-impl From<AdmissionError> for RunFailure {
-    fn from(_: AdmissionError) -> Self {
-        Self::new(
-            INTERNAL_ERROR,
-            "the host could not record a tool call, so the run stopped",
-        )
-    }
-}
-
-impl From<StorageError> for RunFailure {
-    fn from(_: StorageError) -> Self {
-        Self::new(
-            INTERNAL_ERROR,
-            "the host could not read or write its invocation log, so the run stopped",
-        )
-    }
-}
 
 /// The final answer of a completed run.
 #[derive(Debug, Clone, PartialEq)]
@@ -507,7 +302,7 @@ async fn run_loop(state: &LoopState, plan: &TurnPlan) -> Result<RunAnswer, RunFa
     // before any provider request; the run goes on with the rest.
     allowlist::refuse_unresolved(state, plan)?;
     // TURN-E3: a typed failure before any provider request, never a guess.
-    let needs = plan.tool_needs();
+    let needs = ToolNeeds::of(plan);
     if tool_support::mode(needs, state.mutant()) == ToolMode::Unsupported {
         return Err(tool_support::unsupported(needs.tool_count));
     }
@@ -678,7 +473,8 @@ impl<'a> Attempt<'a> {
                         &plan.tools,
                         state.mutant(),
                     );
-                    if tool_support::mode(plan.tool_needs(), state.mutant()) == ToolMode::Guessed {
+                    if tool_support::mode(ToolNeeds::of(plan), state.mutant()) == ToolMode::Guessed
+                    {
                         derived.extend(tool_support::guessed_calls(text, &plan.tools));
                     }
                     if let Err(halt) = self.admit_all(&derived, Completion::Clean, context).await? {
@@ -902,7 +698,7 @@ impl<'a> Attempt<'a> {
                         self.asks_used = self.asks_used.saturating_add(1);
                     }
                     let served =
-                        recovery::serve_recorded(&self.scope, &mut self.memory, emission, record);
+                        serve::serve_recorded(&self.scope, &mut self.memory, emission, record);
                     return Ok(Some(AskStep::Settled(served)));
                 }
                 // An ask without a whole record is asked again.
@@ -944,7 +740,7 @@ impl<'a> Attempt<'a> {
         if self.recovering {
             match records::tool(storage, run_id, self.attempt, self.ordinal)? {
                 Some(ToolRecord::Recorded(record)) => {
-                    return Ok(recovery::serve_recorded(
+                    return Ok(serve::serve_recorded(
                         &self.scope,
                         &mut self.memory,
                         emission,
@@ -958,7 +754,7 @@ impl<'a> Attempt<'a> {
                     // TURN-D8: the first emission called but not recorded
                     // is the one call in doubt; after it, all is live.
                     self.recovering = false;
-                    return Ok(recovery::resume_in_doubt(
+                    return Ok(serve::resume_in_doubt(
                         &self.scope,
                         &mut self.memory,
                         emission,
@@ -978,7 +774,7 @@ impl<'a> Attempt<'a> {
             && let Some(ToolRecord::Recorded(record)) =
                 records::tool(storage, run_id, self.attempt - 1, self.ordinal)?
         {
-            return Ok(recovery::serve_recorded(
+            return Ok(serve::serve_recorded(
                 &self.scope,
                 &mut self.memory,
                 emission,
@@ -1025,7 +821,7 @@ impl<'a> Attempt<'a> {
     /// `oversized-served-on-replay` mutant serves the digest itself.
     fn recovered_digest(&mut self, emission: &ToolEmission, digest: Value) -> Admitted {
         if self.state.mutant_is(Mutant::OversizedServedOnReplay) {
-            return recovery::serve_recorded(
+            return serve::serve_recorded(
                 &self.scope,
                 &mut self.memory,
                 emission,
@@ -1117,7 +913,7 @@ async fn ask_model(
         // they are declared as Anthropic `mcp_servers` connectors too.
         delegate_mcp: state.mutant_is(Mutant::McpDelegatedToProvider),
     };
-    if tool_support::mode(plan.tool_needs(), state.mutant()) == ToolMode::Guessed {
+    if tool_support::mode(ToolNeeds::of(plan), state.mutant()) == ToolMode::Guessed {
         // Only under `tool-support-guessed`: the tools go into the prompt.
         guessed = Transcript {
             system: tool_support::guessed_system(&transcript.system, &plan.tools),
@@ -1168,24 +964,13 @@ pub const MUTANTS: &[MutantInfo] = &[
         name: "mcp-delegated-to-provider",
         breaks: "MCP tools are passed to the provider as an Anthropic mcp_servers connector (TURN-F4)",
     },
-    MutantInfo {
-        mutant: Mutant::ClarifyNameReserved,
-        name: "clarify-name-reserved",
-        breaks: "with no clarificationTool named, a run tool called openwop_clarify raises a clarification interrupt (TURN-E5)",
-    },
 ];
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn provider_failures_keep_the_reason_only() {
-        let failure = RunFailure::from(ProviderError::Status(502));
-        assert_eq!(failure.code, PROVIDER_ERROR);
-        assert_eq!(failure.message, "provider answered HTTP 502");
-        assert!(event_codes::is_vendor_namespaced(failure.code));
-    }
+    use crate::base::event_codes;
+    use crate::turn::plan::PROVIDER_ERROR;
 
     #[test]
     fn run_failure_codes_are_registered_or_vendor_namespaced() {
@@ -1209,17 +994,5 @@ mod tests {
         ] {
             assert!(event_codes::is_conformant(code), "{code}");
         }
-    }
-
-    #[test]
-    fn details_ride_on_the_error_only_when_given() {
-        assert_eq!(
-            RunFailure::new(OUTPUT_INVALID, "m").error(),
-            json!({"code": OUTPUT_INVALID, "message": "m"})
-        );
-        assert_eq!(
-            tool_support::unsupported(2).error()["details"],
-            json!({"capability": "tools"})
-        );
     }
 }

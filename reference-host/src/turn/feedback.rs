@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::base::args_schema::Violation;
+use crate::base::content_trust::ContentTrust;
 use crate::base::mutant::{Mutant, MutantInfo};
-use crate::turn::trust::ContentTrust;
 
 /// An MCP `CallToolResult`, reduced to what this host sends (serializable:
 /// it is kept in the invocation log, TURN-D3).

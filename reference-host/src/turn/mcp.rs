@@ -37,7 +37,7 @@ use crate::domain::Domain;
 use crate::domain::catalog::{FixtureTool, McpEndpoint};
 use crate::domain::interrupts::{HoldRequest, InputPrompt, InterruptKind, WaitEnd};
 use crate::domain::invoker::{JsonExchange, millis};
-use crate::turn::admission::AdmissionError;
+use crate::turn::admission::error::AdmissionError;
 use crate::turn::approval::AGENT_NODE_ID;
 use crate::turn::feedback::{self, CallToolResult};
 use crate::turn::trust::ContentTrust;

@@ -39,6 +39,7 @@ use crate::domain::Domain;
 use crate::domain::catalog::{Approval, FixtureTool, ReplayPolicy, SafetyTier, ToolEndpoint};
 use crate::store::storage::StorageError;
 use crate::turn::feedback::CallToolResult;
+use crate::turn::request::MemorySpec;
 use crate::turn::trust::{self, ContentTrust};
 
 /// The knowledge table (one row per segment).
@@ -67,17 +68,6 @@ pub const STORE_DESCRIPTION: &str =
 
 /// The host-authored description of the recall tool.
 pub const RECALL_DESCRIPTION: &str = "Recall the knowledge stored under a key";
-
-/// The run's knowledge store, as the request named it (`memory`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemorySpec {
-    /// The store tool's name.
-    pub store_tool: String,
-    /// The recall tool's name.
-    pub recall_tool: String,
-    /// The namespace the run stores into and recalls from (1..=64 chars).
-    pub namespace: String,
-}
 
 // The endpoint of the two tools is the catalog's (layer 2): a tool entry
 // names it without knowing the store.

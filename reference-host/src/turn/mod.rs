@@ -40,6 +40,7 @@ pub mod mcp;
 pub mod memory;
 pub mod negotiation;
 pub mod ownership;
+pub mod plan;
 pub mod provider;
 pub mod provider_tools;
 pub mod records;

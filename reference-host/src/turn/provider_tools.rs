@@ -20,9 +20,8 @@ use serde_json::{Value, json};
 
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::store::storage::{Storage, StorageError};
-use crate::turn::driver::ReplaySource;
 use crate::turn::provider::{AssistantBlock, ModelResponse};
-use crate::turn::records;
+use crate::turn::records::{self, ReplaySource};
 use crate::turn::request::SUPPORTED_PROVIDER_TOOLS;
 
 /// The manifest row id of a provider-executed tool: `provider:<name>`.

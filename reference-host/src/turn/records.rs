@@ -31,6 +31,15 @@ use crate::store::storage::{Storage, StorageError};
 use crate::turn::feedback::CallToolResult;
 use crate::turn::provider::ModelResponse;
 
+/// The run a replay fork serves its tool results from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplaySource {
+    /// The source run.
+    pub run_id: String,
+    /// The source's final node attempt (its records are the ones served).
+    pub attempt: u32,
+}
+
 /// The tables of the invocation log.
 pub const SCHEMA: &str = "
 CREATE TABLE turn_runs (

@@ -14,9 +14,10 @@ use crate::base::tool_events::{
     HOST_AGENT_ID, ReturnPayload, ToolErrorCode, ToolReturn, ToolStatus,
 };
 use crate::turn::Outcome;
+use crate::turn::admission::error::AdmissionError;
 use crate::turn::admission::{
-    AdmissionError, Admitted, Journal, NodeHalt, REPLAY_SOURCE_MISSING, TurnScope, append_return,
-    outcome_named, record_call, returned_fields,
+    Admitted, Journal, NodeHalt, REPLAY_SOURCE_MISSING, TurnScope, append_return, outcome_named,
+    record_call, returned_fields,
 };
 use crate::turn::channels::minted_call_id;
 use crate::turn::feedback::{self, CallToolResult, ToolResult};

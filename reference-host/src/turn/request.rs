@@ -19,9 +19,8 @@ use crate::domain::catalog::{
 use crate::domain::error::ApiError;
 use crate::domain::json_body::require_loopback_http;
 use crate::domain::json_body::{Fields, kind, parse_object};
-use crate::turn::channels::OutputMode;
-use crate::turn::memory::MemorySpec;
-use crate::turn::provider::{ProviderSpec, Wire};
+use crate::turn::channels::{OutputMode, OutputSpec};
+use crate::turn::provider::{ProviderSpec, ProviderTool, Wire};
 
 const FIELDS: &[&str] = &[
     "principal",
@@ -154,15 +153,15 @@ pub struct TurnFaults {
     pub record_failure_at_ordinal: Option<u32>,
 }
 
-/// The requested structured answer.
-#[derive(Debug, Clone)]
-pub struct OutputSpec {
-    /// How the answer is requested.
-    pub mode: OutputMode,
-    /// The answer's JSON Schema as given.
-    pub schema: Value,
-    /// The compiled schema.
-    pub validator: Arc<ArgsSchema>,
+/// The run's knowledge store, as the request named it (`memory`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemorySpec {
+    /// The store tool's name.
+    pub store_tool: String,
+    /// The recall tool's name.
+    pub recall_tool: String,
+    /// The namespace the run stores into and recalls from (1..=64 chars).
+    pub namespace: String,
 }
 
 /// The role an inbound A2A message claims (`ROLE_USER`/`user`,
@@ -466,16 +465,6 @@ fn parse_memory(
         recall_tool,
         namespace,
     })
-}
-
-/// One provider-executed (server) tool of the request (TTC §F), sent as
-/// `{type, name}` in the Messages request's `tools`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderTool {
-    /// Its name (`web_search`); one of [`SUPPORTED_PROVIDER_TOOLS`].
-    pub name: String,
-    /// Its versioned type (`web_search_20250305`).
-    pub tool_type: String,
 }
 
 /// The provider-executed tools this host supports: each one has a row in

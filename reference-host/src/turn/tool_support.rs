@@ -16,7 +16,7 @@ use crate::base::event_codes;
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::catalog::FixtureTool;
 use crate::turn::channels::minted_call_id;
-use crate::turn::driver::RunFailure;
+use crate::turn::plan::{RunFailure, TurnPlan};
 use crate::turn::provider::ToolEmission;
 
 /// `run.failed` code: the run has tools and the model has no tool support.
@@ -35,6 +35,18 @@ pub struct ToolNeeds {
     /// How many tools the run would offer (fixture, clarification and
     /// provider-executed tools).
     pub tool_count: usize,
+}
+
+impl ToolNeeds {
+    /// What `plan` offers against what its model supports (TURN-E3).
+    pub fn of(plan: &TurnPlan) -> Self {
+        Self {
+            tool_support: plan.tool_support,
+            tool_count: plan.tools.len()
+                + usize::from(plan.clarification.is_some())
+                + plan.provider_tools.len(),
+        }
+    }
 }
 
 /// How the run deals with its tools.

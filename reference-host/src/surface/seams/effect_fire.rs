@@ -77,13 +77,16 @@ use crate::surface::seams::SeamRequest;
 use crate::surface::seams::packs;
 use crate::turn::admission::{self, Journal, RepeatMemory, TurnScope};
 use crate::turn::approval::{AGENT_NODE_ID, RoundContext};
-use crate::turn::driver::{self, INTERNAL_ERROR, PROVIDER_ERROR, ReplaySource, RunFailure};
+use crate::turn::driver;
+use crate::turn::plan::{INTERNAL_ERROR, PROVIDER_ERROR, RunFailure};
+use crate::turn::provider::ProviderTool;
 use crate::turn::provider::{
     Completion, ModelRequest, ProviderSpec, ToolEmission, Transcript, Wire,
 };
 use crate::turn::provider_tools;
+use crate::turn::records::ReplaySource;
 use crate::turn::records::{self, RunMode, ToolRecord};
-use crate::turn::request::{ProviderTool, RepeatedCall, SUPPORTED_PROVIDER_TOOLS};
+use crate::turn::request::{RepeatedCall, SUPPORTED_PROVIDER_TOOLS};
 use crate::turn::state::LoopState;
 
 /// Every member the request may carry (the shape is closed).

@@ -77,7 +77,8 @@ use crate::domain::json_body::{Fields, kind, parse_object};
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunStatus, StorageError};
 use crate::surface::seams::SeamRequest;
-use crate::turn::driver::{HOST_SHUTDOWN, ReplaySource};
+use crate::turn::plan::HOST_SHUTDOWN;
+use crate::turn::records::ReplaySource;
 use crate::turn::records::{self, NodeOutcome, RunMode};
 use crate::turn::state::LoopState;
 

@@ -20,7 +20,6 @@ use serde_json::Value;
 
 use crate::domain::catalog::FixtureTool;
 use crate::turn::feedback::ToolResult;
-use crate::turn::request::ProviderTool;
 use event_stream::{SseDecoder, SseEvent};
 
 /// How long one whole provider request (streamed body included) may take.
@@ -142,6 +141,17 @@ pub struct Transcript {
     pub user: String,
     /// Completed tool rounds.
     pub rounds: Vec<Round>,
+}
+
+/// One provider-executed (server) tool of the request (TTC §F), sent as
+/// `{type, name}` in the Messages request's `tools`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderTool {
+    /// Its name (`web_search`); one of
+    /// [`crate::turn::request::SUPPORTED_PROVIDER_TOOLS`].
+    pub name: String,
+    /// Its versioned type (`web_search_20250305`).
+    pub tool_type: String,
 }
 
 /// A tool the host itself answers (the clarification tool, TURN-E1),

@@ -27,12 +27,14 @@
 //! `agent.tool-returned` (caused by it) last, both content-free. A held
 //! call's return is written once its interrupt is resolved or expires.
 
+pub mod error;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::base::args_hash::{ArgsHashError, args_hash};
+use crate::base::args_hash::args_hash;
 use crate::base::args_schema::Violation;
 use crate::base::event_codes;
 use crate::base::events::{NewEvent, TOOL_CALLED, TOOL_RETURNED};
@@ -46,8 +48,8 @@ use crate::domain::catalog::{FixtureTool, SafetyTier, ToolEndpoint};
 use crate::domain::gates::{self, Bucket, Gate, Grant, Pipeline, Refusal};
 use crate::domain::interrupts::{Action, HoldRequest, InterruptKind, WaitEnd};
 use crate::domain::invoker::{InvokeResult, MAX_RECEIVER_BODY};
-use crate::store::storage::StorageError;
 use crate::turn::Outcome;
+use crate::turn::admission::error::AdmissionError;
 use crate::turn::approval::{self, AGENT_NODE_ID, RoundContext, Verdict};
 use crate::turn::channels::minted_call_id;
 use crate::turn::feedback::{self, CallToolResult, ToolResult};
@@ -217,24 +219,6 @@ pub struct Admitted {
     pub halt: Option<NodeHalt>,
     /// A record the `record-after-next-round` mutant has not written yet.
     pub deferred: Option<Deferred>,
-}
-
-/// Admission could not record its events.
-#[derive(Debug, thiserror::Error)]
-pub enum AdmissionError {
-    /// The store failed.
-    #[error("the run store failed: {0}")]
-    Storage(#[from] StorageError),
-    /// The arguments could not be hashed.
-    #[error(transparent)]
-    Hash(#[from] ArgsHashError),
-    /// An event payload could not be serialized.
-    #[error("an event payload could not be serialized: {0}")]
-    Payload(#[from] serde_json::Error),
-    /// A held call's resolution could not be recorded, so the host does not
-    /// know whether it may run the call.
-    #[error("the resolution of a held call was lost")]
-    ApprovalLost,
 }
 
 /// Runs the gates ([`gate_order`]) through the one pipeline
