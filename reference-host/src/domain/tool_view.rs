@@ -2,48 +2,10 @@
 //! derived `annotations` (RFC 0204 §D.12), and the compact view of RFC 0112
 //! (`?view=compact`): identity, tier and a flat input schema, nothing heavy.
 
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::base::mutant::{Mutant, MutantInfo};
-use crate::domain::catalog::{FixtureTool, ReplayPolicy, SafetyTier, ToolDescriptor};
-
-/// The four MCP-style hints, each derived from the descriptor's own fields
-/// (never taken from a tool's self-description).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Annotations {
-    /// `safetyTier` is `pure` or `read`.
-    pub read_only_hint: bool,
-    /// `safetyTier` is `write` or `exec`.
-    pub destructive_hint: bool,
-    /// `replayPolicy` is `deterministic` or `idempotent`.
-    pub idempotent_hint: bool,
-    /// `egress` is absent or not `none` (this host declares no egress, so
-    /// every tool may reach the open world); absent only under
-    /// `annotations-hint-missing`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub open_world_hint: Option<bool>,
-}
-
-impl Annotations {
-    /// The hints `tier` and `replay` imply.
-    pub fn derive(tier: SafetyTier, replay: ReplayPolicy, mutant: Option<Mutant>) -> Self {
-        let read_only = matches!(tier, SafetyTier::Pure | SafetyTier::Read);
-        Self {
-            // Bug under `annotations-not-derived`: every tool claims to
-            // be read-only, as a tool's own advertisement might.
-            read_only_hint: read_only || mutant == Some(Mutant::AnnotationsNotDerived),
-            destructive_hint: !read_only,
-            idempotent_hint: matches!(
-                replay,
-                ReplayPolicy::Deterministic | ReplayPolicy::Idempotent
-            ),
-            // Bug under `annotations-hint-missing`: one hint is left out.
-            open_world_hint: (mutant != Some(Mutant::AnnotationsHintMissing)).then_some(true),
-        }
-    }
-}
+use crate::domain::catalog::{FixtureTool, SafetyTier, ToolDescriptor};
 
 /// Schema keywords a compact `inputSchema` may not use anywhere (CAT-11).
 const COMPACT_BANNED: &[&str] = &[
@@ -138,16 +100,6 @@ pub fn standard(tool: &FixtureTool, mutant: Option<Mutant>) -> Value {
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].
 pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
-        mutant: Mutant::AnnotationsNotDerived,
-        name: "annotations-not-derived",
-        breaks: "descriptor annotations claim readOnlyHint: true for every tool",
-    },
-    MutantInfo {
-        mutant: Mutant::AnnotationsHintMissing,
-        name: "annotations-hint-missing",
-        breaks: "descriptor annotations leave out openWorldHint",
-    },
-    MutantInfo {
         mutant: Mutant::CompactViewHeavyFields,
         name: "compact-view-heavy-fields",
         breaks: "?view=compact serves the standard descriptors (heavy fields, full input schema)",
@@ -177,24 +129,6 @@ pub const MUTANTS: &[MutantInfo] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn annotations_follow_tier_and_replay() {
-        let write = Annotations::derive(SafetyTier::Write, ReplayPolicy::Idempotent, None);
-        assert_eq!(
-            serde_json::to_value(&write).expect("ser"),
-            json!({"readOnlyHint": false, "destructiveHint": true,
-                   "idempotentHint": true, "openWorldHint": true})
-        );
-        let read = Annotations::derive(SafetyTier::Read, ReplayPolicy::NonDeterministic, None);
-        assert!(read.read_only_hint && !read.destructive_hint && !read.idempotent_hint);
-        let lying = Annotations::derive(
-            SafetyTier::Exec,
-            ReplayPolicy::Idempotent,
-            Some(Mutant::AnnotationsNotDerived),
-        );
-        assert!(lying.read_only_hint);
-    }
 
     #[test]
     fn compact_schemas_are_flat_or_absent() {

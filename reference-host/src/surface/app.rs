@@ -15,13 +15,13 @@ use tokio::task::JoinHandle;
 
 use crate::base::config::HostConfig;
 use crate::domain::Domain;
-use crate::domain::catalog;
 use crate::domain::effects;
 use crate::domain::error::{ApiError, HostError};
 use crate::domain::runs;
 use crate::domain::webhooks;
 use crate::domain::workflows;
 use crate::store::storage::Storage;
+use crate::surface::catalog_routes;
 use crate::surface::discovery::{self, DiscoveryDoc, DiscoveryState};
 use crate::surface::effect_seams;
 use crate::surface::error_shape;
@@ -31,6 +31,7 @@ use crate::surface::run_actions;
 use crate::surface::seams;
 use crate::surface::sse;
 use crate::surface::upstream;
+use crate::surface::webhook_routes;
 use crate::turn;
 use crate::turn::state::LoopState;
 
@@ -195,19 +196,22 @@ pub fn router(state: AppState) -> Router {
             post(interrupt_routes::resolve_by_link),
         )
         .route("/host/effect-seams", get(effect_seams::get_effect_seams))
-        .route("/tools", get(catalog::list_tools))
+        .route("/tools", get(catalog_routes::list_tools))
         .route(
             "/tools/{toolId}",
-            get(catalog::get_tool).delete(catalog::delete_tool),
+            get(catalog_routes::get_tool).delete(catalog_routes::delete_tool),
         )
-        .route("/webhooks", post(webhooks::post_webhook))
+        .route("/webhooks", post(webhook_routes::post_webhook))
         // The manifest-agent inventory (RFC 0072 §A), per tenant (RFC 0074),
         // each entry with its A2A routing value (A2A-8, RFC 0202).
         .route("/agents", get(crate::domain::agents::list_agents))
         .route("/agents/{agentId}", get(crate::domain::agents::get_agent))
         // DISC-4: an operation of the unadvertised `prompts` family (404 not_found).
         .route("/prompts", get(error_shape::prompts))
-        .route("/webhooks/{webhookId}", delete(webhooks::delete_webhook))
+        .route(
+            "/webhooks/{webhookId}",
+            delete(webhook_routes::delete_webhook),
+        )
         // TURN-E4: the host as an MCP server (authenticated; its tools are
         // registered through the turn seam, so without seams it lists none).
         .route(mcp_server::MCP_PATH, post(mcp_server::handle))
@@ -295,7 +299,10 @@ pub async fn start(config: HostConfig) -> Result<RunningHost, HostError> {
     // Retention: every 10 minutes, until shutdown (it watches the signal).
     effects::sweeper::spawn_background(state.domain().clone());
     // RPL-8: the host's one webhook dispatcher, until shutdown.
-    webhooks::spawn_dispatcher(state.domain().clone());
+    let domain = state.domain().clone();
+    webhooks::spawn_dispatcher(state.domain().fanout(), async move {
+        domain.shutdown_requested().await;
+    });
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {

@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
-use crate::domain::catalog::caller_scopes;
 use crate::domain::error::{ApiError, ErrorCode};
+use crate::surface::catalog_routes::caller_scopes;
 use crate::turn::provider_tools;
 
 /// The manifest's `host.name`.

@@ -5,6 +5,7 @@
 
 pub mod a2a;
 pub mod app;
+pub mod catalog_routes;
 pub mod cli;
 pub mod discovery;
 pub mod effect_seams;
@@ -16,3 +17,4 @@ pub mod run_actions;
 pub mod seams;
 pub mod sse;
 pub mod upstream;
+pub mod webhook_routes;

@@ -26,6 +26,7 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::surface::a2a::MUTANTS,
     crate::domain::authz::MUTANTS,
     crate::domain::catalog::MUTANTS,
+    crate::surface::catalog_routes::MUTANTS,
     crate::domain::tool_session::MUTANTS,
     crate::domain::tool_view::MUTANTS,
     crate::surface::discovery::MUTANTS,
