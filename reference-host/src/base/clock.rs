@@ -53,6 +53,11 @@ pub fn secs_to_ms(secs: u64) -> i64 {
         .saturating_mul(MS_PER_SEC)
 }
 
+/// Records with a timestamp strictly before this are older than `retention_secs`.
+pub fn cutoff_ms(now_ms: i64, retention_secs: u64) -> i64 {
+    now_ms.saturating_sub(secs_to_ms(retention_secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,10 +31,10 @@ use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
 use crate::base::args_hash::sha256_hex;
+use crate::base::clock::cutoff_ms;
 use crate::base::clock::{now_unix_ms, secs_to_ms};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
-use crate::domain::effects::sweeper::cutoff_ms;
 use crate::domain::error::{ApiError, ErrorCode};
 use crate::store::storage::{Storage, StorageError};
 

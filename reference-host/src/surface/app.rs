@@ -85,8 +85,12 @@ impl AppState {
             seams_enabled: config.seams_enabled,
             upstream_only: config.upstream_only,
             discovery: DiscoveryState::new(
+                if config.upstream_only {
+                    upstream::discovery::render
+                } else {
+                    DiscoveryDoc::render
+                },
                 config.seams_enabled,
-                config.upstream_only,
                 config.mutant,
             ),
             mcp_server: McpServer::new(),

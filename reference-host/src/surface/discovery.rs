@@ -32,25 +32,31 @@ pub struct DiscoveryState {
     inner: Arc<DiscoveryInner>,
 }
 
+/// How a host renders its document from whether seams are enabled and its
+/// mutant: [`DiscoveryDoc::render`] (v2), or upstream-only mode's v1
+/// renderer ([`crate::surface::upstream::discovery::render`]). The app picks
+/// one, so this module does not depend on upstream-only mode.
+pub type Render = fn(bool, Option<Mutant>) -> DiscoveryDoc;
+
 #[derive(Debug)]
 struct DiscoveryInner {
     /// Rendered on first use ([`DiscoveryState::doc`]).
     doc: OnceLock<DiscoveryDoc>,
+    render: Render,
     seams_enabled: bool,
-    /// Serving as a plain upstream v1 host ([`crate::surface::upstream`]).
-    upstream_only: bool,
     /// The mutant the document is rendered (and served) with.
     mutant: Option<Mutant>,
 }
 
 impl DiscoveryState {
-    /// The state of a host with these settings; nothing is rendered yet.
-    pub fn new(seams_enabled: bool, upstream_only: bool, mutant: Option<Mutant>) -> Self {
+    /// The state of a host that renders with `render`; nothing is rendered
+    /// yet.
+    pub fn new(render: Render, seams_enabled: bool, mutant: Option<Mutant>) -> Self {
         Self {
             inner: Arc::new(DiscoveryInner {
                 doc: OnceLock::new(),
+                render,
                 seams_enabled,
-                upstream_only,
                 mutant,
             }),
         }
@@ -62,13 +68,9 @@ impl DiscoveryState {
     /// probe tells such sites from the ones a host reaches while starting).
     pub fn doc(&self) -> &DiscoveryDoc {
         let inner = &self.inner;
-        inner.doc.get_or_init(|| {
-            if inner.upstream_only {
-                crate::surface::upstream::discovery::render(inner.mutant)
-            } else {
-                DiscoveryDoc::render(inner.seams_enabled, inner.mutant)
-            }
-        })
+        inner
+            .doc
+            .get_or_init(|| (inner.render)(inner.seams_enabled, inner.mutant))
     }
 
     /// Whether `mutant` is the host's active one.

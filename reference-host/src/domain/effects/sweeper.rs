@@ -12,7 +12,7 @@ use std::time::Duration;
 use rusqlite::params;
 use tokio::task::JoinHandle;
 
-use crate::base::clock::{now_unix_ms, secs_to_ms};
+use crate::base::clock::{cutoff_ms, now_unix_ms};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
 use crate::domain::layer1;
@@ -37,11 +37,6 @@ pub fn effect_retention_secs(mutant: Option<Mutant>) -> u64 {
     } else {
         EFFECT_RETENTION_SECS
     }
-}
-
-/// Records with a timestamp strictly before this are older than `retention_secs`.
-pub fn cutoff_ms(now_ms: i64, retention_secs: u64) -> i64 {
-    now_ms.saturating_sub(secs_to_ms(retention_secs))
 }
 
 /// What a sweep of one run's effect records did.
@@ -155,6 +150,7 @@ pub const MUTANTS: &[MutantInfo] = &[MutantInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::clock::secs_to_ms;
     use crate::domain::effects::identity::Keying;
     use crate::domain::effects::ledger::{NewAttempt, open_attempt};
     use serde_json::json;

@@ -42,7 +42,9 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::request_state::{StateClaims, interrupt_id};
-use super::results::{complete, create_task_result, input_requests, run_meta, tool_error};
+use super::results::{
+    Settled, complete, create_task_result, input_requests, run_meta, terminal_outcome, tool_error,
+};
 use super::{
     McpServer, OwnedRun, Reply, RpcError, declares_tasks, optional_member, required_member,
 };
@@ -53,7 +55,7 @@ use crate::domain::Domain;
 use crate::domain::interrupts::{Action, InterruptKind, Resolution, ResolveError, Ticket, Via};
 use crate::domain::json_body::kind;
 use crate::domain::workflows::new_run_id;
-use crate::store::storage::{RunRecord, RunStatus};
+use crate::store::storage::RunStatus;
 use crate::surface::seams::turn_run::start_run_as;
 use crate::turn::control::{MCP_REQUEST_CANCELLED, cancelled_by};
 use crate::turn::ownership::RequestOwnedRun;
@@ -467,26 +469,6 @@ pub fn answers_of(state: &Domain, key: &str, response: &Value) -> Result<Value, 
     }
 }
 
-/// Where a run stands after a bounded wait.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Settled {
-    /// `run.completed`: its `result`.
-    Completed(Value),
-    /// `run.failed`: its error code and message.
-    Failed {
-        /// `error.code`.
-        code: String,
-        /// `error.message`.
-        message: String,
-    },
-    /// `run.cancelled`: its reason.
-    Cancelled(String),
-    /// Waiting on this open interrupt.
-    Waiting(Ticket),
-    /// Still running when the wait ended.
-    StillRunning,
-}
-
 /// Waits (at most [`CALL_WAIT`], woken by the run's own change signal,
 /// never a busy loop) until the run is terminal or waits on an open
 /// interrupt.
@@ -538,42 +520,6 @@ pub async fn settle_within(
             // A closed signal cannot wake us: wait out the deadline.
             Ok(Err(_)) => tokio::time::sleep_until(deadline).await,
         }
-    }
-}
-
-/// How a terminal run ended as its record and log say (`None` while it is not terminal),
-/// given the payload of its last `run.completed` (completed) or `run.cancelled` (cancelled)
-/// event: what a call answers and what a task reads, alike.
-pub fn terminal_outcome(run: &RunRecord, terminal: Option<&Value>) -> Option<Settled> {
-    match run.status {
-        RunStatus::Completed => Some(Settled::Completed(
-            terminal
-                .and_then(|payload| payload.get("result"))
-                .cloned()
-                .unwrap_or(Value::Null),
-        )),
-        RunStatus::Failed => {
-            let text = |name: &str| {
-                run.error
-                    .as_ref()
-                    .and_then(|error| error.get(name))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            Some(Settled::Failed {
-                code: text("code"),
-                message: text("message"),
-            })
-        }
-        RunStatus::Cancelled => Some(Settled::Cancelled(
-            terminal
-                .and_then(|payload| payload.get("reason"))
-                .and_then(Value::as_str)
-                .unwrap_or("the run was cancelled")
-                .to_owned(),
-        )),
-        RunStatus::Running | RunStatus::WaitingInput | RunStatus::WaitingApproval => None,
     }
 }
 

@@ -9,13 +9,68 @@
 
 use serde_json::{Map, Value, json};
 
-use super::call::{Settled, terminal_outcome};
 use super::{RUN_ID_META_KEY, RpcError};
 use crate::base::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
 use crate::domain::interrupts::{InterruptKind, Ticket};
 use crate::store::storage::{RunRecord, RunStatus};
+
+/// Where a run stands after a bounded wait.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settled {
+    /// `run.completed`: its `result`.
+    Completed(Value),
+    /// `run.failed`: its error code and message.
+    Failed {
+        /// `error.code`.
+        code: String,
+        /// `error.message`.
+        message: String,
+    },
+    /// `run.cancelled`: its reason.
+    Cancelled(String),
+    /// Waiting on this open interrupt.
+    Waiting(Ticket),
+    /// Still running when the wait ended.
+    StillRunning,
+}
+
+/// How a terminal run ended as its record and log say (`None` while it is not terminal),
+/// given the payload of its last `run.completed` (completed) or `run.cancelled` (cancelled)
+/// event: what a call answers and what a task reads, alike.
+pub fn terminal_outcome(run: &RunRecord, terminal: Option<&Value>) -> Option<Settled> {
+    match run.status {
+        RunStatus::Completed => Some(Settled::Completed(
+            terminal
+                .and_then(|payload| payload.get("result"))
+                .cloned()
+                .unwrap_or(Value::Null),
+        )),
+        RunStatus::Failed => {
+            let text = |name: &str| {
+                run.error
+                    .as_ref()
+                    .and_then(|error| error.get(name))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            Some(Settled::Failed {
+                code: text("code"),
+                message: text("message"),
+            })
+        }
+        RunStatus::Cancelled => Some(Settled::Cancelled(
+            terminal
+                .and_then(|payload| payload.get("reason"))
+                .and_then(Value::as_str)
+                .unwrap_or("the run was cancelled")
+                .to_owned(),
+        )),
+        RunStatus::Running | RunStatus::WaitingInput | RunStatus::WaitingApproval => None,
+    }
+}
 
 /// The elicitation message when the model's question is empty (it never is:
 /// the clarification tool requires a non-empty `question`).

@@ -43,8 +43,9 @@ pub const REFUSED_CAPABILITIES: &[&str] = &[
     "aiProviders",
 ];
 
-/// Renders the v1 document for `mutant`.
-pub fn render(mutant: Option<Mutant>) -> DiscoveryDoc {
+/// Renders the v1 document for `mutant` (a [`crate::surface::discovery::Render`]).
+/// Whether seams are enabled does not change it: v1 has no `seamsProfile`.
+pub fn render(_seams_enabled: bool, mutant: Option<Mutant>) -> DiscoveryDoc {
     DiscoveryDoc::from_document(&document(mutant))
 }
 
@@ -98,7 +99,7 @@ mod tests {
 
     #[test]
     fn the_v1_document() {
-        let value = parsed(&render(None));
+        let value = parsed(&render(true, None));
         assert_eq!(
             value,
             json!({
@@ -154,7 +155,7 @@ mod tests {
             ),
         ];
         for (mutant, family, facet, expected) in cases {
-            let value = parsed(&render(Some(mutant)));
+            let value = parsed(&render(true, Some(mutant)));
             assert_eq!(value[family][facet], expected, "{mutant}");
             assert_eq!(value["capabilities"][family][facet], expected, "{mutant}");
             assert!(value.get("protocolVersions").is_none());
