@@ -4,7 +4,7 @@ use loopback_http::{HeaderMap, Response};
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
-use crate::exchange::{Reply, error_json, estimate_tokens, fresh_id};
+use crate::reply::{Reply, error_json, estimate_tokens, fresh_id};
 use crate::script::{Arguments, Round, RoundKind, ToolCall};
 use crate::shape::{is_tool_name, present, type_name};
 use crate::sse::{SseEvent, split_pieces};

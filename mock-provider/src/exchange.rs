@@ -1,32 +1,19 @@
 //! One request/answer exchange, common to both endpoints: read and parse the body, check its
 //! shape, record it, consume the key's next round, wait, answer.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use loopback_http::{HeaderMap, HeaderValue, RequestBody, Response, StatusCode, header, response};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::record::{Endpoint, recorded_headers};
-use crate::sse::{SseEvent, event_body, json_body};
+use crate::reply::Reply;
+use crate::sse::{event_body, json_body};
 use crate::state::{Incoming, ProviderState};
 use crate::{anthropic, openai};
 
 /// Largest request body accepted. Agent conversations with tool results (and base64 images)
 /// get big; this is far above what a conformance test sends yet still bounds memory.
 pub(crate) const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
-
-/// A rendered successful answer, before it becomes an HTTP response.
-#[derive(Debug)]
-pub(crate) enum Reply {
-    /// A non-streamed JSON body; `cut` sends only part of it.
-    Json { body: Value, cut: bool },
-    /// A streamed SSE answer; `cut` stops after that many events.
-    Events {
-        events: Vec<SseEvent>,
-        cut: Option<u64>,
-    },
-}
 
 /// Handle one request to `endpoint`.
 pub(crate) async fn handle(
@@ -120,35 +107,4 @@ fn reply_response(reply: Reply) -> Response {
             response
         }
     }
-}
-
-/// A provider-shaped JSON error response with `status`, adding `retry-after` on 429.
-pub(crate) fn error_json(status: u16, body: Value) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = response::json(status, &body);
-    if status == StatusCode::TOO_MANY_REQUESTS {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    response
-}
-
-/// A rough token count for `usage`: about four characters per token, at least one.
-/// Hosts only need plausible, deterministic numbers, not a real tokenizer.
-pub(crate) fn estimate_tokens(chars: usize) -> u64 {
-    u64::try_from(chars.div_ceil(4).max(1)).unwrap_or(u64::MAX)
-}
-
-/// Seconds since the Unix epoch, for OpenAI's `created`.
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-/// A fresh id suffix for response ids (`chatcmpl-…`, `msg_…`).
-pub(crate) fn fresh_id() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
 }

@@ -113,6 +113,7 @@ mod error;
 mod exchange;
 mod openai;
 mod record;
+mod reply;
 mod script;
 mod server;
 mod shape;

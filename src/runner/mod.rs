@@ -6,16 +6,16 @@
 
 #[cfg(feature = "reference")]
 mod embedded;
+#[cfg(feature = "reference")]
+mod embedded_host;
 /// Without the reference host built in there is nothing to embed: a target never owns one.
 #[cfg(not(feature = "reference"))]
-mod embedded {
-    use super::TargetError;
-
+mod embedded_host {
     /// Uninhabited: no [`super::Target`] owns an embedded host in this build.
     pub(crate) enum Embedded {}
 
     impl Embedded {
-        pub(crate) async fn prepare_trials(&mut self, _: u32) -> Result<(), TargetError> {
+        pub(crate) async fn prepare_trials(&mut self, _: u32) -> Result<(), String> {
             match *self {}
         }
 

@@ -1,6 +1,6 @@
 //! What toolcert certifies: the embedded reference host (default) or a host at a URL.
 
-use super::embedded::Embedded;
+use super::embedded_host::Embedded;
 use crate::host::{HostProfile, STARTUP_BUDGET, SpawnCommand, SpawnedHost};
 
 /// Why a target could not be set up.
@@ -93,7 +93,10 @@ impl Target {
     /// every trial itself. Does nothing for K = 1 or when already prepared.
     pub async fn prepare_trials(&mut self, trials: u32) -> Result<(), TargetError> {
         match &mut self.embedded {
-            Some(embedded) => embedded.prepare_trials(trials).await,
+            Some(embedded) => embedded
+                .prepare_trials(trials)
+                .await
+                .map_err(TargetError::Embedded),
             None => Ok(()),
         }
     }
