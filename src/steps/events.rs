@@ -3,7 +3,9 @@
 //! First over SSE (`GET /runs/{runId}/events?streamMode=debug`), resuming with
 //! `Last-Event-ID` when a stream ends or goes quiet before the run has settled (toolcert
 //! reconnects itself, so the host's resumption is what gets exercised; a run waiting for
-//! approval keeps its stream open, so a quiet stream is a cue to look at the run); when the host
+//! approval keeps its stream open, so a quiet stream is a cue to look at the run). The run's
+//! status is read before each connection, and the read ends with the first connection opened
+//! on a settled run: only that one is sure to hold the whole log. When the host
 //! serves no stream, by polling `…/events/poll?afterSequence=N&timeout=1` (C-20: never
 //! concluding "no events" from one poll). Events are de-duplicated by `sequence`.
 //!
@@ -19,9 +21,10 @@
 //!
 //! # A read cut short
 //!
-//! The read is *cut short* when the host sends more than one of those bounds allows, or is
-//! still sending new events (the stream never went quiet, or the last connection or poll
-//! brought new events) when the time budget or the polls run out on a run that has not settled.
+//! The read is *cut short* when the host sends more than one of those bounds allows, or when
+//! the time budget or the polls run out before the run was seen settled: the host was still
+//! sending new events (the stream never went quiet, or the last connection or poll brought
+//! new events), or it had gone quiet on a run that may still append more.
 //! The read then ends at once and the step is recorded as
 //!
 //! ```json
@@ -252,6 +255,29 @@ impl Cut {
             reason: format!(
                 "the host was still sending events on run {run_id}'s log when the {} ms read budget ran out, and the run had not settled",
                 budget.as_millis()
+            ),
+        }
+    }
+
+    /// The read ended with the host quiet but the run never seen settled (`status` is its
+    /// last known one), when `bound` (`limit`: ms of the read budget, or polls) ran out: the
+    /// host stopped sending, yet the run may still append events, so what was read may not
+    /// be its whole log.
+    fn unsettled(run_id: &str, status: &Value, bound: &str, limit: u128) -> Cut {
+        let status = match status.as_str() {
+            Some(s) => format!("`{s}`"),
+            None => "unknown".to_string(),
+        };
+        let spent = if bound == "polls" {
+            format!("the {limit} polls")
+        } else {
+            format!("the {limit} ms {bound}")
+        };
+        Cut {
+            cap: "budget",
+            limit,
+            reason: format!(
+                "run {run_id} had not settled (status {status}) when {spent} ran out; its log had gone quiet, but a run that has not settled may still append events, so the log read may not be whole"
             ),
         }
     }
@@ -489,6 +515,13 @@ async fn via_sse(
         if remaining.is_zero() {
             break;
         }
+        // The run's status is read BEFORE each connection: a connection opened after the run
+        // was seen settled reads every event the run will have without outside help. Read
+        // after the connection instead, the status could show the run settling on events
+        // appended once the stream had gone quiet, which this read never saw (a log cut
+        // short, judged as if whole).
+        let status = run_status(ctx, &read.name, &read.role, run_id).await?;
+        let settled_before = settled(&status);
         let limits = SseLimits {
             max_events: MAX_EVENTS - collected.received,
             max_bytes: max_bytes - collected.bytes,
@@ -558,16 +591,20 @@ async fn via_sse(
             return Ok(Some(collected));
         }
         still_sending = sse.end == SseEnd::Budget || fresh > 0;
-        collected.status = run_status(ctx, &read.name, &read.role, run_id).await?;
-        if settled(&collected.status) {
+        collected.status = status;
+        if settled_before {
             return Ok(Some(collected));
         }
         collected.reconnects = attempt + 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    if still_sending {
-        collected.cut = Some(Cut::budget(run_id, budget));
-    }
+    // The budget ran out before a connection was opened on a settled run: the end of the log
+    // was never seen.
+    collected.cut = Some(if still_sending {
+        Cut::budget(run_id, budget)
+    } else {
+        Cut::unsettled(run_id, &collected.status, "read budget", budget.as_millis())
+    });
     Ok(Some(collected))
 }
 
@@ -655,13 +692,19 @@ async fn via_poll(
         }
         still_sending = fresh > 0;
     }
-    if still_sending {
-        collected.cut = Some(if polls == MAX_POLLS {
-            Cut::polls(run_id)
-        } else {
-            Cut::budget(run_id, budget)
-        });
-    }
+    // The polls or the budget ran out before a poll showed the run settled: the end of the
+    // log was never seen.
+    collected.cut = Some(match (still_sending, polls == MAX_POLLS) {
+        (true, true) => Cut::polls(run_id),
+        (true, false) => Cut::budget(run_id, budget),
+        (false, true) => Cut {
+            cap: "polls",
+            ..Cut::unsettled(run_id, &collected.status, "polls", MAX_POLLS as u128)
+        },
+        (false, false) => {
+            Cut::unsettled(run_id, &collected.status, "read budget", budget.as_millis())
+        }
+    });
     Ok(collected)
 }
 
@@ -746,6 +789,15 @@ mod tests {
     /// serves the rest only to a reconnect carrying `Last-Event-ID: 1`; `sse: false` serves no
     /// stream at all, only the poll read.
     async fn fake_host(sse: bool) -> (Server, String, Arc<Mutex<Vec<Option<String>>>>) {
+        fake_host_settling(sse, 2).await
+    }
+
+    /// [`fake_host`] whose run reads `completed` once `settled_after` stream connections
+    /// were opened.
+    async fn fake_host_settling(
+        sse: bool,
+        settled_after: usize,
+    ) -> (Server, String, Arc<Mutex<Vec<Option<String>>>>) {
         type Seen = Arc<Mutex<Vec<Option<String>>>>;
         let seen: Seen = Arc::default();
         let stream = |seen: Seen, request: Request| async move {
@@ -774,8 +826,8 @@ mod tests {
                 .collect();
             response::with_type(StatusCode::OK, "text/event-stream", body.into())
         };
-        let run = |seen: Seen, _: Request| async move {
-            let done = seen.lock().unwrap().len() >= 2;
+        let run = move |seen: Seen, _: Request| async move {
+            let done = seen.lock().unwrap().len() >= settled_after;
             response::json(
                 StatusCode::OK,
                 &json!({"runId": "r1", "status": if done { "completed" } else { "running" }}),
@@ -879,11 +931,37 @@ mod tests {
         let (_host, url, seen) = fake_host(true).await;
         let obs = read_events(&url).await;
         assert_eq!(obs["via"], "sse");
-        assert_eq!(obs["reconnects"], 1);
         assert_eq!(obs["count"], 4, "{obs}");
         assert_eq!(obs["status"], "completed");
-        assert_eq!(*seen.lock().unwrap(), vec![None, Some("1".to_string())]);
+        // The run settles after the second connection, so a third, opened on the settled
+        // run, is the one that ends the read.
+        assert_eq!(obs["reconnects"], 2);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![None, Some("1".to_string()), Some("3".to_string())]
+        );
         assert_eq!(obs["pairing"]["calls"], 1);
+    }
+
+    #[tokio::test]
+    async fn a_run_that_settles_after_its_stream_went_quiet_is_read_to_its_end() {
+        // The first connection ends after two events while the run still runs; by the time
+        // toolcert looks, the run has completed with two more events. A status read after the
+        // connection would take that log of two for the whole one.
+        let (_host, url, seen) = fake_host_settling(true, 1).await;
+        let obs = read_events(&url).await;
+        assert_eq!(obs["count"], 4, "{obs}");
+        assert_eq!(
+            obs["types"],
+            json!([
+                "run.started",
+                "agent.tool-called",
+                "agent.tool-returned",
+                "run.completed"
+            ])
+        );
+        assert_eq!(obs["pairing"]["callsWithoutReturn"], json!([]));
+        assert_eq!(*seen.lock().unwrap(), vec![None, Some("1".to_string())]);
     }
 
     #[tokio::test]
@@ -902,6 +980,8 @@ mod tests {
         Stream { size: usize, pause: Duration },
         /// No stream; every poll answers `per_poll` new events and a run still running.
         Poll { per_poll: usize },
+        /// A stream that sends the same one event and ends at once: quiet, never settled.
+        Quiet,
     }
 
     /// A raw-socket host that never lets run r1 settle: `GET /runs/r1` answers `running`, and
@@ -946,6 +1026,20 @@ mod tests {
                                     tokio::time::sleep(pause).await;
                                 }
                             }
+                        }
+                        Endless::Quiet
+                            if path.starts_with("/runs/r1/events") && !path.contains("/poll") =>
+                        {
+                            let frame = format!("id: 0\ndata: {}\n\n", envelope(0, "run.started"));
+                            let _ = s
+                                .write_all(
+                                    format!(
+                                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{frame}",
+                                        frame.len()
+                                    )
+                                    .as_bytes(),
+                                )
+                                .await;
                         }
                         Endless::Poll { per_poll } if path.starts_with("/runs/r1/events/poll") => {
                             let events: Vec<Value> = (0..per_poll)
@@ -1061,6 +1155,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_quiet_log_of_a_run_that_never_settles_is_cut_not_judged() {
+        // The host stops sending, but its run stays `running`: what was read may not be the
+        // whole log, so a check counting its events could convict on events never sent yet.
+        let url = endless_host(Endless::Quiet).await;
+        let (obs, _) = read_events_scaled(&url, 0.05).await;
+        assert_cut(&obs, "budget");
+        assert_eq!(obs["truncated"]["limit"], 1_500);
+        assert!(
+            blocked_reason(&obs).contains("had not settled (status `running`)"),
+            "{obs}"
+        );
+        assert_eq!(obs["partial"]["count"], 1);
+    }
+
+    #[tokio::test]
     async fn an_endless_poll_is_cut_at_the_event_cap_or_the_polls() {
         let url = endless_host(Endless::Poll { per_poll: 120 }).await;
         let (obs, _) = read_events_scaled(&url, 0.3).await;
@@ -1071,7 +1180,8 @@ mod tests {
         let (obs, transcript) = read_events_scaled(&url, 0.3).await;
         assert_cut(&obs, "polls");
         assert_eq!(obs["partial"]["count"], super::MAX_POLLS);
-        assert!(transcript.exchanges.len() <= super::MAX_POLLS + 1);
+        // The polls, plus the run status and the stream attempt made before falling back.
+        assert!(transcript.exchanges.len() <= super::MAX_POLLS + 2);
     }
 
     #[tokio::test]
