@@ -12,6 +12,7 @@ layers and every cycle that spans more than one layer.
     python3 scripts/import-graph.py                  # report
     python3 scripts/import-graph.py --check          # exit 1 on a layer violation
     python3 scripts/import-graph.py --max-cycles 0   # exit 1 on any import cycle
+    python3 scripts/import-graph.py --src src --no-layers --max-cycles 0   # another crate
     python3 scripts/import-graph.py --edges          # also list every edge
     python3 scripts/import-graph.py --layers FILE    # another layer map
 
@@ -312,6 +313,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", default=os.path.join(ROOT, "reference-host", "src"))
     ap.add_argument("--layers", default=os.path.join(ROOT, "reference-host", "layers.txt"))
+    ap.add_argument("--no-layers", action="store_true", help="read no layer map (a crate without one)")
     ap.add_argument("--check", action="store_true", help="exit 1 on a cross-layer violation")
     ap.add_argument("--edges", action="store_true", help="list every edge")
     ap.add_argument(
@@ -348,10 +350,10 @@ def main():
     for c in cycles:
         print(f"  [{len(c)}] " + " ".join(c))
 
-    layers = read_layers(args.layers) if os.path.exists(args.layers) else None
+    layers = None if args.no_layers or not os.path.exists(args.layers) else read_layers(args.layers)
     violations = 0
     if layers is None:
-        print(f"layer map: none ({args.layers} missing)")
+        print("layer map: none (--no-layers)" if args.no_layers else f"layer map: none ({args.layers} missing)")
     else:
         print(f"layer map: {os.path.relpath(args.layers, ROOT)}")
         unmapped = sorted(m for m in modules if layer_of(m, layers) is None)
