@@ -7,7 +7,9 @@
 //! status is read before each connection, and the read ends with the first connection opened
 //! on a settled run: only that one is sure to hold the whole log. When the host
 //! serves no stream, by polling `…/events/poll?afterSequence=N&timeout=1` (C-20: never
-//! concluding "no events" from one poll). Events are de-duplicated by `sequence`.
+//! concluding "no events" from one poll), ending with a poll that brings nothing new after
+//! one that showed the run settled (a host may read the status after the events). Events are
+//! de-duplicated by `sequence`.
 //!
 //! # Bounds
 //!
@@ -624,10 +626,16 @@ async fn via_poll(
     let mut after: i64 = -1;
     let mut still_sending = false;
     let mut polls = 0;
+    // Whether the last poll showed the run settled. The read ends only with a poll made after
+    // that one, bringing nothing new: a host may read a run's status after its events, so the
+    // answer that first shows the run settled can lack events appended in between.
+    let mut seen_settled = false;
     while polls < MAX_POLLS && Instant::now() < deadline {
         polls += 1;
+        // A confirming poll does not long-poll: a settled run has nothing more to wait for.
+        let wait = if seen_settled { "" } else { "&timeout=1" };
         let path = ctx.client.wire().api_path(&format!(
-            "/runs/{run_id}/events/poll?{cursor}={after}&streamMode=debug&timeout=1"
+            "/runs/{run_id}/events/poll?{cursor}={after}&streamMode=debug{wait}"
         ));
         let resp = match ctx
             .send(&read.name, &HostRequest::get(path).role(read.role.clone()))
@@ -687,9 +695,12 @@ async fn via_poll(
             return Ok(collected);
         }
         collected.status = resp.body.get("status").cloned().unwrap_or(Value::Null);
-        if resp.body.get("isTerminal") == Some(&Value::Bool(true)) || settled(&collected.status) {
+        let settled_now =
+            resp.body.get("isTerminal") == Some(&Value::Bool(true)) || settled(&collected.status);
+        if settled_now && seen_settled && fresh == 0 {
             return Ok(collected);
         }
+        seen_settled = settled_now;
         still_sending = fresh > 0;
     }
     // The polls or the budget ran out before a poll showed the run settled: the end of the
@@ -962,6 +973,52 @@ mod tests {
         );
         assert_eq!(obs["pairing"]["callsWithoutReturn"], json!([]));
         assert_eq!(*seen.lock().unwrap(), vec![None, Some("1".to_string())]);
+    }
+
+    #[tokio::test]
+    async fn a_poll_that_shows_the_run_settled_is_confirmed_by_one_more() {
+        // A host that reads the run's status after its events: the first answer says
+        // `completed` but holds only the events read before the run went on; the rest come
+        // to the next poll. Judged on the first answer alone, the call would have no return.
+        type Polls = Arc<Mutex<Vec<String>>>;
+        let polls: Polls = Arc::default();
+        let poll = |polls: Polls, request: Request| async move {
+            let query = request.uri.query().unwrap_or_default().to_string();
+            polls.lock().unwrap().push(query.clone());
+            let events = if query.contains("afterSequence=-1") {
+                vec![envelope(0, "run.started"), envelope(1, "agent.tool-called")]
+            } else if query.contains("afterSequence=1&") || query.ends_with("afterSequence=1") {
+                vec![
+                    envelope(2, "agent.tool-returned"),
+                    envelope(3, "run.completed"),
+                ]
+            } else {
+                vec![]
+            };
+            response::json(
+                StatusCode::OK,
+                &json!({"runId": "r1", "events": events, "status": "completed", "isTerminal": true}),
+            )
+        };
+        let router = Router::new(polls.clone())
+            .get("/runs/r1", |_: Polls, _: Request| async {
+                response::json(
+                    StatusCode::OK,
+                    &json!({"runId": "r1", "status": "completed"}),
+                )
+            })
+            .get("/runs/r1/events/poll", poll);
+        let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
+            .await
+            .unwrap();
+        let obs = read_events(&format!("http://{}", server.local_addr())).await;
+        assert_eq!(obs["via"], "poll");
+        assert_eq!(obs["count"], 4, "{obs}");
+        assert_eq!(obs["pairing"]["callsWithoutReturn"], json!([]));
+        let polls = polls.lock().unwrap().clone();
+        assert_eq!(polls.len(), 3, "{polls:?}");
+        // Only the first poll long-polls; the confirming ones do not wait.
+        assert!(polls[0].contains("timeout=1") && !polls[1].contains("timeout"));
     }
 
     #[tokio::test]
