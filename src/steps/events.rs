@@ -5,11 +5,12 @@
 //! reconnects itself, so the host's resumption is what gets exercised; a run waiting for
 //! approval keeps its stream open, so a quiet stream is a cue to look at the run). The run's
 //! status is read before each connection, and the read ends with the first connection opened
-//! on a settled run: only that one is sure to hold the whole log. When the host
-//! serves no stream, by polling `…/events/poll?afterSequence=N&timeout=1` (C-20: never
-//! concluding "no events" from one poll), ending with a poll that brings nothing new after
-//! one that showed the run settled (a host may read the status after the events). Events are
-//! de-duplicated by `sequence`.
+//! on a settled run: only that one is sure to hold the whole log. When the host serves no
+//! stream, or a stream whose events of the run are not envelopes with a `sequence` (a v1
+//! host's compact frames), the log is read by polling
+//! `…/events/poll?afterSequence=N&timeout=1` (C-20: never concluding "no events" from one
+//! poll), ending with a poll that brings nothing new after one that showed the run settled (a
+//! host may read the status after the events). Events are de-duplicated by `sequence`.
 //!
 //! # Bounds
 //!
@@ -61,6 +62,10 @@ use crate::transcript::Exchange;
 
 /// Most polls one `events` step makes.
 pub(super) const MAX_POLLS: usize = 40;
+
+/// The pause before the next poll when a host answered at once with nothing new (it does not
+/// hold a poll open): 40 polls then span 10 s, within the read budget.
+const POLL_PAUSE: Duration = Duration::from_millis(250);
 
 /// Most events one `events` step reads, across its connections or polls: 300, ten times the
 /// longest log a scenario reads from the reference host (29 events). A host that never stops
@@ -170,6 +175,13 @@ fn session_brackets(events: &[Value]) -> Option<SessionBrackets> {
     }
     out.unclosed = open.into_iter().map(|(id, _)| id).collect();
     seen.then_some(out)
+}
+
+/// Whether `frame` is an event of run `run_id` (a string `type` and that `runId`), rather than
+/// a heartbeat or other frame a stream may carry.
+fn is_run_event(frame: &Value, run_id: &str) -> bool {
+    frame.get("type").is_some_and(Value::is_string)
+        && frame.get("runId").and_then(Value::as_str) == Some(run_id)
 }
 
 /// Whether a run status means the run will not append more events without outside help.
@@ -572,6 +584,11 @@ async fn via_sse(
         collected.received += sse.events.len();
         collected.bytes += sse.bytes;
         let mut fresh = 0usize;
+        // Events of this run the stream framed without a `sequence` (a v1 host may send a
+        // compact frame, `seq` and no `payload`, on its stream and the envelope only on its
+        // poll): they cannot be placed in the log, and dropping them would leave a log that
+        // looks short.
+        let mut not_envelopes = 0usize;
         for event in sse.events {
             if event.id.is_some() {
                 last_id = event.id;
@@ -579,18 +596,35 @@ async fn via_sse(
             let Ok(envelope) = crate::canonical::parse_strict(&event.data) else {
                 continue;
             };
-            if let Some(seq) = envelope.get("sequence").and_then(Value::as_i64)
-                && let std::collections::btree_map::Entry::Vacant(slot) =
-                    collected.by_sequence.entry(seq)
-            {
-                slot.insert(envelope);
-                fresh += 1;
+            match envelope.get("sequence").and_then(Value::as_i64) {
+                Some(seq) => {
+                    if let std::collections::btree_map::Entry::Vacant(slot) =
+                        collected.by_sequence.entry(seq)
+                    {
+                        slot.insert(envelope);
+                        fresh += 1;
+                    }
+                }
+                None if is_run_event(&envelope, run_id) => not_envelopes += 1,
+                None => {}
             }
         }
         if let Some(cut) = Cut::sse(&sse.end, run_id, max_bytes) {
             // A bound reached: stop at once.
             collected.cut = Some(cut);
             return Ok(Some(collected));
+        }
+        if not_envelopes > 0 {
+            // The stream is not the log: read the log by polling instead, and say why in the
+            // transcript.
+            if let Some(Exchange {
+                response_body: Some(Value::Object(body)),
+                ..
+            }) = ctx.transcript.exchanges.last_mut()
+            {
+                body.insert("notEnvelopes".into(), json!(not_envelopes));
+            }
+            return Ok(None);
         }
         still_sending = sse.end == SseEnd::Budget || fresh > 0;
         collected.status = status;
@@ -615,7 +649,7 @@ async fn via_poll(
     read: &EventsRead,
     run_id: &str,
 ) -> Result<Collected, (NotObserved, Flow)> {
-    let cursor = match ctx.client.wire() {
+    let mut cursor = match ctx.client.wire() {
         WireMajor::V2 => "afterSequence",
         WireMajor::V1 => "lastSequence",
     };
@@ -637,6 +671,8 @@ async fn via_poll(
         let path = ctx.client.wire().api_path(&format!(
             "/runs/{run_id}/events/poll?{cursor}={after}&streamMode=debug{wait}"
         ));
+        let asked_after = after;
+        let asked_at = Instant::now();
         let resp = match ctx
             .send(&read.name, &HostRequest::get(path).role(read.role.clone()))
             .await
@@ -672,6 +708,8 @@ async fn via_poll(
         }
         collected.bytes += resp.body_bytes;
         let mut fresh = 0usize;
+        // Whether the answer repeats events at or before the cursor: the host ignored it.
+        let mut cursor_ignored = false;
         if let Some(events) = resp.body.get("events").and_then(Value::as_array) {
             for e in events {
                 if collected.received == MAX_EVENTS {
@@ -680,6 +718,7 @@ async fn via_poll(
                 }
                 collected.received += 1;
                 if let Some(seq) = e.get("sequence").and_then(Value::as_i64) {
+                    cursor_ignored |= asked_after >= 0 && seq <= asked_after;
                     after = after.max(seq);
                     if let std::collections::btree_map::Entry::Vacant(slot) =
                         collected.by_sequence.entry(seq)
@@ -694,7 +733,17 @@ async fn via_poll(
             collected.cut = Some(Cut::bytes(run_id, max_bytes));
             return Ok(collected);
         }
-        collected.status = resp.body.get("status").cloned().unwrap_or(Value::Null);
+        // C-20: a v1 host that ignores `lastSequence` may take `since` (the example hosts do).
+        if cursor_ignored && cursor == "lastSequence" {
+            cursor = "since";
+        }
+        // `runStatus`: the v1 example hosts' name for the status on a poll answer.
+        collected.status = resp
+            .body
+            .get("status")
+            .or_else(|| resp.body.get("runStatus"))
+            .cloned()
+            .unwrap_or(Value::Null);
         let settled_now =
             resp.body.get("isTerminal") == Some(&Value::Bool(true)) || settled(&collected.status);
         if settled_now && seen_settled && fresh == 0 {
@@ -702,6 +751,11 @@ async fn via_poll(
         }
         seen_settled = settled_now;
         still_sending = fresh > 0;
+        if fresh == 0 && !settled_now && asked_at.elapsed() < POLL_PAUSE {
+            // Nothing new, at once: the host did not hold the poll (`timeout` ignored). Pause,
+            // so the polls span the run's time rather than a few milliseconds of it.
+            tokio::time::sleep(POLL_PAUSE).await;
+        }
     }
     // The polls or the budget ran out before a poll showed the run settled: the end of the
     // log was never seen.
@@ -869,18 +923,24 @@ mod tests {
 
     /// The `events` step's observation and transcript, with budgets scaled by `scale`.
     async fn read_events_scaled(url: &str, scale: f64) -> (Value, Transcript) {
-        let client = HostClient::new(
+        read_events_on(url, scale, WireMajor::V2).await
+    }
+
+    /// [`read_events_scaled`] against a host of wire major `wire`.
+    async fn read_events_on(url: &str, scale: f64, wire: WireMajor) -> (Value, Transcript) {
+        let mut client = HostClient::new(
             url,
             BTreeMap::from([("operator".to_string(), "t".to_string())]),
             Budgets::scaled(scale),
         )
         .unwrap();
+        client.set_wire(wire);
         let receiver = Receiver::start().await.unwrap();
         let provider = mock_provider::MockProvider::start().await.unwrap();
         let mcp = crate::witness::McpServer::start().await.unwrap();
         let discovery = Discovery {
             document: json!({}),
-            wire: WireMajor::V2,
+            wire,
             wire_reason: String::new(),
             etag: None,
             sha256: String::new(),
@@ -1019,6 +1079,124 @@ mod tests {
         assert_eq!(polls.len(), 3, "{polls:?}");
         // Only the first poll long-polls; the confirming ones do not wait.
         assert!(polls[0].contains("timeout=1") && !polls[1].contains("timeout"));
+    }
+
+    #[tokio::test]
+    async fn a_stream_of_compact_v1_frames_is_not_taken_for_the_log() {
+        // The openwop-examples in-memory host frames its stream `{seq, runId, type, …}`, no
+        // `sequence` and no `payload`, and serves the envelopes on its poll. Dropping the
+        // frames would read as an empty log of a completed run.
+        let stream = |_: (), _: Request| async {
+            let body: String = ["run.started", "run.completed"]
+                .iter()
+                .enumerate()
+                .map(|(i, ty)| {
+                    let frame = json!({"seq": i, "runId": "r1", "type": ty});
+                    format!("id: {i}\nevent: {ty}\ndata: {frame}\n\n")
+                })
+                .collect();
+            response::with_type(StatusCode::OK, "text/event-stream", body.into())
+        };
+        let poll = |_: (), _: Request| async {
+            response::json(
+                StatusCode::OK,
+                &json!({"runId": "r1", "events": [envelope(0, "run.started"), envelope(1, "run.completed")], "status": "completed", "isTerminal": true}),
+            )
+        };
+        let router = Router::new(())
+            .get("/runs/r1", |_: (), _: Request| async {
+                response::json(
+                    StatusCode::OK,
+                    &json!({"runId": "r1", "status": "completed"}),
+                )
+            })
+            .get("/runs/r1/events", stream)
+            .get("/runs/r1/events/poll", poll);
+        let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
+            .await
+            .unwrap();
+        let (obs, transcript) =
+            read_events_scaled(&format!("http://{}", server.local_addr()), 0.3).await;
+        assert_eq!(obs["via"], "poll", "{obs}");
+        assert_eq!(obs["types"], json!(["run.started", "run.completed"]));
+        let streamed = transcript
+            .exchanges
+            .iter()
+            .find_map(|e| {
+                e.response_body
+                    .as_ref()
+                    .filter(|b| b.get("sseEvents").is_some())
+            })
+            .unwrap();
+        assert_eq!(streamed["notEnvelopes"], 2, "{streamed}");
+    }
+
+    #[tokio::test]
+    async fn a_v1_poll_that_ignores_last_sequence_is_read_with_since() {
+        // The v1 example hosts: `lastSequence` is ignored (every answer starts at sequence 0),
+        // `since` is honoured, the status is `runStatus`, and a poll is answered at once. The
+        // run completes at the fourth poll.
+        type Polls = Arc<Mutex<Vec<String>>>;
+        let polls: Polls = Arc::default();
+        let poll = |polls: Polls, request: Request| async move {
+            let query = request.uri.query().unwrap_or_default().to_string();
+            let n = {
+                let mut polls = polls.lock().unwrap();
+                polls.push(query.clone());
+                polls.len()
+            };
+            let done = n >= 4;
+            let log: Vec<Value> = [
+                "run.started",
+                "node.started",
+                "node.completed",
+                "run.completed",
+            ]
+            .iter()
+            .enumerate()
+            .take(if done { 4 } else { 2 })
+            .map(|(i, ty)| envelope(i as i64, ty))
+            .collect();
+            let since = query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("since="))
+                .and_then(|v| v.parse::<i64>().ok());
+            let events: Vec<Value> = log
+                .into_iter()
+                .filter(|e| since.is_none_or(|s| e["sequence"].as_i64().unwrap() > s))
+                .collect();
+            response::json(
+                StatusCode::OK,
+                &json!({"runId": "r1", "events": events, "runStatus": if done { "completed" } else { "running" }, "isTerminal": done}),
+            )
+        };
+        let router = Router::new(polls.clone())
+            .get("/v1/runs/r1", |_: Polls, _: Request| async {
+                response::json(StatusCode::OK, &json!({"runId": "r1", "status": "running"}))
+            })
+            .get("/v1/runs/r1/events/poll", poll);
+        let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let (obs, _) = read_events_on(
+            &format!("http://{}", server.local_addr()),
+            0.3,
+            WireMajor::V1,
+        )
+        .await;
+        assert_eq!(obs["via"], "poll", "{obs}");
+        assert_eq!(obs["count"], 4, "{obs}");
+        assert_eq!(obs["status"], "completed");
+        let polls = polls.lock().unwrap().clone();
+        assert!(polls[0].contains("lastSequence=-1"), "{polls:?}");
+        assert!(polls[2].contains("since=1"), "{polls:?}");
+        // Answers that brought nothing new at once were followed by a pause, not a busy loop.
+        assert!(
+            started.elapsed() >= super::POLL_PAUSE,
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[tokio::test]
