@@ -336,8 +336,9 @@ async fn collect(
         Err(e) => return Err((ctx.template_failure(&e), Flow::Continue)),
     };
     let collected = match via_sse(ctx, read, &run_id).await? {
-        Some(c) => c,
-        None => via_poll(ctx, read, &run_id).await?,
+        Stream::Read(c) => c,
+        Stream::NotServed => via_poll(ctx, read, &run_id, None).await?,
+        Stream::NotTheLog(frames) => via_poll(ctx, read, &run_id, Some(frames)).await?,
     };
     Ok((run_id, collected))
 }
@@ -505,11 +506,22 @@ fn read_budget(ctx: &ScenarioCtx<'_>) -> Duration {
     ctx.client.budgets().request * 3
 }
 
+/// What the stream read came to.
+enum Stream {
+    /// The log, read over the stream (possibly cut short).
+    Read(Collected),
+    /// No event stream is served for the run.
+    NotServed,
+    /// A stream is served, but this many of its events of the run carried no `sequence`: it
+    /// is not the log.
+    NotTheLog(usize),
+}
+
 async fn via_sse(
     ctx: &mut ScenarioCtx<'_>,
     read: &EventsRead,
     run_id: &str,
-) -> Result<Option<Collected>, (NotObserved, Flow)> {
+) -> Result<Stream, (NotObserved, Flow)> {
     let path = ctx
         .client
         .wire()
@@ -579,7 +591,7 @@ async fn via_sse(
         if attempt == 0 && (sse.status != 200 || !sse.content_type.starts_with("text/event-stream"))
         {
             // No stream served here: fall back to the poll read.
-            return Ok(None);
+            return Ok(Stream::NotServed);
         }
         collected.received += sse.events.len();
         collected.bytes += sse.bytes;
@@ -612,7 +624,7 @@ async fn via_sse(
         if let Some(cut) = Cut::sse(&sse.end, run_id, max_bytes) {
             // A bound reached: stop at once.
             collected.cut = Some(cut);
-            return Ok(Some(collected));
+            return Ok(Stream::Read(collected));
         }
         if not_envelopes > 0 {
             // The stream is not the log: read the log by polling instead, and say why in the
@@ -624,12 +636,12 @@ async fn via_sse(
             {
                 body.insert("notEnvelopes".into(), json!(not_envelopes));
             }
-            return Ok(None);
+            return Ok(Stream::NotTheLog(not_envelopes));
         }
         still_sending = sse.end == SseEnd::Budget || fresh > 0;
         collected.status = status;
         if settled_before {
-            return Ok(Some(collected));
+            return Ok(Stream::Read(collected));
         }
         collected.reconnects = attempt + 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -641,13 +653,14 @@ async fn via_sse(
     } else {
         Cut::unsettled(run_id, &collected.status, "read budget", budget.as_millis())
     });
-    Ok(Some(collected))
+    Ok(Stream::Read(collected))
 }
 
 async fn via_poll(
     ctx: &mut ScenarioCtx<'_>,
     read: &EventsRead,
     run_id: &str,
+    frames_without_sequence: Option<usize>,
 ) -> Result<Collected, (NotObserved, Flow)> {
     let mut cursor = match ctx.client.wire() {
         WireMajor::V2 => "afterSequence",
@@ -686,9 +699,15 @@ async fn via_poll(
             Err(e) => return Err(transport_failure(&e)),
         };
         if resp.status == 404 || resp.status == 405 {
+            let stream = match frames_without_sequence {
+                None => "an event stream".to_string(),
+                Some(n) => format!(
+                    "an event stream whose events carry a `sequence` ({n} of its events of the run had none)"
+                ),
+            };
             return Err((
                 NotObserved::blocked(format!(
-                    "the host serves neither an event stream nor an event poll for run {run_id} (HTTP {})",
+                    "the host serves neither {stream} nor an event poll for run {run_id} (HTTP {})",
                     resp.status
                 )),
                 Flow::Continue,
@@ -1129,6 +1148,33 @@ mod tests {
             })
             .unwrap();
         assert_eq!(streamed["notEnvelopes"], 2, "{streamed}");
+    }
+
+    #[tokio::test]
+    async fn compact_frames_and_no_poll_block_the_read_and_say_why() {
+        let stream = |_: (), _: Request| async {
+            let frame = json!({"seq": 0, "runId": "r1", "type": "run.started"});
+            let body = format!("id: 0\ndata: {frame}\n\n");
+            response::with_type(StatusCode::OK, "text/event-stream", body.into())
+        };
+        let router = Router::new(())
+            .get("/runs/r1", |_: (), _: Request| async {
+                response::json(
+                    StatusCode::OK,
+                    &json!({"runId": "r1", "status": "completed"}),
+                )
+            })
+            .get("/runs/r1/events", stream);
+        let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
+            .await
+            .unwrap();
+        let obs = read_events(&format!("http://{}", server.local_addr())).await;
+        let reason = blocked_reason(&obs);
+        assert!(
+            reason
+                .contains("whose events carry a `sequence` (1 of its events of the run had none)"),
+            "{reason}"
+        );
     }
 
     #[tokio::test]
