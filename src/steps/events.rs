@@ -929,11 +929,22 @@ mod tests {
         if sse {
             router = router.get("/runs/r1/events", stream);
         }
+        let (server, url) = serve(router).await;
+        (server, url, seen)
+    }
+
+    /// Serves `router` on 127.0.0.1: the server (alive while the caller holds it) and its URL.
+    async fn serve<S: Clone + Send + Sync + 'static>(router: Router<S>) -> (Server, String) {
         let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
             .await
             .unwrap();
         let url = format!("http://{}", server.local_addr());
-        (server, url, seen)
+        (server, url)
+    }
+
+    /// `GET /runs/r1` (or `/v1/runs/r1`) of a run that reads `status`.
+    async fn run_reads(status: &'static str) -> loopback_http::Response {
+        response::json(StatusCode::OK, &json!({"runId": "r1", "status": status}))
     }
 
     async fn read_events(url: &str) -> Value {
@@ -1080,17 +1091,10 @@ mod tests {
             )
         };
         let router = Router::new(polls.clone())
-            .get("/runs/r1", |_: Polls, _: Request| async {
-                response::json(
-                    StatusCode::OK,
-                    &json!({"runId": "r1", "status": "completed"}),
-                )
-            })
+            .get("/runs/r1", |_: Polls, _: Request| run_reads("completed"))
             .get("/runs/r1/events/poll", poll);
-        let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
-            .await
-            .unwrap();
-        let obs = read_events(&format!("http://{}", server.local_addr())).await;
+        let (_server, url) = serve(router).await;
+        let obs = read_events(&url).await;
         assert_eq!(obs["via"], "poll");
         assert_eq!(obs["count"], 4, "{obs}");
         assert_eq!(obs["pairing"]["callsWithoutReturn"], json!([]));
@@ -1123,19 +1127,11 @@ mod tests {
             )
         };
         let router = Router::new(())
-            .get("/runs/r1", |_: (), _: Request| async {
-                response::json(
-                    StatusCode::OK,
-                    &json!({"runId": "r1", "status": "completed"}),
-                )
-            })
+            .get("/runs/r1", |_: (), _: Request| run_reads("completed"))
             .get("/runs/r1/events", stream)
             .get("/runs/r1/events/poll", poll);
-        let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
-            .await
-            .unwrap();
-        let (obs, transcript) =
-            read_events_scaled(&format!("http://{}", server.local_addr()), 0.3).await;
+        let (_server, url) = serve(router).await;
+        let (obs, transcript) = read_events_scaled(&url, 0.3).await;
         assert_eq!(obs["via"], "poll", "{obs}");
         assert_eq!(obs["types"], json!(["run.started", "run.completed"]));
         let streamed = transcript
@@ -1158,17 +1154,10 @@ mod tests {
             response::with_type(StatusCode::OK, "text/event-stream", body.into())
         };
         let router = Router::new(())
-            .get("/runs/r1", |_: (), _: Request| async {
-                response::json(
-                    StatusCode::OK,
-                    &json!({"runId": "r1", "status": "completed"}),
-                )
-            })
+            .get("/runs/r1", |_: (), _: Request| run_reads("completed"))
             .get("/runs/r1/events", stream);
-        let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
-            .await
-            .unwrap();
-        let obs = read_events(&format!("http://{}", server.local_addr())).await;
+        let (_server, url) = serve(router).await;
+        let obs = read_events(&url).await;
         let reason = blocked_reason(&obs);
         assert!(
             reason
@@ -1217,20 +1206,11 @@ mod tests {
             )
         };
         let router = Router::new(polls.clone())
-            .get("/v1/runs/r1", |_: Polls, _: Request| async {
-                response::json(StatusCode::OK, &json!({"runId": "r1", "status": "running"}))
-            })
+            .get("/v1/runs/r1", |_: Polls, _: Request| run_reads("running"))
             .get("/v1/runs/r1/events/poll", poll);
-        let server = Server::bind(([127, 0, 0, 1], 0).into(), router)
-            .await
-            .unwrap();
+        let (_server, url) = serve(router).await;
         let started = std::time::Instant::now();
-        let (obs, _) = read_events_on(
-            &format!("http://{}", server.local_addr()),
-            0.3,
-            WireMajor::V1,
-        )
-        .await;
+        let (obs, _) = read_events_on(&url, 0.3, WireMajor::V1).await;
         assert_eq!(obs["via"], "poll", "{obs}");
         assert_eq!(obs["count"], 4, "{obs}");
         assert_eq!(obs["status"], "completed");
