@@ -55,6 +55,10 @@ const SAME: &[&str] = &[
     "/host/discovery/sha256",
     "/partition/count",
     "/repeat",
+    "/certification/options",
+    "/certification/selection/filters",
+    "/certification/selection/skip",
+    "/certification/selection/exact",
 ];
 
 pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
@@ -130,10 +134,28 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
             .map(|s| (s.scenario_id.as_str(), s.trial, s.checks.as_slice())),
         repeat.as_ref().map_or(&[][..], |r| r.seeds.as_slice()),
     );
+    let ran: std::collections::BTreeSet<&str> =
+        scenarios.iter().map(|s| s.scenario_id.as_str()).collect();
+    let certify = crate::recheck::certify_options_of(first);
+    // The shards together are the run their partition split: its filters, no partition.
+    let selection = crate::verdict::Selection {
+        partition: None,
+        ..crate::recheck::selection_of(first)
+    };
+    let mut certification =
+        crate::verdict::Certification::compute(&suite, &rows, &ran, certify, selection);
+    let judgement = expectations
+        .as_ref()
+        .map(|e| e.judge(&suite, &rows, &certification));
+    if let Some(j) = &judgement {
+        certification = certification.with_gate(j.gate_passed);
+    }
     let run = RunOutcome {
         seed: first["seed"].as_u64().unwrap_or(0),
         strict: opts.strict,
-        require_evidence: opts.require_evidence,
+        require_evidence: (certify.require_evidence != crate::verdict::Evidence::SelfReport)
+            .then_some(certify.require_evidence),
+        certification,
         // Each shard's embedded host listens on its own port: the first shard's URL stands.
         base_url: first["host"]["baseUrl"].as_str().unwrap_or("").to_string(),
         embedded: first["host"]["embedded"].as_bool().unwrap_or(false),
@@ -151,9 +173,6 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
             .max()
             .unwrap_or(0),
     };
-    let judgement = expectations
-        .as_ref()
-        .map(|e| e.judge(&suite, &run.rows, run.strict, &Default::default()));
     let mut report = crate::report::build(&suite, &run);
     report.expectations = judgement.clone();
     crate::report::write_json(&suite, &report, &args.output)?;
@@ -176,27 +195,12 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let counts = crate::report::counts_for(&run.rows);
     let line: Vec<String> = counts.iter().map(|(d, n)| format!("{n} {d}")).collect();
     println!(
-        "toolcert merge: {} shards, {} scenarios, {} rows: {}; {}",
+        "toolcert merge: {} shards, {} scenarios, {} rows: {}",
         shards.len(),
         run.scenarios.len(),
         run.rows.len(),
-        line.join(", "),
-        if run.denied() {
-            "NOT CERTIFIED"
-        } else {
-            "certified"
-        }
+        line.join(", ")
     );
-    if let Some(j) = &judgement {
-        super::run::print_judgement(j, run.strict);
-    }
-    let failed = match &judgement {
-        Some(j) => !j.gate_passed,
-        None => run.denied(),
-    };
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    super::console::print_conclusion(&suite, &run, judgement.as_ref(), false);
+    Ok(ExitCode::from(run.certification.exit_code))
 }
