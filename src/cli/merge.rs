@@ -124,47 +124,33 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     scenarios.sort_by(|a, b| (&a.scenario_id, a.trial).cmp(&(&b.scenario_id, b.trial)));
-    let opts = crate::recheck::fold_options_of(first);
     let repeat = crate::recheck::repeat_of(first, &shards[0].0)?;
-    let rows = crate::repeat::fold_trials(
-        &suite,
-        opts,
-        scenarios
-            .iter()
-            .map(|s| (s.scenario_id.as_str(), s.trial, s.checks.as_slice())),
-        repeat.as_ref().map_or(&[][..], |r| r.seeds.as_slice()),
-    );
-    let ran: std::collections::BTreeSet<&str> =
-        scenarios.iter().map(|s| s.scenario_id.as_str()).collect();
     let certify = crate::recheck::certify_options_of(first);
     // The shards together are the run their partition split: its filters, no partition.
     let selection = crate::verdict::Selection {
         partition: None,
         ..crate::recheck::selection_of(first)
     };
-    let mut certification =
-        crate::verdict::Certification::compute(&suite, &rows, &ran, certify, selection);
-    let judgement = expectations
-        .as_ref()
-        .map(|e| e.judge(&suite, &rows, &certification));
-    if let Some(j) = &judgement {
-        certification = certification.with_gate(j.gate_passed);
-    }
-    let run = RunOutcome {
+    let base = RunOutcome {
         seed: first["seed"].as_u64().unwrap_or(0),
-        strict: opts.strict,
-        require_evidence: (certify.require_evidence != crate::verdict::Evidence::SelfReport)
-            .then_some(certify.require_evidence),
-        certification,
+        strict: certify.strict,
+        require_evidence: None,
+        certification: crate::verdict::Certification::compute(
+            &suite,
+            &[],
+            &Default::default(),
+            certify,
+            selection.clone(),
+        ),
         // Each shard's embedded host listens on its own port: the first shard's URL stands.
         base_url: first["host"]["baseUrl"].as_str().unwrap_or("").to_string(),
         embedded: first["host"]["embedded"].as_bool().unwrap_or(false),
         mutant: first["host"]["mutant"].as_str().map(str::to_string),
         upstream_only: first["host"]["upstreamOnly"].as_bool().unwrap_or(false),
         discovery: first["host"]["discovery"].clone(),
-        scenarios,
+        scenarios: Vec::new(),
         repeat,
-        rows,
+        rows: Vec::new(),
         uncovered: crate::runner::uncovered_rows(&suite),
         // The shards ran in parallel: the merged run took as long as the slowest.
         elapsed_ms: shards
@@ -173,6 +159,13 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
             .max()
             .unwrap_or(0),
     };
+    let mut run = base.refold(&suite, scenarios, certify, selection);
+    let judgement = expectations
+        .as_ref()
+        .map(|e| e.judge(&suite, &run.rows, &run.certification));
+    if let Some(j) = &judgement {
+        run.certification = run.certification.clone().with_gate(j.gate_passed);
+    }
     let mut report = crate::report::build(&suite, &run);
     report.expectations = judgement.clone();
     crate::report::write_json(&suite, &report, &args.output)?;

@@ -2,7 +2,7 @@
 
 mod baseline;
 mod bundle;
-mod console;
+pub mod console;
 mod coverage;
 mod keygen;
 #[cfg(feature = "reference")]

@@ -723,6 +723,48 @@ impl RunOutcome {
     }
 }
 
+impl RunOutcome {
+    /// The same run with only `scenarios` (e.g. the merged shards, or a subset of this run's
+    /// results), its rows folded again and its certification computed again with
+    /// `certify` and `selection`: the one path by which results become a verdict outside
+    /// [`conclude`].
+    pub fn refold(
+        &self,
+        suite: &Suite,
+        mut scenarios: Vec<ScenarioResult>,
+        certify: crate::verdict::CertifyOptions,
+        selection: crate::verdict::Selection,
+    ) -> RunOutcome {
+        scenarios.sort_by(|a, b| (&a.scenario_id, a.trial).cmp(&(&b.scenario_id, b.trial)));
+        let seeds = self.repeat.as_ref().map_or(&[][..], |r| r.seeds.as_slice());
+        let rows = crate::repeat::fold_trials(
+            suite,
+            FoldOptions {
+                strict: certify.strict,
+            },
+            scenarios
+                .iter()
+                .map(|s| (s.scenario_id.as_str(), s.trial, s.checks.as_slice())),
+            seeds,
+        );
+        let ran: std::collections::BTreeSet<&str> =
+            scenarios.iter().map(|s| s.scenario_id.as_str()).collect();
+        let certification = match self.certification.stopped.as_deref() {
+            Some(why) => crate::verdict::Certification::stopped(suite, why, certify, selection),
+            None => crate::verdict::Certification::compute(suite, &rows, &ran, certify, selection),
+        };
+        RunOutcome {
+            strict: certify.strict,
+            require_evidence: (certify.require_evidence != Evidence::SelfReport)
+                .then_some(certify.require_evidence),
+            certification,
+            scenarios,
+            rows,
+            ..self.clone()
+        }
+    }
+}
+
 impl Session {
     /// The discovery summary for reports (the document as served, scrubbed of tokens).
     pub fn discovery_summary(&self) -> Value {
