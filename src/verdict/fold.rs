@@ -270,11 +270,13 @@ fn fold_row(
         }
     }) else {
         // Every leg needs a surface this host does not offer: name the extensions they need.
-        let mut v = verdict(
-            Disposition::Blocked,
-            &first_live.scenario,
-            first_live.detail.clone(),
-        );
+        // A leg that needs none was blocked on the upstream contract: that is the reason shown.
+        let shown = excused
+            .iter()
+            .find(|l| l.extensions.is_empty())
+            .copied()
+            .unwrap_or(first_live);
+        let mut v = verdict(Disposition::Blocked, &shown.scenario, shown.detail.clone());
         // Only when each leg needs an extension: a leg excused for another reason (a lone
         // self-report, a double the host was to reach through an upstream surface) leaves the
         // row blocked on the upstream contract.
