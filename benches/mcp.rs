@@ -94,6 +94,7 @@ fn gate_cost(
     let copts = CallOptions {
         arguments: Some(args.clone()),
         expect_output: false,
+        ..Default::default()
     };
     let mut added = Vec::new();
     let (mut offline, mut listing, mut pre) = (Vec::new(), Vec::new(), Vec::new());

@@ -27,19 +27,37 @@ async fn every_gate_rule_refuses_with_its_rule() {
     let dir = scratch("rules");
     let cases = gate_cases();
     assert!(cases.len() >= 20, "{} cases", cases.len());
+    // Every case runs; the failures are reported together.
+    let mut wrong = Vec::new();
     for case in &cases {
         let got = run_case(case, None, &dir).await.unwrap();
-        assert_eq!(got.refused, case.expect, "{}: {}", case.name, got.message);
-        // Offline refusals happen before any connection (§4.4.1, §4.4.2).
-        if matches!(
+        if got.refused != case.expect {
+            wrong.push(format!(
+                "{}: expected {:?}, got {:?}: {}",
+                case.name, case.expect, got.refused, got.message
+            ));
+        }
+        // Offline refusals happen before any connection (§4.4.1, §4.4.2, §4.3.5).
+        let offline = matches!(
             case.expect,
-            Some(Rule::Digest | Rule::Expired | Rule::Incomplete | Rule::Review)
-        ) {
-            assert_eq!(got.connections, 0, "{} connected", case.name);
-        } else {
-            assert_eq!(got.connections, 1, "{}: one connection", case.name);
+            Some(
+                Rule::Digest
+                    | Rule::Expired
+                    | Rule::Incomplete
+                    | Rule::Review
+                    | Rule::Window
+                    | Rule::Invalidated
+            )
+        );
+        let want = if offline { 0 } else { 1 };
+        if got.connections != want {
+            wrong.push(format!(
+                "{}: {} connections, expected {want}",
+                case.name, got.connections
+            ));
         }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[tokio::test]
@@ -161,6 +179,7 @@ fn args(v: Value) -> CallOptions {
     CallOptions {
         arguments: Some(v),
         expect_output: false,
+        ..Default::default()
     }
 }
 
@@ -295,6 +314,7 @@ async fn outputs_need_conforming_structured_content_and_text_is_never_parsed() {
     let copts = CallOptions {
         arguments: Some(json!({"message": "hi"})),
         expect_output: true,
+        ..Default::default()
     };
     let (r, calls) = call_with(s.clone(), s, copts).await;
     assert_eq!(
@@ -306,7 +326,9 @@ async fn outputs_need_conforming_structured_content_and_text_is_never_parsed() {
 #[tokio::test]
 async fn list_changed_after_the_gate_prevents_dispatch() {
     let mut live = Script::default();
-    live.list_changed.after_pings = vec![0];
+    // Ping 0 is the start-up barrier, ping 1 the barrier after the listing: a notification
+    // after that one is read by the pre-dispatch barrier (ping 2).
+    live.list_changed.after_pings = vec![1];
     let (r, calls) = call_with(Script::default(), live, args(json!({"message": "hi"}))).await;
     assert_eq!(
         r.rule.as_deref(),
@@ -512,10 +534,11 @@ async fn an_expired_http_session_is_refused_with_its_rule_and_never_reopened() {
         1,
         "no new session was opened to retry"
     );
-    // Between the gate and dispatch (the call's barrier is the second ping): not dispatched.
-    // At the call itself: the server did not process it; failed, not retried.
+    // Between the gate and dispatch (the call's barrier is the third ping, after the start-up
+    // and the listing barriers): not dispatched. At the call itself: the server did not
+    // process it; failed, not retried.
     for (on, nth, name, outcome) in [
-        ("ping", 1, "expire-ping", Outcome::NotDispatched),
+        ("ping", 2, "expire-ping", Outcome::NotDispatched),
         ("tools/call", 0, "expire-call", Outcome::Failed),
     ] {
         let (live, path, sha) = pin_http(expire(on, nth), name).await;
@@ -760,7 +783,12 @@ fn the_cli_captures_reviews_gates_and_calls_a_stdio_double() {
     let mut call = gate.to_vec();
     call[1] = "call";
     call.pop();
-    call.extend(["--arguments", r#"{"message": "hi"}"#, "--expect-output"]);
+    call.extend([
+        "--arguments",
+        r#"{"message": "hi"}"#,
+        "--expect-output",
+        "--json",
+    ]);
     let (code, out, err) = run(&call);
     assert_eq!(code, Some(0), "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();
@@ -933,6 +961,7 @@ fn the_cli_call_timeout_is_its_own_bounded_flag_and_review_dates_are_checked() {
             &hanging,
             "--arguments",
             r#"{"message": "hi"}"#,
+            "--json",
         ];
         a.extend_from_slice(extra);
         let started = std::time::Instant::now();
@@ -960,4 +989,123 @@ fn the_cli_call_timeout_is_its_own_bounded_flag_and_review_dates_are_checked() {
         assert_eq!(code, Some(2), "{bad}: {err}");
         assert!(err.contains(says), "{bad}: {err}");
     }
+}
+
+/// Pin `reviewed` to a fresh file; (path, digest).
+async fn pinned(reviewed: &Script, name: &str) -> (PathBuf, String) {
+    let path = scratch("durable").join(format!("{name}-{}.json", uuid::Uuid::new_v4()));
+    let sha = cases::pin(reviewed, "echo", &path).await.unwrap();
+    (path, sha)
+}
+
+#[tokio::test]
+async fn an_invalidation_lasts_until_a_new_capture_and_review() {
+    let ok = json!({"content": [], "structuredContent": {"echo": "hi"}});
+    let (path, sha) = pinned(&Script::default(), "during-call").await;
+    let g = GateOptions::new(&sha, "s", "echo");
+    let hi = args(json!({"message": "hi"}));
+    // list_changed during the call: indeterminate.
+    let mut noisy = answering(ok.clone());
+    noisy.list_changed.during_call = true;
+    let r = call::call(&path, &Endpoint::Double(InProcess::new(noisy)), &g, &hi).await;
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{r:?}");
+    // The next call, against a server that now says nothing, is still refused: re-listing
+    // to the same value does not revive the review (4.5.2), on a new connection either.
+    let quiet = InProcess::new(answering(ok.clone()));
+    let r = call::call(&path, &Endpoint::Double(quiet.clone()), &g, &hi).await;
+    assert_eq!(
+        (r.outcome, r.rule.as_deref()),
+        (Outcome::Refused, Some("4.5.2-invalidated")),
+        "{r:?}"
+    );
+    assert_eq!(quiet.witness.call_count(), 0, "nothing was dispatched");
+    // A new capture and review (a new digest) is what revives it. (A capture in the same
+    // second as the first, of an unchanged server, is the same document with the same digest:
+    // the record would still apply. This one is dated a second earlier.)
+    let mut capture = snapshot::CaptureOptions::new("s");
+    capture.captured_at = Some(toolcert::mcp::time::now() - time::Duration::seconds(1));
+    let mut doc = snapshot::capture(
+        &Endpoint::Double(InProcess::new(Script::default())),
+        &capture,
+    )
+    .await
+    .unwrap();
+    toolcert::mcp::review::apply(
+        &mut doc,
+        "s",
+        "echo",
+        cases::acceptable_review(&echo_tool()),
+    )
+    .unwrap();
+    let sha2 = snapshot::write(&path, &doc).unwrap();
+    assert_ne!(sha2, sha, "a new capture and review hash differently");
+    let r = call::call(
+        &path,
+        &Endpoint::Double(quiet.clone()),
+        &GateOptions::new(&sha2, "s", "echo"),
+        &hi,
+    )
+    .await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+}
+
+#[tokio::test]
+async fn a_strict_start_up_refusal_does_not_trap_a_later_settle_gate() {
+    // Strict refuses a start-up list_changed and records it; `settle` (the fix the refusal
+    // names) must still pass afterwards: the record says when the notification came.
+    let (path, sha) = pinned(&reviewed_script(), "startup").await;
+    let mut noisy = reviewed_script();
+    noisy.list_changed.after_initialized = 1;
+    let ep = Endpoint::Double(InProcess::new(noisy));
+    let strict = toolcert::mcp::gate::gate(&path, &ep, &GateOptions::new(&sha, "s", "echo"))
+        .await
+        .unwrap_err();
+    assert_eq!(strict.refusal.rule, Rule::ListChanged);
+    assert!(
+        strict.refusal.message.contains("--list-changed settle"),
+        "the refusal names the fix that works: {}",
+        strict.refusal.message
+    );
+    let mut opts = GateOptions::new(&sha, "s", "echo");
+    opts.policy = toolcert::mcp::gate::ListChangedPolicy::Settle;
+    let passed = toolcert::mcp::gate::gate(&path, &ep, &opts).await.unwrap();
+    passed.client.close().await;
+    // A list_changed after the listing began is recorded for settle too.
+    let mut late = reviewed_script();
+    late.list_changed.after_lists = vec![0];
+    let late = Endpoint::Double(InProcess::new(late));
+    let refused = toolcert::mcp::gate::gate(&path, &late, &opts)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.refusal.rule, Rule::ListChanged);
+    let again = toolcert::mcp::gate::gate(&path, &ep, &opts)
+        .await
+        .unwrap_err();
+    assert_eq!(again.refusal.rule, Rule::Invalidated, "{}", again.refusal);
+}
+
+#[tokio::test]
+async fn capture_refuses_excluded_requests_and_numbers_outside_i_json() {
+    let mut s = Script::default();
+    s.request_after_initialized = Some("sampling/createMessage".into());
+    let err = snapshot::capture(
+        &Endpoint::Double(InProcess::new(s)),
+        &snapshot::CaptureOptions::new("s"),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("sampling/createMessage"), "{err}");
+    let mut t = echo_tool();
+    t["inputSchema"]["properties"]["message"]["maxLength"] = json!(9_007_199_254_740_993_u64);
+    let s = Script {
+        pages: vec![vec![t]],
+        ..Script::default()
+    };
+    let err = snapshot::capture(
+        &Endpoint::Double(InProcess::new(s)),
+        &snapshot::CaptureOptions::new("s"),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("I-JSON"), "{err}");
 }

@@ -173,6 +173,7 @@ async fn server_everything_capture_review_gate_call() {
     let copts = CallOptions {
         arguments: Some(json!({"location": "Chicago"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &opts, &copts).await;
     assert_eq!(report.outcome, Outcome::Ok, "{report:?}");
@@ -186,6 +187,7 @@ async fn server_everything_capture_review_gate_call() {
     let bad = CallOptions {
         arguments: Some(json!({"location": "Paris"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &opts, &bad).await;
     assert_eq!(report.outcome, Outcome::NotDispatched, "{report:?}");
@@ -227,6 +229,7 @@ async fn mcp_server_time_capture_review_gate_call() {
     let copts = CallOptions {
         arguments: Some(json!({"timezone": "Etc/UTC"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &GateOptions::new(&sha, "time", name), &copts).await;
     assert_eq!(report.outcome, Outcome::Ok, "{report:?}");
@@ -237,6 +240,7 @@ async fn mcp_server_time_capture_review_gate_call() {
     let bad = CallOptions {
         arguments: Some(json!({"timezone": "Not/AZone"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &GateOptions::new(&sha, "time", name), &bad).await;
     assert_eq!(report.outcome, Outcome::Failed, "{report:?}");
@@ -370,6 +374,7 @@ async fn server_everything_over_streamable_http_on_loopback_only() {
     let copts = CallOptions {
         arguments: Some(json!({"location": "Chicago"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &opts, &copts).await;
     assert_eq!(report.outcome, Outcome::Ok, "{report:?}");

@@ -74,6 +74,8 @@ pub struct Case {
     pub name: &'static str,
     /// The rule a correct gate refuses with (`None`: it passes).
     pub expect: Option<Rule>,
+    /// The double the snapshot is captured from (default [`reviewed_script`]).
+    pub reviewed: Script,
     /// The live double.
     pub live: Script,
     /// Edit the pinned document and re-pin its digest (an edited, re-pinned snapshot).
@@ -82,6 +84,8 @@ pub struct Case {
     pub later: Option<Duration>,
     /// The `list_changed` policy.
     pub policy: ListChangedPolicy,
+    /// An earlier connection recorded an invalidation of the snapshot beside it.
+    pub prior_invalidation: bool,
 }
 
 impl Case {
@@ -89,10 +93,12 @@ impl Case {
         Case {
             name,
             expect,
+            reviewed: reviewed_script(),
             live,
             edit: None,
             later: None,
             policy: ListChangedPolicy::Strict,
+            prior_invalidation: false,
         }
     }
 }
@@ -353,6 +359,82 @@ pub fn gate_cases() -> Vec<Case> {
         bytes: 10,
     });
     cases.push(Case::new("a notification flood", Some(Rule::Listing), v));
+    cases.push(Case {
+        prior_invalidation: true,
+        ..Case::new(
+            "a snapshot an earlier connection invalidated",
+            Some(Rule::Invalidated),
+            base(),
+        )
+    });
+    let mut v = base();
+    v.request_after_initialized = Some("sampling/createMessage".into());
+    cases.push(Case::new(
+        "the server asks for sampling during discovery",
+        Some(Rule::ExcludedRequest),
+        v,
+    ));
+    let mut v = base();
+    v.request_after_initialized = Some("elicitation/create".into());
+    cases.push(Case::new(
+        "the server asks for elicitation during discovery",
+        Some(Rule::ExcludedRequest),
+        v,
+    ));
+    cases.push(Case {
+        edit: Some(|d| {
+            let captured = d["capturedAt"]
+                .as_str()
+                .and_then(|t| mcp_time::parse(t).ok());
+            if let Some(c) = captured {
+                let ten_years = Duration::from_secs(3650 * 86_400);
+                d["expiresAt"] = json!(mcp_time::format(mcp_time::add(c, ten_years)));
+            }
+        }),
+        ..Case::new(
+            "a re-pinned snapshot expiring ten years after its capture",
+            Some(Rule::Window),
+            base(),
+        )
+    });
+    cases.push(Case {
+        edit: Some(|d| {
+            d["capturedAt"] = json!("2099-01-01T00:00:00Z");
+            d["expiresAt"] = json!("2099-01-08T00:00:00Z");
+            d["servers"]["s"]["reviews"]["echo"]["reviewedAt"] = json!("2099-01-01T01:00:00Z");
+        }),
+        ..Case::new(
+            "a re-pinned snapshot captured, reviewed and expiring in 2099",
+            Some(Rule::Window),
+            base(),
+        )
+    });
+    // 2^53 + 1 is not a double: it canonicalizes to 2^53, so without the I-JSON check a
+    // snapshot holding one and a server sending the other compare equal, a silent drift.
+    let big = |n: u64| {
+        let mut t = echo_tool();
+        t["inputSchema"]["properties"]["message"]["maxLength"] = json!(n);
+        Script {
+            pages: vec![vec![t], vec![other()]],
+            ..Script::default()
+        }
+    };
+    cases.push(Case {
+        edit: Some(|d| {
+            d["servers"]["s"]["toolPages"][0]["tools"][0]["inputSchema"]["properties"]["message"]
+                ["maxLength"] = json!(9_007_199_254_740_992_u64);
+        }),
+        ..Case::new(
+            "a re-pinned snapshot holding an integer beyond 2^53 - 1 (outside I-JSON)",
+            Some(Rule::Digest),
+            big(9_007_199_254_740_993),
+        )
+    });
+    cases.push(Case::new(
+        "the server sends an integer beyond 2^53 - 1 (outside I-JSON)",
+        Some(Rule::Listing),
+        big(9_007_199_254_740_993),
+    ));
     cases
 }
 
@@ -367,6 +449,9 @@ pub fn mutant_case(m: Mutant) -> Case {
         Mutant::ExpiryIgnored => "an expired snapshot",
         Mutant::RevivedByRelist => "list_changed during pagination, identical re-list (settle too)",
         Mutant::DuplicatesTolerated => "the name repeats on the same page",
+        Mutant::InvalidationForgotten => "a snapshot an earlier connection invalidated",
+        Mutant::ExcludedRequestsTolerated => "the server asks for sampling during discovery",
+        Mutant::WindowUnchecked => "a re-pinned snapshot expiring ten years after its capture",
     };
     pick(name).unwrap_or_else(|| Case::new("missing case", None, Script::default()))
 }
@@ -386,11 +471,22 @@ pub struct Observed {
 pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result<Observed, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let path: PathBuf = dir.join(format!("{}.json", uuid::Uuid::new_v4()));
-    let mut sha = pin(&reviewed_script(), "echo", &path).await?;
+    let mut sha = pin(&case.reviewed, "echo", &path).await?;
     let mut doc = snapshot::read_strict(&path).map_err(|e| e.to_string())?.doc;
     if let Some(edit) = case.edit {
         edit(&mut doc);
         sha = snapshot::write(&path, &doc).map_err(|e| e.to_string())?;
+    }
+    if case.prior_invalidation {
+        let record = super::invalidation::Record {
+            manifest_sha256: sha.clone(),
+            server: "s".into(),
+            at: mcp_time::format(mcp_time::now()),
+            rule: "4.5.4-indeterminate".into(),
+            startup: false,
+            reason: "notifications/tools/list_changed arrived during a call".into(),
+        };
+        super::invalidation::append(&path, &record).map_err(|e| e.to_string())?;
     }
     let live = InProcess::new(case.live.clone());
     let mut opts = GateOptions::new(&sha, "s", "echo");
@@ -408,6 +504,7 @@ pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result
     }
     let result = gate::gate(&path, &Endpoint::Double(live.clone()), &opts).await;
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(super::invalidation::record_path(&path));
     let connections = live
         .witness
         .connections

@@ -90,9 +90,9 @@ pub struct ListChangedAt {
     pub after_initialized: u32,
     /// After answering the `tools/list` requests with these 0-based numbers.
     pub after_lists: Vec<u64>,
-    /// After answering the `ping`s with these 0-based numbers (under the strict policy the
-    /// gate's barrier is ping 0 and the call's pre-dispatch barrier ping 1, so `[0]` lands
-    /// between gate and dispatch; `settle` adds its start-up ping before the listing).
+    /// After answering the `ping`s with these 0-based numbers (the gate's start-up barrier is
+    /// ping 0, its barrier after the listing ping 1, the call's pre-dispatch barrier ping 2,
+    /// so `[1]` lands between gate and dispatch).
     pub after_pings: Vec<u64>,
     /// Before answering a `tools/call`.
     pub during_call: bool,

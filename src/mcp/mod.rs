@@ -25,6 +25,8 @@ pub mod client;
 pub mod diff;
 pub mod double;
 pub mod gate;
+pub mod invalidation;
+pub mod policy;
 pub mod review;
 pub mod snapshot;
 pub mod time;
