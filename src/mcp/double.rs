@@ -60,6 +60,28 @@ pub struct Script {
     /// HTTP only: end the session at this request (answer it 404, forget the session, end
     /// its GET stream), as a server that expires sessions does.
     pub expire_session: Option<ExpireSession>,
+    /// 2026-07-28: how `subscriptions/listen` is answered. A 2026-07-28 session sends
+    /// `list_changed` only on an open, acknowledged stream that asked for `toolsListChanged`.
+    pub listen: ListenMode,
+    /// 2026-07-28: the `cacheScope` of every `tools/list` result.
+    pub cache_scope: String,
+    /// 2026-07-28: the `ttlMs` of every `tools/list` result.
+    pub ttl_ms: u64,
+    /// 2026-07-28: leave `ttlMs` and `cacheScope` out (a server breaking the revision).
+    pub omit_cache_fields: bool,
+}
+
+/// How the double answers `subscriptions/listen` (2026-07-28).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ListenMode {
+    /// Acknowledge, honouring what was asked.
+    #[default]
+    Honour,
+    /// Acknowledge without `toolsListChanged`.
+    IgnoreTools,
+    /// Answer `-32601`.
+    Refuse,
 }
 
 /// When the HTTP double ends a session.
@@ -129,6 +151,10 @@ impl Default for Script {
             list_result: None,
             get_stream: false,
             expire_session: None,
+            listen: ListenMode::Honour,
+            cache_scope: "public".into(),
+            ttl_ms: 60_000,
+            omit_cache_fields: false,
         }
     }
 }
@@ -220,6 +246,10 @@ struct Session {
     get_stream: Option<tokio::sync::mpsc::Sender<Value>>,
     /// HTTP: requests seen per method (for [`Script::expire_session`]).
     requests: std::collections::HashMap<String, u64>,
+    /// The client speaks 2026-07-28 (it discovered, or its requests carry that revision).
+    modern: bool,
+    /// 2026-07-28: the id of the open `subscriptions/listen` that asked for tools.
+    listen: Option<Value>,
 }
 
 impl Session {
@@ -233,6 +263,8 @@ impl Session {
             pending: std::collections::VecDeque::new(),
             get_stream: None,
             requests: std::collections::HashMap::new(),
+            modern: false,
+            listen: None,
         }
     }
 
@@ -279,6 +311,21 @@ impl Session {
         json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
     }
 
+    /// A `list_changed` as this session sends it: always on 2025-11-25; on 2026-07-28 only on
+    /// an open `subscriptions/listen` stream, tagged with its id (else it is lost, as a
+    /// client that never listens would lose it).
+    fn announce(&self, out: &mut Vec<Value>) {
+        if !self.modern {
+            out.push(Session::list_changed());
+        } else if let Some(sub) = &self.listen {
+            out.push(json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/tools/list_changed",
+                "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sub}},
+            }));
+        }
+    }
+
     fn handle(&mut self, msg: &Value) -> Reply {
         let s = self.script.clone();
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
@@ -303,6 +350,13 @@ impl Session {
         };
         if msg.get("method").is_none() {
             return Reply::Send(vec![]);
+        }
+        if msg
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .and_then(Value::as_str)
+            == Some("2026-07-28")
+        {
+            self.modern = true;
         }
         if method == "tools/call"
             && let Ok(mut calls) = self.witness.calls.lock()
@@ -346,16 +400,40 @@ impl Session {
                 out.push(ok(result));
             }
             "server/discover" if s.protocol_versions.iter().any(|v| v == "2026-07-28") => {
-                out.push(ok(json!({
+                self.modern = true;
+                let mut result = json!({
                     "supportedVersions": s.protocol_versions,
                     "capabilities": s.capabilities,
                     "serverInfo": s.server_info,
-                })));
+                });
+                if let Some(i) = &s.instructions {
+                    result["instructions"] = i.clone();
+                }
+                out.push(ok(result));
             }
+            "subscriptions/listen" if self.modern => match s.listen {
+                ListenMode::Refuse => out.push(err(-32601, "method not found")),
+                mode => {
+                    let tools = mode == ListenMode::Honour
+                        && params.pointer("/notifications/toolsListChanged") == Some(&json!(true));
+                    if tools {
+                        self.listen = Some(id.clone());
+                    }
+                    // The request stays open: the acknowledgment is a notification on it.
+                    out.push(json!({
+                        "jsonrpc": "2.0",
+                        "method": "notifications/subscriptions/acknowledged",
+                        "params": {
+                            "notifications": if tools { json!({"toolsListChanged": true}) } else { json!({}) },
+                            "_meta": {"io.modelcontextprotocol/subscriptionId": id},
+                        },
+                    }));
+                }
+            },
             "ping" => {
                 out.push(ok(json!({})));
                 if s.list_changed.after_pings.contains(&self.pings) {
-                    out.push(Session::list_changed());
+                    self.announce(&mut out);
                 }
                 self.pings += 1;
             }
@@ -381,6 +459,10 @@ impl Session {
                     Some(i) => {
                         let tools = pages.get(i).cloned().unwrap_or_default();
                         let mut result = json!({"tools": tools});
+                        if self.modern && !s.omit_cache_fields {
+                            result["ttlMs"] = json!(s.ttl_ms);
+                            result["cacheScope"] = json!(s.cache_scope);
+                        }
                         if i + 1 < pages.len() || (s.loop_cursors && pages.len() > 1) {
                             let next = if s.loop_cursors { 1 } else { i + 1 };
                             result["nextCursor"] = json!(format!("page-{next}"));
@@ -389,12 +471,12 @@ impl Session {
                     }
                 }
                 if s.list_changed.after_lists.contains(&n) {
-                    out.push(Session::list_changed());
+                    self.announce(&mut out);
                 }
             }
             "tools/call" => {
                 if s.list_changed.during_call {
-                    out.push(Session::list_changed());
+                    self.announce(&mut out);
                 }
                 match &s.call_error {
                     Some(e) => out.push(json!({"jsonrpc": "2.0", "id": id, "error": e})),

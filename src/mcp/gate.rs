@@ -831,7 +831,22 @@ pub async fn handshake(
         })?;
     evidence.server_stream = client.has_server_stream();
     if pinned.version == REVISION_2026_07_28 {
-        evidence.listen = Some(client.listen_state().clone());
+        let listen = client.listen_state().clone();
+        evidence.listen = Some(listen.clone());
+        // On 2026-07-28 a list_changed exists only on an acknowledged listen stream: a
+        // server that declares tools.listChanged but does not deliver it there would leave
+        // rules 4.5.1 and 4.5.3 blind. Fail closed.
+        // Not a durable invalidation: it says nothing about the catalog, only that this
+        // connection cannot watch it.
+        if init.declares_list_changed() && listen != Listen::Acknowledged {
+            return Err(refuse(
+                Rule::Listing,
+                format!(
+                    "the server declares tools.listChanged but its subscriptions/listen stream does not deliver it ({}): on 2026-07-28 a list_changed arrives only there, so a change could not be seen",
+                    serde_json::to_string(&listen).unwrap_or_default()
+                ),
+            ));
+        }
     }
     let recorded = &entry["serverInfo"];
     if opts.mutant != Some(Mutant::ServerInfoIgnored)

@@ -160,7 +160,7 @@ impl LocalPolicy {
             (
                 "inputChannels",
                 &self.input_channels,
-                &super::review::CHANNEL_CLASSES[..],
+                super::review::CHANNEL_CLASSES,
             ),
         ] {
             for v in list.iter().flatten() {

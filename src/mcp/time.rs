@@ -75,9 +75,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, TimeError> {
 pub fn describe_duration(d: Duration) -> String {
     let s = d.as_secs();
     match s {
-        _ if s % 86_400 == 0 && s > 0 => format!("{}d", s / 86_400),
-        _ if s % 3600 == 0 && s > 0 => format!("{}h", s / 3600),
-        _ if s % 60 == 0 && s > 0 => format!("{}m", s / 60),
+        _ if s.is_multiple_of(86_400) && s > 0 => format!("{}d", s / 86_400),
+        _ if s.is_multiple_of(3600) && s > 0 => format!("{}h", s / 3600),
+        _ if s.is_multiple_of(60) && s > 0 => format!("{}m", s / 60),
         _ => format!("{s}s"),
     }
 }
