@@ -39,6 +39,10 @@ pub enum McpCommand {
     Gate(GateArgs),
     /// Gate, validate the arguments, then tools/call on the same connection.
     Call(CallArgs),
+    /// An MCP proxy for a client: the full gate before every tools/call, everything else
+    /// passed through. Stdio: `toolcert mcp guard --manifest F --sha256 H --server KEY --
+    /// CMD…`; Streamable HTTP: `--url http://127.0.0.1:PORT/mcp --listen 127.0.0.1:0`.
+    Guard(GuardArgs),
     /// Drift between two snapshots, in words.
     Diff(DiffArgs),
     /// Print a snapshot's manifestSha256 (SHA-256 over its RFC 8785 bytes).
@@ -307,6 +311,41 @@ pub struct CallArgs {
     pub call_timeout: Option<u64>,
 }
 
+/// `toolcert mcp guard`.
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    /// The snapshot, digest, server and policies.
+    #[command(flatten)]
+    pub pinning: Pinning,
+    /// The server's loopback Streamable HTTP endpoint (instead of a command after `--`).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Where the HTTP guard listens (a loopback address; port 0 picks a free one). It says
+    /// `toolcert guard: listening on http://127.0.0.1:PORT/mcp` on stderr.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// NAME=VALUE for the server's environment (stdio; repeatable). Scrubbed to PATH plus
+    /// these, as `capture` runs it.
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Seconds to wait for each request to the server (initialize, every tools/list page,
+    /// ping).
+    #[arg(long, default_value_t = 10)]
+    pub timeout: u64,
+    /// Seconds to wait for a tools/call (and any other request the client forwards): 1 to
+    /// 3600, default 30. A call that outlives it is indeterminate and never retried.
+    #[arg(long, value_name = "SECS")]
+    pub call_timeout: Option<u64>,
+    /// Append the audit log (one JSON line per tools/call) to this file; default stderr.
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+    #[command(flatten)]
+    pub auth: Authorization,
+    /// The server command and its arguments, after `--` (run without a shell).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
 /// `--call-timeout` as a budget, or why not.
 fn call_budget(secs: Option<u64>) -> anyhow::Result<std::time::Duration> {
     use crate::mcp::client::{DEFAULT_CALL_TIMEOUT, MAX_CALL_TIMEOUT};
@@ -366,6 +405,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         McpCommand::Review(a) => review_cmd(a),
         McpCommand::Gate(a) => rt.block_on(gate_cmd(a)),
         McpCommand::Call(a) => rt.block_on(call_cmd(a)),
+        McpCommand::Guard(a) => rt.block_on(guard_cmd(a)),
         McpCommand::Diff(a) => diff_cmd(a),
         McpCommand::Digest(a) => digest_cmd(a),
         McpCommand::Double(a) => {
@@ -577,6 +617,98 @@ async fn call_cmd(a: CallArgs) -> anyhow::Result<ExitCode> {
         Outcome::Indeterminate => ExitCode::from(3),
         _ => ExitCode::from(1),
     })
+}
+
+async fn guard_cmd(a: GuardArgs) -> anyhow::Result<ExitCode> {
+    use crate::mcp::guard::{self, Guard, GuardConfig, audit::Audit};
+    let (upstream, mut secrets) = match (&a.url, a.command.is_empty()) {
+        (Some(_), false) => {
+            bail!("give the server either as --url or as a command after --, not both")
+        }
+        (None, true) => bail!(
+            "give the server to guard: a command after -- (stdio), or --url http://127.0.0.1:PORT/mcp"
+        ),
+        (Some(url), true) => {
+            let credential = a.auth.credential()?;
+            let secrets = credential.iter().map(|c| c.expose().to_string()).collect();
+            match credential {
+                Some(c) => (Endpoint::AuthorizedHttp(url.clone(), c), secrets),
+                None => (Endpoint::Http(url.clone()), secrets),
+            }
+        }
+        (None, false) => {
+            if a.auth.authorization_env.is_some() {
+                bail!(
+                    "--authorization-env sends an HTTP header: use it with --url (a stdio server takes its credentials through --env)"
+                );
+            }
+            let mut cmd = StdioCommand::argv(a.command.clone());
+            let mut secrets = Vec::new();
+            for (k, v) in parse_env(&a.env)? {
+                secrets.push(v.clone());
+                cmd = cmd.with_env(&k, &v);
+            }
+            (Endpoint::Stdio(cmd), secrets)
+        }
+    };
+    secrets.retain(|s| !s.is_empty());
+    let conn = Connection {
+        stdio: None,
+        url: a.url.clone(),
+        env: Vec::new(),
+        timeout: a.timeout,
+        auth: Authorization {
+            authorization_env: None,
+            auth_context: a.auth.auth_context.clone(),
+        },
+    };
+    let mut opts = a.pinning.options("", &conn)?;
+    opts.timeouts.call = call_budget(a.call_timeout)?;
+    let audit = match &a.audit {
+        Some(p) => Audit::file(p).with_context(|| format!("--audit {}", p.display()))?,
+        None => Audit::stderr(),
+    };
+    let config = GuardConfig {
+        manifest: a.pinning.manifest.clone(),
+        upstream,
+        gate: opts,
+        secrets,
+    };
+    let guard = match Guard::new(config, audit) {
+        Ok(g) => g,
+        Err(r) => bail!(
+            "the guard refuses to start (nothing was started): {}",
+            gate::describe(&r)
+        ),
+    };
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    if a.url.is_some() {
+        let addr: std::net::SocketAddr = a
+            .listen
+            .parse()
+            .with_context(|| format!("--listen {}: write 127.0.0.1:PORT", a.listen))?;
+        let http = guard::http::serve_http(guard, addr).await?;
+        eprintln!("toolcert guard: listening on {}", http.url);
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        http.shutdown().await;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Stdio: the client speaks on this process's stdin and stdout; it ends the session by
+    // closing stdin (or with SIGTERM); either way the server is stopped (EOF, SIGTERM, SIGKILL).
+    let signalled = async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    };
+    guard::serve_lines(guard, tokio::io::stdin(), tokio::io::stdout(), signalled).await;
+    // The server is stopped; a read of stdin may still block a runtime thread (after a
+    // signal), which would hold the exit: leave now.
+    std::process::exit(0)
 }
 
 fn diff_cmd(a: DiffArgs) -> anyhow::Result<ExitCode> {

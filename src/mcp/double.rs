@@ -69,6 +69,9 @@ pub struct Script {
     pub ttl_ms: u64,
     /// 2026-07-28: leave `ttlMs` and `cacheScope` out (a server breaking the revision).
     pub omit_cache_fields: bool,
+    /// Answer each `tools/call` this many milliseconds later, reading on meanwhile (stdio and
+    /// in process), so calls can overlap.
+    pub call_delay_ms: u64,
 }
 
 /// How the double answers `subscriptions/listen` (2026-07-28).
@@ -155,6 +158,7 @@ impl Default for Script {
             cache_scope: "public".into(),
             ttl_ms: 60_000,
             omit_cache_fields: false,
+            call_delay_ms: 0,
         }
     }
 }
@@ -209,6 +213,10 @@ pub struct Witness {
     /// The method of every message received (requests and notifications, in order; at most
     /// [`MAX_BACKLOG`] × 10), so a test can see what a client sent when.
     pub methods: Mutex<Vec<String>>,
+    /// `tools/call`s being answered now ([`Script::call_delay_ms`]).
+    pub in_flight: AtomicU64,
+    /// The most `tools/call`s that were in flight at once.
+    pub max_in_flight: AtomicU64,
 }
 
 impl Witness {
@@ -490,12 +498,14 @@ impl Session {
 }
 
 /// Serve MCP as newline-delimited JSON-RPC on a byte pipe until it closes.
-pub async fn serve_lines<R, W>(read: R, mut write: W, script: Arc<Script>, witness: Arc<Witness>)
+pub async fn serve_lines<R, W>(read: R, write: W, script: Arc<Script>, witness: Arc<Witness>)
 where
     R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
 {
-    let mut session = Session::new(script, witness);
+    let delay = std::time::Duration::from_millis(script.call_delay_ms);
+    let write = Arc::new(tokio::sync::Mutex::new(write));
+    let mut session = Session::new(script, witness.clone());
     let mut lines = BufReader::new(read);
     let mut buf = Vec::new();
     loop {
@@ -512,6 +522,7 @@ where
         let Ok(msg) = serde_json::from_slice::<Value>(&buf) else {
             continue;
         };
+        let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
         match session.handle(&msg) {
             Reply::Hang => continue,
             Reply::Send(out) => {
@@ -520,7 +531,23 @@ where
                     bytes.extend_from_slice(m.to_string().as_bytes());
                     bytes.push(b'\n');
                 }
-                if write.write_all(&bytes).await.is_err() || write.flush().await.is_err() {
+                if is_call && !delay.is_zero() {
+                    // A call that takes time, answered while the double reads on: calls
+                    // overlap when the client sends them so, and the witness counts it.
+                    let (write, witness) = (write.clone(), witness.clone());
+                    tokio::spawn(async move {
+                        let now = witness.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                        witness.max_in_flight.fetch_max(now, Ordering::SeqCst);
+                        tokio::time::sleep(delay).await;
+                        witness.in_flight.fetch_sub(1, Ordering::SeqCst);
+                        let mut w = write.lock().await;
+                        let _ = w.write_all(&bytes).await;
+                        let _ = w.flush().await;
+                    });
+                    continue;
+                }
+                let mut w = write.lock().await;
+                if w.write_all(&bytes).await.is_err() || w.flush().await.is_err() {
                     return;
                 }
             }

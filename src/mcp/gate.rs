@@ -593,16 +593,20 @@ impl Pinned {
                 invalidation::applicable(&self.manifest, &self.sha256, &self.server, settle)
                     .map_err(|e| refuse(Rule::Invalidated, e.to_string()))?;
             if let Some(r) = records.first() {
-                return Err(refuse(
-                    Rule::Invalidated,
-                    format!(
-                        "this snapshot was invalidated at {} ({}: {}); re-listing does not revive a review: a new capture and review are required (record: {})",
-                        r.at,
-                        r.rule,
-                        r.reason,
-                        invalidation::record_path(&self.manifest).display()
-                    ),
-                ));
+                return Err(Refusal {
+                    // Only start-up records left: `settle` would not refuse them.
+                    startup: records.iter().all(|r| r.startup),
+                    ..refuse(
+                        Rule::Invalidated,
+                        format!(
+                            "this snapshot was invalidated at {} ({}: {}); re-listing does not revive a review: a new capture and review are required (record: {})",
+                            r.at,
+                            r.rule,
+                            r.reason,
+                            invalidation::record_path(&self.manifest).display()
+                        ),
+                    )
+                });
             }
         }
         Ok(())
@@ -811,9 +815,19 @@ pub async fn handshake(
     opts: &GateOptions,
     evidence: &mut Evidence,
 ) -> Result<Handshake, Refusal> {
-    let entry = pinned.entry();
-    let init = client
-        .initialize(&pinned.version, &entry["clientCapabilities"])
+    let init = initialize_pinned(client, pinned).await?;
+    let mark = check_handshake(client, &init, pinned, opts, evidence).await?;
+    Ok(Handshake { init, mark })
+}
+
+/// Initialize at the recorded revision with the recorded client capabilities (a catalog may
+/// depend on them, mcp-facts §2.3).
+pub async fn initialize_pinned(
+    client: &mut Client,
+    pinned: &Pinned,
+) -> Result<Initialized, Refusal> {
+    client
+        .initialize(&pinned.version, &pinned.entry()["clientCapabilities"])
         .await
         .map_err(|e| match e {
             ClientError::Version { asked, got } => Refusal {
@@ -828,7 +842,21 @@ pub async fn handshake(
                 )
             },
             e => client_refusal(Rule::Connect, e),
-        })?;
+        })
+}
+
+/// The rest of rule 3 on an initialized connection: `serverInfo` (and pinned
+/// `instructions`), the 2026-07-28 listen stream, the start-up barrier (a `list_changed` read
+/// before it refuses under `strict`, is counted under `settle`), no excluded request. The
+/// `list_changed` count from which a notification refuses.
+pub async fn check_handshake(
+    client: &mut Client,
+    init: &Initialized,
+    pinned: &Pinned,
+    opts: &GateOptions,
+    evidence: &mut Evidence,
+) -> Result<u64, Refusal> {
+    let entry = pinned.entry();
     evidence.server_stream = client.has_server_stream();
     if pinned.version == REVISION_2026_07_28 {
         let listen = client.listen_state().clone();
@@ -909,10 +937,7 @@ pub async fn handshake(
         evidence.ignored_in_settle_window = at_start;
     }
     refuse_excluded(client, opts)?;
-    Ok(Handshake {
-        init,
-        mark: at_start,
-    })
+    Ok(at_start)
 }
 
 /// Refuse when the server asked for sampling or elicitation on the connection (§4.8.2).

@@ -18,6 +18,10 @@
 //! - [`double`] is toolcert's scriptable MCP server double (stdio, HTTP, in-process).
 //! - [`trust`] derives the content-trust contracts of a reviewed tool (value-free).
 //! - [`cases`] are the gate-rule cases against the double, and the gate's mutation matrix.
+//! - [`guard`] puts the gate in front of an MCP client (stdio or Streamable HTTP), over one
+//!   [`upstream`] connection shared by the client's traffic and the gate.
+//! - [`invalidation`] makes a `list_changed` (or a drift) outlive the connection that saw it.
+//! - [`policy`] is a deployment's local policy (step 6) and its pins past the anchors.
 
 pub mod call;
 pub mod cases;
@@ -25,6 +29,7 @@ pub mod client;
 pub mod diff;
 pub mod double;
 pub mod gate;
+pub mod guard;
 pub mod invalidation;
 pub mod policy;
 pub mod review;
@@ -32,6 +37,7 @@ pub mod snapshot;
 pub mod time;
 pub mod transport;
 pub mod trust;
+pub mod upstream;
 
 /// The snapshot profile toolcert writes and reads.
 pub const PROFILE: &str = "openudon.mcp-tool-manifest.0.1";
