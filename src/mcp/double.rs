@@ -72,6 +72,9 @@ pub struct Script {
     /// Answer each `tools/call` this many milliseconds later, reading on meanwhile (stdio and
     /// in process), so calls can overlap.
     pub call_delay_ms: u64,
+    /// Stdio only: instead of serving this script, run a real server and drift it (see
+    /// [`super::drifter`]); the other members are then unused.
+    pub wrap: Option<super::drifter::Wrap>,
 }
 
 /// How the double answers `subscriptions/listen` (2026-07-28).
@@ -159,6 +162,7 @@ impl Default for Script {
             ttl_ms: 60_000,
             omit_cache_fields: false,
             call_delay_ms: 0,
+            wrap: None,
         }
     }
 }
@@ -557,6 +561,12 @@ where
 
 /// Serve on this process's stdin and stdout (the hidden `toolcert mcp double` subcommand).
 pub async fn serve_stdio(script: Script) {
+    if let Some(wrap) = script.wrap {
+        if let Err(e) = super::drifter::serve(wrap).await {
+            eprintln!("toolcert mcp double: the wrapped server: {e}");
+        }
+        return;
+    }
     serve_lines(
         tokio::io::stdin(),
         tokio::io::stdout(),

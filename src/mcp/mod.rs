@@ -15,7 +15,8 @@
 //! - [`gate`] is the pre-call gate, rule by rule, with typed refusals and minimal diffs.
 //! - [`call`] gates, validates the arguments, calls, and judges the result.
 //! - [`diff`] compares JSON values and snapshots in words a reviewer can approve.
-//! - [`double`] is toolcert's scriptable MCP server double (stdio, HTTP, in-process).
+//! - [`double`] is toolcert's scriptable MCP server double (stdio, HTTP, in-process);
+//!   [`drifter`] is its drifting copy of a real server.
 //! - [`trust`] derives the content-trust contracts of a reviewed tool (value-free).
 //! - [`cases`] are the gate-rule cases against the double, and the gate's mutation matrix.
 //! - [`guard`] puts the gate in front of an MCP client (stdio or Streamable HTTP), over one
@@ -28,6 +29,7 @@ pub mod cases;
 pub mod client;
 pub mod diff;
 pub mod double;
+pub mod drifter;
 pub mod gate;
 pub mod guard;
 pub mod invalidation;

@@ -208,7 +208,17 @@ async fn post(state: State, request: loopback_http::Request) -> loopback_http::R
             );
         }
     };
-    let opens = msg.get("method").and_then(Value::as_str) == Some("initialize");
+    let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+    if method == "server/discover" && state.guard.pinned().version != REVISION_2026_07_28 {
+        // As a 2025-11-25 server answers the 2026-07-28 probe (no session needed): the
+        // client falls back to `initialize`.
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        return response::json(
+            StatusCode::OK,
+            &error(&id, -32601, "Method not found: server/discover", None),
+        );
+    }
+    let opens = method == "initialize";
     let (key, session) = match find(&state, &headers, opens) {
         Ok(s) => s,
         Err(r) => return *r,
