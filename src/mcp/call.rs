@@ -174,6 +174,42 @@ pub fn diagnostics(result: &Value, redactor: &Redactor) -> Value {
 /// A rule and why a call was not dispatched or failed.
 pub type Verdict = (&'static str, String);
 
+/// A reviewed Tool's schemas, compiled once (the guard keeps them per tool).
+#[derive(Debug)]
+pub struct Contract {
+    /// The reviewed `inputSchema`.
+    pub input: jsonschema::Validator,
+    /// The reviewed `outputSchema`, when there is one.
+    pub output: Option<jsonschema::Validator>,
+}
+
+/// Compile a reviewed Tool's schemas (§4.7.1, §4.7.4); declared outputs need an
+/// `outputSchema`.
+pub fn contract(tool: &Value, expect_output: bool) -> Result<Contract, Verdict> {
+    let input = compile(tool.get("inputSchema").unwrap_or(&Value::Null)).map_err(|e| {
+        (
+            "4.7.1-input-schema",
+            format!("the reviewed inputSchema cannot be used to validate: {e}"),
+        )
+    })?;
+    let output = match tool.get("outputSchema") {
+        None if expect_output => {
+            return Err((
+                "4.7.4-output-schema",
+                "the operation declares outputs but the reviewed Tool has no outputSchema".into(),
+            ));
+        }
+        None => None,
+        Some(s) => Some(compile(s).map_err(|e| {
+            (
+                "4.7.4-output-schema",
+                format!("the reviewed outputSchema cannot be used to validate: {e}"),
+            )
+        })?),
+    };
+    Ok(Contract { input, output })
+}
+
 /// The call rules before dispatch (§4.7.1, §4.9.1, §4.7.4): the arguments are an object that
 /// conforms to the reviewed `inputSchema` and falls under the reviewed channels; declared
 /// outputs need a reviewed `outputSchema`. The compiled `outputSchema` when there is one.
@@ -189,13 +225,20 @@ pub fn before_dispatch(
             "the arguments must be a JSON object".into(),
         ));
     }
-    let input = compile(tool.get("inputSchema").unwrap_or(&Value::Null)).map_err(|e| {
-        (
-            "4.7.1-input-schema",
-            format!("the reviewed inputSchema cannot be used to validate: {e}"),
-        )
-    })?;
-    let bad = violations(&input, arguments);
+    let c = contract(tool, expect_output)?;
+    check_arguments(&c, review, arguments)?;
+    Ok(c.output)
+}
+
+/// The arguments against a compiled [`Contract`] and the reviewed channels (§4.7.1, §4.9.1).
+pub fn check_arguments(c: &Contract, review: &Value, arguments: &Value) -> Result<(), Verdict> {
+    if !arguments.is_object() {
+        return Err((
+            "4.7.1-arguments",
+            "the arguments must be a JSON object".into(),
+        ));
+    }
+    let bad = violations(&c.input, arguments);
     if !bad.is_empty() {
         return Err((
             "4.7.1-arguments",
@@ -211,19 +254,7 @@ pub fn before_dispatch(
             format!("argument {p} is not a reviewed input channel"),
         ));
     }
-    match tool.get("outputSchema") {
-        None if expect_output => Err((
-            "4.7.4-output-schema",
-            "the operation declares outputs but the reviewed Tool has no outputSchema".into(),
-        )),
-        None => Ok(None),
-        Some(s) => compile(s).map(Some).map_err(|e| {
-            (
-                "4.7.4-output-schema",
-                format!("the reviewed outputSchema cannot be used to validate: {e}"),
-            )
-        }),
-    }
+    Ok(())
 }
 
 /// The result rules (§4.7.3 to §4.7.5): `isError` fails; with a reviewed `outputSchema`,

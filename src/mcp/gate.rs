@@ -620,6 +620,36 @@ impl Pinned {
         now: OffsetDateTime,
         opts: &GateOptions,
     ) -> Result<Selected, Refusal> {
+        let selected = self.select_static(tool, opts)?;
+        self.check_review_date(&selected, now, opts)?;
+        Ok(selected)
+    }
+
+    /// The review's date against the window and `now` (what time changes of [`Self::select`]).
+    pub fn check_review_date(
+        &self,
+        selected: &Selected,
+        now: OffsetDateTime,
+        opts: &GateOptions,
+    ) -> Result<(), Refusal> {
+        let now_for_window = if opts.mutant == Some(Mutant::WindowUnchecked) {
+            self.expires
+        } else {
+            now
+        };
+        review::check_window(
+            &selected.review,
+            self.captured,
+            self.expires,
+            now_for_window,
+        )
+        .map_err(|e| refuse(Rule::Review, e.to_string()))
+    }
+
+    /// What of [`Self::select`] does not change with time: the tool exactly once, its review
+    /// present and passing the seed's assertions and the local policy (the guard keeps it
+    /// per tool; the snapshot it reads does not change for the guard's lifetime).
+    pub fn select_static(&self, tool: &str, opts: &GateOptions) -> Result<Selected, Refusal> {
         let server = self.entry();
         let found = snapshot::tools_named(server, tool);
         let reviewed = match found.as_slice() {
@@ -654,13 +684,6 @@ impl Pinned {
                 )
             })?;
         review::check(&review, &reviewed).map_err(|e| refuse(Rule::Review, e.to_string()))?;
-        let now_for_window = if opts.mutant == Some(Mutant::WindowUnchecked) {
-            self.expires
-        } else {
-            now
-        };
-        review::check_window(&review, self.captured, self.expires, now_for_window)
-            .map_err(|e| refuse(Rule::Review, e.to_string()))?;
         opts.local.accepts(&review).map_err(|e| {
             refuse(
                 Rule::Policy,
@@ -962,20 +985,49 @@ pub async fn compare<R: Rpc>(
     rpc: &mut R,
     pinned: &Pinned,
     selected: &Selected,
-    mut mark: u64,
+    mark: u64,
     declares_list_changed: bool,
     opts: &GateOptions,
     evidence: &mut Evidence,
 ) -> Result<u64, Refusal> {
+    compare_keeping(
+        rpc,
+        pinned,
+        selected,
+        mark,
+        declares_list_changed,
+        opts,
+        evidence,
+    )
+    .await
+    .map(|(mark, _)| mark)
+    .map_err(|(r, _)| r)
+}
+
+/// [`compare`], handing back the live listing: a catalog of thousands of tools takes
+/// milliseconds to free, which a caller that answers a client (the guard) does after the
+/// answer, not before.
+#[allow(clippy::too_many_arguments)]
+pub async fn compare_keeping<R: Rpc>(
+    rpc: &mut R,
+    pinned: &Pinned,
+    selected: &Selected,
+    mut mark: u64,
+    declares_list_changed: bool,
+    opts: &GateOptions,
+    evidence: &mut Evidence,
+) -> Result<(u64, client::Listing), (Refusal, Option<client::Listing>)> {
     let started = std::time::Instant::now();
-    let list_err = |e: ClientError| client_refusal(Rule::Listing, e);
+    let list_err = |e: ClientError| (client_refusal(Rule::Listing, e), None);
     let first_only = opts.mutant == Some(Mutant::FirstPageOnly);
     let mut listing = client::list_tools(rpc, opts.max_pages, first_only)
         .await
         .map_err(list_err)?;
     evidence.timings_us.live_listing = micros(started);
     evidence.live_pages = listing.pages.len();
-    client::barrier(rpc).await.map_err(list_err)?;
+    if let Err(e) = client::barrier(rpc).await {
+        return Err((client_refusal(Rule::Listing, e), Some(listing)));
+    }
     if rpc.list_changed_seq() > mark {
         if !declares_list_changed {
             evidence.undeclared_list_changed = true;
@@ -986,24 +1038,31 @@ pub async fn compare<R: Rpc>(
                 .map_err(list_err)?;
             mark = rpc.list_changed_seq();
         } else {
-            return Err(refuse(
-                Rule::ListChanged,
-                format!(
-                    "the server sent notifications/tools/list_changed on the gate's connection after the listing began{}: the review is invalidated; a new capture and review are required (re-listing does not revive it)",
-                    if declares_list_changed {
-                        ""
-                    } else {
-                        " (without declaring tools.listChanged)"
-                    }
+            return Err((
+                refuse(
+                    Rule::ListChanged,
+                    format!(
+                        "the server sent notifications/tools/list_changed on the gate's connection after the listing began{}: the review is invalidated; a new capture and review are required (re-listing does not revive it)",
+                        if declares_list_changed {
+                            ""
+                        } else {
+                            " (without declaring tools.listChanged)"
+                        }
+                    ),
                 ),
+                Some(listing),
             ));
         }
     }
-    refuse_excluded(rpc, opts)?;
+    if let Err(r) = refuse_excluded(rpc, opts) {
+        return Err((r, Some(listing)));
+    }
     evidence.live_pages = listing.pages.len();
-    judge(pinned, selected, &listing.pages, opts, evidence)?;
+    if let Err(r) = judge(pinned, selected, &listing.pages, opts, evidence) {
+        return Err((r, Some(listing)));
+    }
     evidence.timings_us.listing_compare = micros(started);
-    Ok(mark)
+    Ok((mark, listing))
 }
 
 /// Canonical equality, with the cheap structural comparison first: two values serde_json

@@ -58,9 +58,9 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::sync::{OnceCell, mpsc};
 
 use self::audit::{Audit, CallTimings, Line, Verdict};
-use super::call::{before_dispatch, judge_result};
+use super::call::{Contract, Verdict as CallVerdict, check_arguments, contract, judge_result};
 use super::client::{self, Client, ClientError, Initialized, Rpc};
-use super::gate::{self, Evidence, GateOptions, Pinned, Refusal, Rule, micros};
+use super::gate::{self, Evidence, GateOptions, Pinned, Refusal, Rule, Selected, micros};
 use super::transport::Endpoint;
 use super::upstream::Upstream;
 use super::{REVISION_2026_07_28, time as mcp_time};
@@ -104,6 +104,9 @@ pub struct Guard {
     audit: Audit,
     redactor: Redactor,
     serial: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Per tool, what does not change for the guard's lifetime: the selection and review
+    /// checks, and the compiled schemas.
+    reviewed: Mutex<HashMap<String, Arc<Result<Reviewed, Refusal>>>>,
     sessions: AtomicU64,
     /// A durable invalidation seen by this guard (kept in memory too, in case the record
     /// could not be written beside the snapshot).
@@ -122,6 +125,7 @@ impl Guard {
             audit,
             redactor,
             serial: Mutex::new(HashMap::new()),
+            reviewed: Mutex::new(HashMap::new()),
             sessions: AtomicU64::new(0),
             invalidated: Mutex::new(None),
         }))
@@ -140,6 +144,19 @@ impl Guard {
             downstream,
             link: OnceCell::new(),
         })
+    }
+
+    /// The static checks of one tool, made once.
+    fn reviewed(&self, tool: &str, opts: &GateOptions) -> Arc<Result<Reviewed, Refusal>> {
+        let mut m = self.reviewed.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry(tool.to_string())
+            .or_insert_with(|| {
+                Arc::new(self.pinned.select_static(tool, opts).map(|selected| {
+                    let contract = contract(&selected.tool, false);
+                    Reviewed { selected, contract }
+                }))
+            })
+            .clone()
     }
 
     fn serial_lock(&self, tool: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -169,6 +186,13 @@ impl Guard {
         }
         self.pinned.record(rule, startup, reason)
     }
+}
+
+/// A reviewed tool as the guard keeps it.
+#[derive(Debug)]
+struct Reviewed {
+    selected: Selected,
+    contract: Result<Contract, CallVerdict>,
 }
 
 /// The server side of one client session.
@@ -562,14 +586,18 @@ impl Session {
             );
             return refused(r, timings);
         }
-        let selected = match g
-            .pinned
-            .check_fresh(now, &opts)
-            .and_then(|()| g.pinned.select(name, now, &opts))
-        {
-            Ok(s) => s,
-            Err(r) => return refused(r, timings),
+        if let Err(r) = g.pinned.check_fresh(now, &opts) {
+            return refused(r, timings);
+        }
+        let reviewed = g.reviewed(name, &opts);
+        let reviewed = match reviewed.as_ref() {
+            Ok(r) => r,
+            Err(r) => return refused(r.clone(), timings),
         };
+        let selected = &reviewed.selected;
+        if let Err(r) = g.pinned.check_review_date(selected, now, &opts) {
+            return refused(r, timings);
+        }
         // `concurrency: serialize`: one call of this tool at a time through this guard.
         let serialize = selected
             .review
@@ -584,10 +612,10 @@ impl Session {
         let mut up = link.upstream.clone();
         let mut evidence = link.evidence.clone();
         let declares = link.init.declares_list_changed();
-        let compared = gate::compare(
+        let compared = gate::compare_keeping(
             &mut up,
             &g.pinned,
-            &selected,
+            selected,
             mark,
             declares,
             &opts,
@@ -596,20 +624,31 @@ impl Session {
         .await;
         timings.live_listing = evidence.timings_us.live_listing;
         *live_pages = evidence.live_pages;
-        if let Err(r) = compared {
-            if r.rule.durable() {
-                g.invalidate(r.rule.id(), r.startup, &r.message);
+        // A catalog of thousands of tools takes milliseconds to free: not on the call's path.
+        let listing = match compared {
+            Ok((_, listing)) => listing,
+            Err((r, listing)) => {
+                tokio::task::spawn_blocking(move || drop(listing));
+                if r.rule.durable() {
+                    g.invalidate(r.rule.id(), r.startup, &r.message);
+                }
+                return refused(r, timings);
             }
-            return refused(r, timings);
-        }
+        };
+        tokio::task::spawn_blocking(move || drop(listing));
         // The call rules before dispatch; bad arguments are a tool execution error in MCP
         // (input validation), so the model sees them and can correct them.
         let arguments = msg
             .pointer("/params/arguments")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let output = match before_dispatch(&selected.tool, &selected.review, &arguments, false) {
-            Ok(o) => o,
+        let checked = reviewed
+            .contract
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|c| check_arguments(c, &selected.review, &arguments).map(|()| c));
+        let output = match checked {
+            Ok(c) => c.output.as_ref(),
             Err((rule, why)) => {
                 timings.gate = micros(arrived);
                 let text = format!("toolcert guard did not call `{name}` ({rule}): {why}");
@@ -709,7 +748,7 @@ impl Session {
             };
         }
         let result = answer.get("result").cloned().unwrap_or(Value::Null);
-        match judge_result(&result, output.as_ref()) {
+        match judge_result(&result, output) {
             Ok(_) => Outcome {
                 verdict: Verdict::Ok,
                 rule: None,
