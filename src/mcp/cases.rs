@@ -1,14 +1,21 @@
-//! Gate-rule cases against the double, and the gate's mutation matrix
-//! (`reports/mcp-gate-mutants.md`).
+//! Gate-rule cases against the double, the gate's mutation matrix
+//! (`reports/mcp-gate-mutants.md`), and the same cases as portable vectors
+//! (`fixtures/mcp-drift-vectors/`).
 //!
 //! A case pins a snapshot captured from a clean double, optionally edits it, and runs the
 //! gate against a live double that misbehaves in one way. The matrix runs, for every
 //! [`Mutant`], the case that a correct gate refuses and that mutant lets pass: a mutant is
 //! killed when its verdict differs from the correct gate's.
+//!
+//! [`export_vectors`] writes every case as a directory of language-neutral files another
+//! pinning gateway can run without toolcert: the pinned snapshot, the server (the double's
+//! script, a declarative description), the exchange toolcert's gate had with it, and the
+//! expected verdict and rule; [`run_vector`] runs one from those files alone.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::double::{InProcess, Script, echo_tool};
@@ -560,4 +567,221 @@ pub async fn mutant_report(dir: &Path) -> Result<String, String> {
         ));
     }
     Ok(out)
+}
+
+/// The profile of a portable drift vector's `vector.json`.
+pub const VECTOR_PROFILE: &str = "toolcert.mcp-drift-vector.0.1";
+
+/// The instant every vector's snapshot is captured at (reviewed an hour later, judged a day
+/// later unless the case says otherwise), so the files do not change from run to run.
+pub const VECTOR_CAPTURED_AT: &str = "2026-01-01T00:00:00Z";
+
+/// What a vector expects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Expect {
+    /// `pass` or `refused`.
+    pub verdict: String,
+    /// The rule a refusal names (toolcert's id of the seed's rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+}
+
+/// `vector.json`: how to run one vector and what it must give.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Vector {
+    /// [`VECTOR_PROFILE`].
+    pub profile: String,
+    /// What the case shows.
+    pub name: String,
+    /// The server key in the snapshot.
+    pub server: String,
+    /// The selected tool.
+    pub tool: String,
+    /// The pinned digest (of `snapshot.json`).
+    pub manifest_sha256: String,
+    /// The instant to judge expiry at.
+    pub now: String,
+    /// `strict` or `settle`.
+    pub list_changed_policy: ListChangedPolicy,
+    /// An invalidation an earlier connection recorded (to be in force before the gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_invalidation: Option<super::invalidation::Record>,
+    /// The expected verdict.
+    pub expect: Expect,
+}
+
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').chars().take(60).collect()
+}
+
+fn pretty(v: &impl Serialize) -> Result<String, String> {
+    serde_json::to_string_pretty(v)
+        .map(|mut t| {
+            t.push('\n');
+            t
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// Write every gate case as a vector directory under `dir` (`001-…`, `002-…`); how many.
+/// Each holds `vector.json`, `snapshot.json` (the pinned snapshot, byte for byte what
+/// `manifestSha256` is the digest of, once canonicalized), `server.json` (the live server as
+/// the double's script) and `exchange.jsonl` (every message of toolcert's gate run against
+/// it, in order, at most 200; `clientInfo.version` written as `(toolcert)` so the files do
+/// not change with toolcert's version).
+pub async fn export_vectors(dir: &Path) -> Result<usize, String> {
+    let t = |s: &str| mcp_time::parse(s).map_err(|e| e.to_string());
+    let captured = t(VECTOR_CAPTURED_AT)?;
+    let cases = gate_cases();
+    for (i, case) in cases.iter().enumerate() {
+        let sub = dir.join(format!("{:03}-{}", i + 1, slug(case.name)));
+        std::fs::create_dir_all(&sub).map_err(|e| e.to_string())?;
+        let mut opts = CaptureOptions::new("s");
+        opts.captured_at = Some(captured);
+        let mut doc = snapshot::capture(
+            &Endpoint::Double(InProcess::new(case.reviewed.clone())),
+            &opts,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let tool = snapshot::tools_named(
+            snapshot::server(&doc, "s").map_err(|e| e.to_string())?,
+            "echo",
+        )
+        .first()
+        .map(|(_, t)| (*t).clone())
+        .ok_or("no echo")?;
+        let mut review = acceptable_review(&tool);
+        review["reviewedAt"] = json!(mcp_time::format(captured + time::Duration::hours(1)));
+        // Written directly: `review::apply` checks the date against the real clock.
+        doc["servers"]["s"]["reviews"]["echo"] = review;
+        if let Some(edit) = case.edit {
+            edit(&mut doc);
+        }
+        let sha = snapshot::write(&sub.join("snapshot.json"), &doc).map_err(|e| e.to_string())?;
+        let now = mcp_time::add(captured, case.later.unwrap_or(Duration::from_secs(86_400)));
+        let vector = Vector {
+            profile: VECTOR_PROFILE.into(),
+            name: case.name.into(),
+            server: "s".into(),
+            tool: "echo".into(),
+            manifest_sha256: sha.clone(),
+            now: mcp_time::format(now),
+            list_changed_policy: case.policy,
+            prior_invalidation: case
+                .prior_invalidation
+                .then(|| super::invalidation::Record {
+                    manifest_sha256: sha.clone(),
+                    server: "s".into(),
+                    at: mcp_time::format(captured + time::Duration::hours(2)),
+                    rule: "4.5.4-indeterminate".into(),
+                    startup: false,
+                    reason: "notifications/tools/list_changed arrived during a call".into(),
+                }),
+            expect: Expect {
+                verdict: if case.expect.is_some() {
+                    "refused"
+                } else {
+                    "pass"
+                }
+                .into(),
+                rule: case.expect.map(|r| r.id().to_string()),
+            },
+        };
+        std::fs::write(sub.join("vector.json"), pretty(&vector)?).map_err(|e| e.to_string())?;
+        std::fs::write(sub.join("server.json"), pretty(&case.live)?).map_err(|e| e.to_string())?;
+        let scratch =
+            std::env::temp_dir().join(format!("toolcert-vectors-{}", uuid::Uuid::new_v4()));
+        let (observed, live) = run_vector(&sub, &scratch).await?;
+        let _ = std::fs::remove_dir_all(&scratch);
+        if observed.refused.map(|r| r.id().to_string()) != vector.expect.rule {
+            return Err(format!(
+                "{}: the gate gave {:?}, the case expects {:?}: {}",
+                case.name, observed.refused, vector.expect.rule, observed.message
+            ));
+        }
+        let mut exchange = String::new();
+        let transcript = live
+            .witness
+            .transcript
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
+        for mut line in transcript {
+            if let Some(v) = line.pointer_mut("/message/params/clientInfo/version") {
+                *v = json!("(toolcert)");
+            }
+            exchange.push_str(&line.to_string());
+            exchange.push('\n');
+        }
+        let dropped = live
+            .witness
+            .transcript_dropped
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if dropped > 0 {
+            exchange.push_str(&json!({"truncated": dropped}).to_string());
+            exchange.push('\n');
+        }
+        std::fs::write(sub.join("exchange.jsonl"), exchange).map_err(|e| e.to_string())?;
+    }
+    Ok(cases.len())
+}
+
+/// Run one vector from its files alone: copy its snapshot into `scratch`, put its prior
+/// invalidation beside it, serve `server.json` in process, gate at its `now`. What the gate
+/// gave, and the double (its witness holds the exchange).
+pub async fn run_vector(dir: &Path, scratch: &Path) -> Result<(Observed, InProcess), String> {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .map_err(|e| format!("{}/{name}: {e}", dir.display()))
+    };
+    let vector: Vector =
+        serde_json::from_str(&read("vector.json")?).map_err(|e| format!("vector.json: {e}"))?;
+    if vector.profile != VECTOR_PROFILE {
+        return Err(format!("{}: profile {}", dir.display(), vector.profile));
+    }
+    let script: Script =
+        serde_json::from_str(&read("server.json")?).map_err(|e| format!("server.json: {e}"))?;
+    std::fs::create_dir_all(scratch).map_err(|e| e.to_string())?;
+    let path = scratch.join(format!("{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&path, read("snapshot.json")?).map_err(|e| e.to_string())?;
+    if let Some(record) = &vector.prior_invalidation {
+        super::invalidation::append(&path, record).map_err(|e| e.to_string())?;
+    }
+    let live = InProcess::new(script);
+    let mut opts = GateOptions::new(&vector.manifest_sha256, &vector.server, &vector.tool);
+    opts.policy = vector.list_changed_policy;
+    opts.now = Some(mcp_time::parse(&vector.now).map_err(|e| e.to_string())?);
+    opts.timeouts.request = Duration::from_millis(500);
+    let result = gate::gate(&path, &Endpoint::Double(live.clone()), &opts).await;
+    let connections = live
+        .witness
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    let observed = match result {
+        Ok(p) => {
+            p.client.close().await;
+            Observed {
+                refused: None,
+                connections,
+                message: "pass".into(),
+            }
+        }
+        Err(r) => Observed {
+            refused: Some(r.refusal.rule),
+            connections,
+            message: r.refusal.message,
+        },
+    };
+    Ok((observed, live))
 }

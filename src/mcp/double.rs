@@ -221,6 +221,26 @@ pub struct Witness {
     pub in_flight: AtomicU64,
     /// The most `tools/call`s that were in flight at once.
     pub max_in_flight: AtomicU64,
+    /// The exchange on stdio and in process, message by message (`{"from": "client" |
+    /// "server", "message": …}`), at most [`MAX_TRANSCRIPT`] entries.
+    pub transcript: Mutex<Vec<Value>>,
+    /// Entries left out of `transcript` once it was full.
+    pub transcript_dropped: AtomicU64,
+}
+
+/// The most messages a [`Witness`] keeps of an exchange.
+pub const MAX_TRANSCRIPT: usize = 200;
+
+impl Witness {
+    fn record(&self, from: &str, message: &Value) {
+        if let Ok(mut t) = self.transcript.lock() {
+            if t.len() < MAX_TRANSCRIPT {
+                t.push(json!({"from": from, "message": message}));
+                return;
+            }
+        }
+        self.transcript_dropped.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl Witness {
@@ -526,12 +546,14 @@ where
         let Ok(msg) = serde_json::from_slice::<Value>(&buf) else {
             continue;
         };
+        witness.record("client", &msg);
         let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
         match session.handle(&msg) {
             Reply::Hang => continue,
             Reply::Send(out) => {
                 let mut bytes = Vec::new();
                 for m in out {
+                    witness.record("server", &m);
                     bytes.extend_from_slice(m.to_string().as_bytes());
                     bytes.push(b'\n');
                 }

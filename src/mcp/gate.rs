@@ -304,7 +304,9 @@ impl Mutant {
 }
 
 /// How a `list_changed` before the comparison is treated (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ListChangedPolicy {
     /// Any `list_changed` on the gate's connection refuses.
