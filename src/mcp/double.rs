@@ -233,11 +233,11 @@ pub const MAX_TRANSCRIPT: usize = 200;
 
 impl Witness {
     fn record(&self, from: &str, message: &Value) {
-        if let Ok(mut t) = self.transcript.lock() {
-            if t.len() < MAX_TRANSCRIPT {
-                t.push(json!({"from": from, "message": message}));
-                return;
-            }
+        if let Ok(mut t) = self.transcript.lock()
+            && t.len() < MAX_TRANSCRIPT
+        {
+            t.push(json!({"from": from, "message": message}));
+            return;
         }
         self.transcript_dropped.fetch_add(1, Ordering::Relaxed);
     }
