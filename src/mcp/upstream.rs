@@ -1,15 +1,15 @@
 //! One MCP connection shared by many callers: the guard's connection to the server it
 //! guards.
 //!
-//! [`Client`] is one caller's: it reads the server only while it waits for its own answer.
+//! [`Client`](super::client::Client) is one caller's: it reads the server only while it waits for its own answer.
 //! The guard needs more: its client's requests (a `tools/list`, a `resources/read`) and its
 //! own gate (the listing, the barriers, the call) go over the same connection, concurrently,
 //! and what the server sends unasked must be read at once (a `list_changed` during one call
-//! invalidates every other). So after the handshake the [`Client`] is taken apart
-//! ([`Client::into_parts`]) and its transport given to one task that owns it: it sends what
+//! invalidates every other). So after the handshake the [`Client`](super::client::Client) is taken apart
+//! ([`Client::into_parts`](super::client::Client::into_parts)) and its transport given to one task that owns it: it sends what
 //! callers hand it, routes every response to the caller waiting for its id, counts every
 //! `notifications/tools/list_changed` in arrival order (so a barrier's answer still proves
-//! that everything before it was counted), answers server requests as [`Client`] does
+//! that everything before it was counted), answers server requests as [`Client`](super::client::Client) does
 //! (sampling and elicitation refused and recorded), and hands the server's other
 //! notifications to the guard's client.
 //!
