@@ -215,9 +215,7 @@ fn guard_cost(ctx: &Ctx, argv: &[String], tool: &str) {
             Audit::file(&audit).unwrap(),
         )
         .unwrap();
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (sr, sw) = tokio::io::split(server);
-        let task = tokio::spawn(guard::serve_lines(g, sr, sw, std::future::pending()));
+        let (client, task) = guard::on_pipe(g);
         let (cr, cw) = tokio::io::split(client);
         let mut c = Client::over(
             Transport::lines(cr, cw, Limits::default()),

@@ -16,6 +16,21 @@ use toolcert::mcp::gate::{GateOptions, Mutant, Rule};
 use toolcert::mcp::snapshot;
 use toolcert::mcp::transport::Endpoint;
 
+/// The gate's refusal of the snapshot at `path` against `live` (panics if it passes).
+async fn refusal(
+    path: &std::path::Path,
+    live: &Endpoint,
+    opts: &GateOptions,
+) -> toolcert::mcp::gate::Refused {
+    match toolcert::mcp::gate::gate(path, live, opts).await {
+        Ok(p) => {
+            p.client.close().await;
+            panic!("the gate passed {}", path.display())
+        }
+        Err(r) => r,
+    }
+}
+
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("toolcert-mcp-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -73,24 +88,22 @@ async fn a_changed_snapshot_is_refused_before_any_connection() {
     )
     .unwrap();
     let live = InProcess::new(reviewed_script());
-    let err = toolcert::mcp::gate::gate(
+    let err = refusal(
         &path,
         &Endpoint::Double(live.clone()),
         &GateOptions::new(&sha, "s", "echo"),
     )
-    .await
-    .unwrap_err();
+    .await;
     assert_eq!(err.refusal.rule, Rule::Digest, "{}", err.refusal);
     assert_eq!(live.witness.connections.load(Ordering::SeqCst), 0);
     assert!(!err.evidence.connected);
     // A digest that is not lowercase hex is refused as such.
-    let err = toolcert::mcp::gate::gate(
+    let err = refusal(
         &path,
         &Endpoint::Double(live.clone()),
         &GateOptions::new(&sha.to_uppercase(), "s", "echo"),
     )
-    .await
-    .unwrap_err();
+    .await;
     assert_eq!(err.refusal.rule, Rule::Digest);
 }
 
@@ -103,13 +116,12 @@ async fn a_drift_refusal_carries_a_minimal_diff() {
         .unwrap();
     let path = dir.join("snap.json");
     let sha = cases::pin(&reviewed_script(), "echo", &path).await.unwrap();
-    let err = toolcert::mcp::gate::gate(
+    let err = refusal(
         &path,
         &Endpoint::Double(InProcess::new(case.live)),
         &GateOptions::new(&sha, "s", "echo"),
     )
-    .await
-    .unwrap_err();
+    .await;
     assert_eq!(err.refusal.rule, Rule::Drift);
     assert_eq!(err.refusal.diff.len(), 1, "{:?}", err.refusal.diff);
     let c = &err.refusal.diff[0];
@@ -427,9 +439,7 @@ async fn streamable_http_capture_gate_and_call() {
         ),
         (&json!(1), &json!(0))
     );
-    let refused = toolcert::mcp::gate::gate(&path, &endpoint, &GateOptions::new(&sha, "s", "echo"))
-        .await
-        .unwrap_err();
+    let refused = refusal(&path, &endpoint, &GateOptions::new(&sha, "s", "echo")).await;
     assert_eq!(refused.refusal.rule, Rule::ListChanged);
 }
 
@@ -483,13 +493,12 @@ async fn a_list_changed_on_the_http_get_stream_is_seen_by_the_gate() {
     // open it never sees this start-up list_changed, and would pass.
     script.list_changed.after_initialized = 1;
     let (noisy, path, sha) = pin_http(script, "get-noisy").await;
-    let refused = toolcert::mcp::gate::gate(
+    let refused = refusal(
         &path,
         &Endpoint::Http(noisy.url.clone()),
         &GateOptions::new(&sha, "s", "echo"),
     )
-    .await
-    .unwrap_err();
+    .await;
     assert_eq!(
         refused.refusal.rule,
         Rule::ListChanged,
@@ -511,13 +520,12 @@ async fn an_expired_http_session_is_refused_with_its_rule_and_never_reopened() {
     };
     // During the gate's listing (the second page): refused, in the one session it opened.
     let (live, path, sha) = pin_http(expire("tools/list", 1), "expire-list").await;
-    let refused = toolcert::mcp::gate::gate(
+    let refused = refusal(
         &path,
         &Endpoint::Http(live.url.clone()),
         &GateOptions::new(&sha, "s", "echo"),
     )
-    .await
-    .unwrap_err();
+    .await;
     assert_eq!(
         refused.refusal.rule,
         Rule::SessionExpired,
@@ -635,28 +643,63 @@ fn toolcert() -> Command {
     Command::new(env!("CARGO_BIN_EXE_toolcert"))
 }
 
+/// Run toolcert: (exit code, stdout trimmed, stderr).
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = toolcert().args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// Write `script` to `dir/name`; the `--stdio` command line of the double serving it.
+fn double_on_stdio(dir: &std::path::Path, name: &str, script: &Script) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string(script).unwrap()).unwrap();
+    format!(
+        "{} mcp double --script {}",
+        env!("CARGO_BIN_EXE_toolcert"),
+        p.display()
+    )
+}
+
+/// `toolcert mcp review SNAP` of `echo` with every assertion acceptable but `--side-effects`
+/// (left to the caller).
+fn review_echo(snap: &str) -> Vec<&str> {
+    vec![
+        "mcp",
+        "review",
+        snap,
+        "--server",
+        "s",
+        "--tool",
+        "echo",
+        "--reviewer",
+        "r@example.test",
+        "--headless",
+        "true",
+        "--independent-calls",
+        "true",
+        "--model-backed",
+        "false",
+        "--concurrency",
+        "safe",
+        "--reference-based-io",
+        "true",
+        "--channel",
+        "/message=data",
+    ]
+}
+
 #[test]
 fn the_cli_captures_reviews_gates_and_calls_a_stdio_double() {
     let dir = scratch("cli");
-    let script = dir.join("script.json");
     let mut s = reviewed_script();
     s.call_result =
         json!({"content": [{"type": "text", "text": "hi"}], "structuredContent": {"echo": "hi"}});
-    std::fs::write(&script, serde_json::to_string(&s).unwrap()).unwrap();
-    let stdio = format!(
-        "{} mcp double --script {}",
-        env!("CARGO_BIN_EXE_toolcert"),
-        script.display()
-    );
+    let stdio = double_on_stdio(&dir, "script.json", &s);
     let snap = dir.join("snap.json");
-    let run = |args: &[&str]| {
-        let out = toolcert().args(args).output().unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).trim().to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    };
     let at = toolcert::mcp::time::format(toolcert::mcp::time::now());
     let at = at.as_str();
     let (code, d1, err) = run(&[
@@ -709,29 +752,7 @@ fn the_cli_captures_reviews_gates_and_calls_a_stdio_double() {
     assert_eq!(code, Some(2), "{err}");
     // An incomplete review is refused and names its rule.
     let snap_s = snap.to_str().unwrap();
-    let review = [
-        "mcp",
-        "review",
-        snap_s,
-        "--server",
-        "s",
-        "--tool",
-        "echo",
-        "--reviewer",
-        "r@example.test",
-        "--headless",
-        "true",
-        "--independent-calls",
-        "true",
-        "--model-backed",
-        "false",
-        "--concurrency",
-        "safe",
-        "--reference-based-io",
-        "true",
-        "--channel",
-        "/message=data",
-    ];
+    let review = review_echo(snap_s);
     let (code, _, err) = run(&review);
     assert_eq!(code, Some(1));
     assert!(err.contains("4.6 sideEffects"), "{err}");
@@ -867,23 +888,7 @@ fn the_cli_captures_reviews_gates_and_calls_a_stdio_double() {
 #[test]
 fn the_cli_call_timeout_is_its_own_bounded_flag_and_review_dates_are_checked() {
     let dir = scratch("cli-timeout");
-    let run = |args: &[&str]| {
-        let out = toolcert().args(args).output().unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).trim().to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    };
-    let write_script = |name: &str, s: &Script| {
-        let p = dir.join(name);
-        std::fs::write(&p, serde_json::to_string(s).unwrap()).unwrap();
-        format!(
-            "{} mcp double --script {}",
-            env!("CARGO_BIN_EXE_toolcert"),
-            p.display()
-        )
-    };
+    let write_script = |name: &str, s: &Script| double_on_stdio(&dir, name, s);
     let clean = write_script("clean.json", &Script::default());
     let snap = dir.join("snap.json");
     let snap_s = snap.to_str().unwrap();
@@ -894,33 +899,9 @@ fn the_cli_call_timeout_is_its_own_bounded_flag_and_review_dates_are_checked() {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&snap).unwrap()).unwrap();
     let captured = toolcert::mcp::time::parse(doc["capturedAt"].as_str().unwrap()).unwrap();
     let review = |at: &str| {
-        run(&[
-            "mcp",
-            "review",
-            snap_s,
-            "--server",
-            "s",
-            "--tool",
-            "echo",
-            "--reviewer",
-            "r@example.test",
-            "--reviewed-at",
-            at,
-            "--headless",
-            "true",
-            "--independent-calls",
-            "true",
-            "--model-backed",
-            "false",
-            "--side-effects",
-            "none",
-            "--concurrency",
-            "safe",
-            "--reference-based-io",
-            "true",
-            "--channel",
-            "/message=data",
-        ])
+        let mut a = review_echo(snap_s);
+        a.extend(["--reviewed-at", at, "--side-effects", "none"]);
+        run(&a)
     };
     // A review dated before the capture, or at its expiry, is refused and names the rule.
     let fmt = toolcert::mcp::time::format;
@@ -1057,9 +1038,7 @@ async fn a_strict_start_up_refusal_does_not_trap_a_later_settle_gate() {
     let mut noisy = reviewed_script();
     noisy.list_changed.after_initialized = 1;
     let ep = Endpoint::Double(InProcess::new(noisy));
-    let strict = toolcert::mcp::gate::gate(&path, &ep, &GateOptions::new(&sha, "s", "echo"))
-        .await
-        .unwrap_err();
+    let strict = refusal(&path, &ep, &GateOptions::new(&sha, "s", "echo")).await;
     assert_eq!(strict.refusal.rule, Rule::ListChanged);
     assert!(
         strict.refusal.message.contains("--list-changed settle"),
@@ -1074,13 +1053,9 @@ async fn a_strict_start_up_refusal_does_not_trap_a_later_settle_gate() {
     let mut late = reviewed_script();
     late.list_changed.after_lists = vec![0];
     let late = Endpoint::Double(InProcess::new(late));
-    let refused = toolcert::mcp::gate::gate(&path, &late, &opts)
-        .await
-        .unwrap_err();
+    let refused = refusal(&path, &late, &opts).await;
     assert_eq!(refused.refusal.rule, Rule::ListChanged);
-    let again = toolcert::mcp::gate::gate(&path, &ep, &opts)
-        .await
-        .unwrap_err();
+    let again = refusal(&path, &ep, &opts).await;
     assert_eq!(again.refusal.rule, Rule::Invalidated, "{}", again.refusal);
 }
 
@@ -1172,10 +1147,7 @@ async fn on_2026_07_28_list_changed_comes_from_the_listen_stream() {
     // A list_changed during the listing arrives only on the listen stream: refused.
     let mut during_listing = modern();
     during_listing.list_changed.after_lists = vec![0];
-    let refused =
-        toolcert::mcp::gate::gate(&path, &Endpoint::Double(InProcess::new(during_listing)), &g)
-            .await
-            .unwrap_err();
+    let refused = refusal(&path, &Endpoint::Double(InProcess::new(during_listing)), &g).await;
     assert_eq!(
         refused.refusal.rule,
         Rule::ListChanged,
@@ -1210,13 +1182,12 @@ async fn on_2026_07_28_a_server_that_will_not_announce_tool_changes_is_refused()
     for mode in [ListenMode::Refuse, ListenMode::IgnoreTools] {
         let mut s = modern();
         s.listen = mode;
-        let refused = toolcert::mcp::gate::gate(
+        let refused = refusal(
             &path,
             &Endpoint::Double(InProcess::new(s)),
             &GateOptions::new(&sha, "s", "echo"),
         )
-        .await
-        .unwrap_err();
+        .await;
         assert_eq!(
             refused.refusal.rule,
             Rule::Listing,
@@ -1237,9 +1208,7 @@ async fn on_2026_07_28_ttl_and_cache_scope_are_required_and_the_scope_pinned() {
     let g = GateOptions::new(&sha, "s", "echo");
     let mut bare = modern();
     bare.omit_cache_fields = true;
-    let refused = toolcert::mcp::gate::gate(&path, &Endpoint::Double(InProcess::new(bare)), &g)
-        .await
-        .unwrap_err();
+    let refused = refusal(&path, &Endpoint::Double(InProcess::new(bare)), &g).await;
     assert_eq!(refused.refusal.rule, Rule::Listing, "{}", refused.refusal);
     assert!(
         refused.refusal.message.contains("ttlMs"),
@@ -1248,9 +1217,7 @@ async fn on_2026_07_28_ttl_and_cache_scope_are_required_and_the_scope_pinned() {
     );
     let mut private = modern();
     private.cache_scope = "private".into();
-    let refused = toolcert::mcp::gate::gate(&path, &Endpoint::Double(InProcess::new(private)), &g)
-        .await
-        .unwrap_err();
+    let refused = refusal(&path, &Endpoint::Double(InProcess::new(private)), &g).await;
     assert_eq!(
         refused.refusal.rule,
         Rule::Authorization,
@@ -1280,9 +1247,7 @@ async fn a_gate_under_another_authorization_context_is_refused_before_connecting
     let mut g = GateOptions::new(&sha, "s", "echo");
     for other in ["none", "ci-admin"] {
         g.authorization = other.into();
-        let refused = toolcert::mcp::gate::gate(&path, &Endpoint::Double(live.clone()), &g)
-            .await
-            .unwrap_err();
+        let refused = refusal(&path, &Endpoint::Double(live.clone()), &g).await;
         assert_eq!(
             refused.refusal.rule,
             Rule::Authorization,
@@ -1330,9 +1295,7 @@ async fn a_local_policy_refuses_what_the_deployment_does_not_accept() {
         ),
     ] {
         g.local = local;
-        let refused = toolcert::mcp::gate::gate(&path, &Endpoint::Double(live.clone()), &g)
-            .await
-            .unwrap_err();
+        let refused = refusal(&path, &Endpoint::Double(live.clone()), &g).await;
         assert!(
             matches!(refused.refusal.rule, Rule::Policy | Rule::Window),
             "{}",
@@ -1416,9 +1379,7 @@ async fn pinning_past_the_anchors_is_opt_in_and_names_the_drift() {
             instructions: true,
             catalog: true,
         };
-        let refused = toolcert::mcp::gate::gate(&path, &Endpoint::Double(live), &g)
-            .await
-            .unwrap_err();
+        let refused = refusal(&path, &Endpoint::Double(live), &g).await;
         let described = toolcert::mcp::gate::describe(&refused.refusal);
         if name == "the instructions changed" {
             assert_eq!(refused.refusal.rule, Rule::Instructions, "{described}");
@@ -1470,21 +1431,7 @@ async fn server_text_is_shown_scrubbed_of_the_runs_secrets() {
 #[test]
 fn the_cli_prints_digests_refuses_short_expiry_and_speaks_json_everywhere() {
     let dir = scratch("cli-json");
-    let run = |args: &[&str]| {
-        let out = toolcert().args(args).output().unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).trim().to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    };
-    let script = dir.join("s.json");
-    std::fs::write(&script, serde_json::to_string(&Script::default()).unwrap()).unwrap();
-    let stdio = format!(
-        "{} mcp double --script {}",
-        env!("CARGO_BIN_EXE_toolcert"),
-        script.display()
-    );
+    let stdio = double_on_stdio(&dir, "s.json", &Script::default());
     let snap = dir.join("snap.json");
     let snap_s = snap.to_str().unwrap();
     for short in ["0s", "59m"] {
@@ -1520,30 +1467,8 @@ fn the_cli_prints_digests_refuses_short_expiry_and_speaks_json_everywhere() {
     let d: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(d["manifestSha256"], sha.as_str());
     let review = |extra: &[&str]| {
-        let mut a = vec![
-            "mcp",
-            "review",
-            snap_s,
-            "--server",
-            "s",
-            "--tool",
-            "echo",
-            "--reviewer",
-            "r@example.test",
-            "--headless",
-            "true",
-            "--independent-calls",
-            "true",
-            "--model-backed",
-            "false",
-            "--concurrency",
-            "safe",
-            "--reference-based-io",
-            "true",
-            "--channel",
-            "/message=data",
-            "--json",
-        ];
+        let mut a = review_echo(snap_s);
+        a.push("--json");
         a.extend_from_slice(extra);
         run(&a)
     };
@@ -1568,44 +1493,34 @@ fn the_cli_prints_digests_refuses_short_expiry_and_speaks_json_everywhere() {
     assert!(err.contains("lies in the future"), "{err}");
     // A policy file on the gate: this one refuses modelBacked false.
     let policy = dir.join("policy.json");
+    let policy_s = policy.to_str().unwrap();
+    let gate = |extra: &[&str]| {
+        let mut a = vec![
+            "mcp",
+            "gate",
+            "--manifest",
+            snap_s,
+            "--sha256",
+            sha2,
+            "--server",
+            "s",
+            "--tool",
+            "echo",
+            "--stdio",
+            &stdio,
+            "--policy",
+            policy_s,
+        ];
+        a.extend_from_slice(extra);
+        run(&a)
+    };
     std::fs::write(&policy, r#"{"modelBacked": [true]}"#).unwrap();
-    let (code, out, _) = run(&[
-        "mcp",
-        "gate",
-        "--manifest",
-        snap_s,
-        "--sha256",
-        sha2,
-        "--server",
-        "s",
-        "--tool",
-        "echo",
-        "--stdio",
-        &stdio,
-        "--policy",
-        policy.to_str().unwrap(),
-        "--json",
-    ]);
+    let (code, out, _) = gate(&["--json"]);
     assert_eq!(code, Some(1));
     let verdict: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(verdict["rule"], "4.4.6-policy");
     std::fs::write(&policy, r#"{"modelbacked": [true]}"#).unwrap();
-    let (code, _, err) = run(&[
-        "mcp",
-        "gate",
-        "--manifest",
-        snap_s,
-        "--sha256",
-        sha2,
-        "--server",
-        "s",
-        "--tool",
-        "echo",
-        "--stdio",
-        &stdio,
-        "--policy",
-        policy.to_str().unwrap(),
-    ]);
+    let (code, _, err) = gate(&[]);
     assert_eq!(code, Some(2), "a misspelt policy member is an error: {err}");
     assert!(err.contains("unknown field `modelbacked`"), "{err}");
 }

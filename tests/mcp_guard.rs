@@ -146,9 +146,7 @@ fn guard(path: &Path, sha: &str, live: &InProcess, tune: impl FnOnce(&mut GateOp
         Audit::file(&audit).unwrap(),
     )
     .unwrap();
-    let (client, server) = tokio::io::duplex(1 << 20);
-    let (sr, sw) = tokio::io::split(server);
-    let task = tokio::spawn(guard::serve_lines(g, sr, sw, std::future::pending()));
+    let (client, task) = guard::on_pipe(g);
     let (cr, cw) = tokio::io::split(client);
     Running {
         wire: Wire {

@@ -485,14 +485,7 @@ pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result
         sha = snapshot::write(&path, &doc).map_err(|e| e.to_string())?;
     }
     if case.prior_invalidation {
-        let record = super::invalidation::Record {
-            manifest_sha256: sha.clone(),
-            server: "s".into(),
-            at: mcp_time::format(mcp_time::now()),
-            rule: "4.5.4-indeterminate".into(),
-            startup: false,
-            reason: "notifications/tools/list_changed arrived during a call".into(),
-        };
+        let record = prior_record(&sha, mcp_time::now());
         super::invalidation::append(&path, &record).map_err(|e| e.to_string())?;
     }
     let live = InProcess::new(case.live.clone());
@@ -509,14 +502,32 @@ pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result
             .map_err(|e| e.to_string())?;
         opts.now = captured.map(|c| mcp_time::add(c, d));
     }
-    let result = gate::gate(&path, &Endpoint::Double(live.clone()), &opts).await;
+    let observed = observe(&path, &live, &opts).await;
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(super::invalidation::record_path(&path));
+    Ok(observed)
+}
+
+/// The invalidation an earlier connection recorded, in the case that has one.
+fn prior_record(sha: &str, at: time::OffsetDateTime) -> super::invalidation::Record {
+    super::invalidation::Record {
+        manifest_sha256: sha.to_string(),
+        server: "s".into(),
+        at: mcp_time::format(at),
+        rule: "4.5.4-indeterminate".into(),
+        startup: false,
+        reason: "notifications/tools/list_changed arrived during a call".into(),
+    }
+}
+
+/// Run the gate for the snapshot at `path` against `live`; what it gave.
+async fn observe(path: &Path, live: &InProcess, opts: &GateOptions) -> Observed {
+    let result = gate::gate(path, &Endpoint::Double(live.clone()), opts).await;
     let connections = live
         .witness
         .connections
         .load(std::sync::atomic::Ordering::SeqCst);
-    Ok(match result {
+    match result {
         Ok(p) => {
             p.client.close().await;
             Observed {
@@ -530,7 +541,7 @@ pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result
             connections,
             message: r.refusal.message,
         },
-    })
+    }
 }
 
 /// The mutation matrix as Markdown: every mutant, the rule it weakens, the killing case,
@@ -680,14 +691,7 @@ pub async fn export_vectors(dir: &Path) -> Result<usize, String> {
             list_changed_policy: case.policy,
             prior_invalidation: case
                 .prior_invalidation
-                .then(|| super::invalidation::Record {
-                    manifest_sha256: sha.clone(),
-                    server: "s".into(),
-                    at: mcp_time::format(captured + time::Duration::hours(2)),
-                    rule: "4.5.4-indeterminate".into(),
-                    startup: false,
-                    reason: "notifications/tools/list_changed arrived during a call".into(),
-                }),
+                .then(|| prior_record(&sha, captured + time::Duration::hours(2))),
             expect: Expect {
                 verdict: if case.expect.is_some() {
                     "refused"
@@ -763,25 +767,6 @@ pub async fn run_vector(dir: &Path, scratch: &Path) -> Result<(Observed, InProce
     opts.policy = vector.list_changed_policy;
     opts.now = Some(mcp_time::parse(&vector.now).map_err(|e| e.to_string())?);
     opts.timeouts.request = Duration::from_millis(500);
-    let result = gate::gate(&path, &Endpoint::Double(live.clone()), &opts).await;
-    let connections = live
-        .witness
-        .connections
-        .load(std::sync::atomic::Ordering::SeqCst);
-    let observed = match result {
-        Ok(p) => {
-            p.client.close().await;
-            Observed {
-                refused: None,
-                connections,
-                message: "pass".into(),
-            }
-        }
-        Err(r) => Observed {
-            refused: Some(r.refusal.rule),
-            connections,
-            message: r.refusal.message,
-        },
-    };
+    let observed = observe(&path, &live, &opts).await;
     Ok((observed, live))
 }

@@ -822,24 +822,7 @@ async fn http_get(state: HttpState, request: loopback_http::Request) -> loopback
         session.unasked(held);
         rx
     };
-    let priming = futures_util::stream::once(async {
-        Ok::<bytes::Bytes, std::convert::Infallible>(bytes::Bytes::from_static(b"id: 0\ndata:\n\n"))
-    });
-    let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        let m = rx.recv().await?;
-        Some((
-            Ok::<bytes::Bytes, std::convert::Infallible>(
-                format!("event: message\ndata: {m}\n\n").into(),
-            ),
-            rx,
-        ))
-    });
-    use futures_util::StreamExt as _;
-    response::with_type(
-        StatusCode::OK,
-        "text/event-stream",
-        loopback_http::Body::from_stream(priming.chain(events)),
-    )
+    super::sse::event_stream(rx)
 }
 
 async fn http_delete(state: HttpState, request: loopback_http::Request) -> loopback_http::Response {

@@ -81,6 +81,15 @@ fn drift(result: &mut Value, edits: &[ToolEdit], answered: u64) {
     }
 }
 
+/// The next line into `buf` (at most 8 MiB); false at the end.
+async fn next_line<R: tokio::io::AsyncRead + Unpin>(
+    r: &mut BufReader<R>,
+    buf: &mut Vec<u8>,
+) -> bool {
+    buf.clear();
+    matches!(r.take(8 * 1024 * 1024).read_until(b'\n', buf).await, Ok(n) if n > 0)
+}
+
 /// Serve the drifting copy on this process's stdin and stdout until stdin closes.
 pub async fn serve(wrap: Wrap) -> std::io::Result<()> {
     let Some((program, args)) = wrap.command.split_first() else {
@@ -108,16 +117,7 @@ pub async fn serve(wrap: Wrap) -> std::io::Result<()> {
             let mut out = tokio::io::stdout();
             let mut lines = BufReader::new(from_server);
             let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match (&mut lines)
-                    .take(8 * 1024 * 1024)
-                    .read_until(b'\n', &mut buf)
-                    .await
-                {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
+            while next_line(&mut lines, &mut buf).await {
                 let mut bytes = buf.clone();
                 if let Ok(mut msg) = serde_json::from_slice::<Value>(&buf)
                     && msg.get("method").is_none()
@@ -152,16 +152,7 @@ pub async fn serve(wrap: Wrap) -> std::io::Result<()> {
     };
     let mut lines = BufReader::new(tokio::io::stdin());
     let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match (&mut lines)
-            .take(8 * 1024 * 1024)
-            .read_until(b'\n', &mut buf)
-            .await
-        {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
+    while next_line(&mut lines, &mut buf).await {
         if let Ok(msg) = serde_json::from_slice::<Value>(&buf)
             && let Some(id) = msg.get("id").cloned()
             && let Ok(mut s) = seen.lock()

@@ -36,6 +36,7 @@ pub mod invalidation;
 pub mod policy;
 pub mod review;
 pub mod snapshot;
+pub mod sse;
 pub mod time;
 pub mod transport;
 pub mod trust;

@@ -57,7 +57,6 @@ fn listeners_on(port: u16) -> Vec<String> {
 
 /// Start server-everything in Streamable HTTP mode on 127.0.0.1 only (an ephemeral port).
 pub fn over_http() -> LoopbackEverything {
-    use std::io::BufRead;
     let entry = installed(ENTRY).display().to_string();
     let preload = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp-force-loopback.cjs");
     let mut child = std::process::Command::new("node")
@@ -73,32 +72,22 @@ pub fn over_http() -> LoopbackEverything {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start node");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
     // Keep draining its stderr (it logs every session there) so it never blocks on it.
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let lines = super::peers::stderr_lines(&mut child);
+    // Owned by the guard first, so a panic below still stops it.
     let mut server = LoopbackEverything {
         child,
         url: String::new(),
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let port = loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let line = rx
-            .recv_timeout(left)
-            .expect("server-everything (streamableHttp) did not report its loopback port");
-        assert!(!line.contains("not 127.0.0.1"), "{line}");
-        if let Some(p) = line.strip_prefix("force-loopback: listening on 127.0.0.1:") {
-            break p.trim().parse::<u16>().unwrap();
-        }
-    };
+    let port: u16 = super::peers::announced(
+        &lines,
+        "force-loopback: listening on 127.0.0.1:",
+        std::time::Duration::from_secs(30),
+        "server-everything (streamableHttp)",
+        |line| assert!(!line.contains("not 127.0.0.1"), "{line}"),
+    )
+    .parse()
+    .unwrap();
     let listeners = listeners_on(port);
     assert!(
         !listeners.is_empty() && listeners.iter().all(|a| a == "0100007F"),

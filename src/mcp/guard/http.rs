@@ -269,24 +269,7 @@ async fn get(state: State, request: loopback_http::Request) -> loopback_http::Re
             None => return response::text(StatusCode::CONFLICT, "a GET stream is already open"),
         }
     };
-    let priming = futures_util::stream::once(async {
-        Ok::<bytes::Bytes, std::convert::Infallible>(bytes::Bytes::from_static(b"id: 0\ndata:\n\n"))
-    });
-    let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        let m = rx.recv().await?;
-        Some((
-            Ok::<bytes::Bytes, std::convert::Infallible>(
-                format!("event: message\ndata: {m}\n\n").into(),
-            ),
-            rx,
-        ))
-    });
-    use futures_util::StreamExt as _;
-    response::with_type(
-        StatusCode::OK,
-        "text/event-stream",
-        loopback_http::Body::from_stream(priming.chain(events)),
-    )
+    crate::mcp::sse::event_stream(rx)
 }
 
 async fn delete(state: State, request: loopback_http::Request) -> loopback_http::Response {

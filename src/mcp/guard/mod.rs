@@ -228,17 +228,7 @@ fn fix(rule: Rule, startup: bool) -> &'static str {
         Rule::ListChanged | Rule::Invalidated if startup => {
             "this server announces list_changed while starting: run the guard with --list-changed settle, which accepts exactly those (the listing already reflects them) and still refuses any later one"
         }
-        Rule::ListChanged
-        | Rule::Invalidated
-        | Rule::Drift
-        | Rule::CatalogDrift
-        | Rule::Instructions
-        | Rule::Missing
-        | Rule::Duplicate
-        | Rule::ServerInfo
-        | Rule::Version
-        | Rule::Expired
-        | Rule::Window => {
+        r if r.durable() || matches!(r, Rule::Invalidated | Rule::Expired | Rule::Window) => {
             "capture and review the server again (toolcert mcp capture, toolcert mcp review) and pin the new digest"
         }
         Rule::Review | Rule::Incomplete => {
@@ -254,7 +244,8 @@ fn fix(rule: Rule, startup: bool) -> &'static str {
             "this server asks its client for sampling or elicitation, which pinned calls exclude: it cannot be pinned"
         }
         Rule::Digest => "pin the digest of the snapshot you reviewed (toolcert mcp digest)",
-        Rule::Connect | Rule::Listing | Rule::SessionExpired => {
+        // Connect, Listing, SessionExpired, and what the arms above did not take.
+        _ => {
             "check that the server runs and answers: the guard lists its whole catalog before every call"
         }
     }
@@ -869,4 +860,13 @@ pub async fn serve_lines<R, W>(
     drop(tx);
     drop(session);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
+}
+
+/// A guard serving one client on an in-process pipe (tests, benches): the client's end, and
+/// the task (it ends when the client's end is dropped).
+pub fn on_pipe(guard: Arc<Guard>) -> (tokio::io::DuplexStream, tokio::task::JoinHandle<()>) {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (sr, sw) = tokio::io::split(server);
+    let task = tokio::spawn(serve_lines(guard, sr, sw, std::future::pending()));
+    (client, task)
 }
