@@ -130,8 +130,17 @@ pub fn applicable(
         .collect())
 }
 
-/// Append one record beside `manifest` (one line, written whole in one `write`).
+/// Append one record beside `manifest` (one line, written whole in one `write`), unless one
+/// already there refuses everything this one would (the same digest and server, and not a
+/// start-up record where this one is not): one record is enough, so a gate run on every CI
+/// build against a server that announces at start does not grow the file without end.
 pub fn append(manifest: &Path, record: &Record) -> Result<(), RecordError> {
+    let covered = applicable(manifest, &record.manifest_sha256, &record.server, false)?
+        .iter()
+        .any(|r| !r.startup || record.startup);
+    if covered {
+        return Ok(());
+    }
     let path = record_path(manifest);
     let io = |e: std::io::Error| RecordError::Io {
         path: path.display().to_string(),
@@ -179,6 +188,25 @@ mod tests {
         assert!(applicable(&m, "a", "s", true).unwrap().is_empty());
         assert!(applicable(&m, "a", "other", false).unwrap().is_empty());
         assert_eq!(applicable(&m, "b", "s", true).unwrap().len(), 1);
+        // A record already covered is not written again; a stronger one is.
+        append(&m, &record("a", true)).unwrap();
+        append(&m, &record("b", true)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(record_path(&m))
+                .unwrap()
+                .lines()
+                .count(),
+            2
+        );
+        append(&m, &record("a", false)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(record_path(&m))
+                .unwrap()
+                .lines()
+                .count(),
+            3
+        );
+        assert_eq!(applicable(&m, "a", "s", true).unwrap().len(), 1);
         // An unreadable line refuses (fail closed).
         std::fs::write(record_path(&m), "{not json\n").unwrap();
         assert_eq!(
