@@ -673,3 +673,62 @@ fn the_stdio_guard_subprocess_stops_its_server_when_the_client_goes() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[tokio::test]
+async fn a_2026_07_28_guard_discovers_listens_and_gates() {
+    let dir = scratch("2026");
+    let modern = Script {
+        protocol_versions: vec!["2026-07-28".into()],
+        ..answering()
+    };
+    let path = dir.join("snap.json");
+    let mut opts = snapshot::CaptureOptions::new("s");
+    opts.revision = "2026-07-28".into();
+    let mut doc = snapshot::capture(&Endpoint::Double(InProcess::new(modern.clone())), &opts)
+        .await
+        .unwrap();
+    review::apply(
+        &mut doc,
+        "s",
+        "echo",
+        cases::acceptable_review(&echo_tool()),
+    )
+    .unwrap();
+    let sha = snapshot::write(&path, &doc).unwrap();
+    let mut during = modern.clone();
+    during.list_changed.during_call = true;
+    let live = InProcess::new(during);
+    let mut g = guard(&path, &sha, &live, |_| {});
+    // No initialize on this revision: the client discovers.
+    let refused = g
+        .wire
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+        )
+        .await;
+    assert_eq!(
+        refused["error"]["data"]["supported"],
+        json!(["2026-07-28"]),
+        "{refused}"
+    );
+    let discovered = g.wire.request("server/discover", json!({})).await;
+    assert_eq!(
+        discovered["result"]["supportedVersions"],
+        json!(["2026-07-28"]),
+        "{discovered}"
+    );
+    // The guard's own connection listens for list_changed: the one during the call makes it
+    // indeterminate, the next call is refused.
+    let answer = g.wire.call("echo", json!({"message": "hi"})).await;
+    assert_eq!(error_of(&answer).0, GUARD_INDETERMINATE, "{answer}");
+    let next = g.wire.call("echo", json!({"message": "hi"})).await;
+    assert_eq!(error_of(&next).2["rule"], "4.5.2-invalidated", "{next}");
+    let methods = live.witness.methods.lock().unwrap().clone();
+    assert!(
+        methods.contains(&"subscriptions/listen".to_string()),
+        "{methods:?}"
+    );
+    assert!(!methods.contains(&"initialize".to_string()), "{methods:?}");
+    g.end().await;
+}

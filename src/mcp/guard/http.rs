@@ -28,6 +28,10 @@ use crate::mcp::REVISION_2026_07_28;
 /// stream (beyond that they are dropped: the guard counted what it needs already).
 const EVENT_BACKLOG: usize = 256;
 
+/// The most client sessions (each with its server connection) open at once; an `initialize`
+/// beyond it is answered `503` until a client ends its session (DELETE).
+pub const MAX_SESSIONS: usize = 64;
+
 /// One client session: the guard's session and its event stream, until GET takes it.
 struct HttpSession {
     session: Arc<Session>,
@@ -156,6 +160,19 @@ fn find(
     let key = if modern {
         String::new()
     } else if opens {
+        if sessions.len() >= MAX_SESSIONS {
+            return Err(Box::new(response::json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &error(
+                    &Value::Null,
+                    -32000,
+                    format!(
+                        "the toolcert guard has {MAX_SESSIONS} sessions open: end one (DELETE) first"
+                    ),
+                    None,
+                ),
+            )));
+        }
         uuid::Uuid::new_v4().to_string()
     } else {
         match session_id(headers) {
