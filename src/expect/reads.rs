@@ -139,6 +139,13 @@ impl<'c> Reads<'c> {
     }
 }
 
+/// The `{{path}}` placeholders in a template value (strings and member names, at any depth).
+pub fn placeholders_in(v: &serde_json::Value) -> Vec<String> {
+    let mut reads = Reads::default();
+    reads.template_value(v);
+    reads.placeholders
+}
+
 /// Observation roots that hold what a toolcert double saw.
 pub const DOUBLE_ROOTS: &[&str] = &["receivers", "providers", "mcpServers"];
 

@@ -109,7 +109,12 @@ fn unusable(
     if status != 200 {
         return Some(format!("HTTP {status} instead of 200"));
     }
-    if body.get("$nonJson").is_some() || !body.is_object() {
+    // The non-JSON form is exactly the two members `parse_body` writes: a JSON root that
+    // merely carries a `$nonJson` member among its own is the host's data, not that form.
+    let non_json = body
+        .as_object()
+        .is_some_and(|m| m.len() == 2 && m.contains_key("$nonJson") && m.contains_key("$parseError"));
+    if non_json || !body.is_object() {
         return Some("the body is not a JSON object".into());
     }
     None
@@ -342,6 +347,17 @@ mod tests {
             etag: None,
             exchanges: vec![],
         }
+    }
+
+    /// A document root that carries toolcert's non-JSON member among its own is a JSON
+    /// object (the host's data); only the exact form the body parser writes is not.
+    #[test]
+    fn a_planted_non_json_member_is_the_hosts_data() {
+        let ok = std::collections::BTreeMap::new();
+        let forged = json!({"protocolVersion": "1.0", "$nonJson": "x", "$blocked": "y"});
+        assert_eq!(unusable(200, &ok, &forged), None);
+        let parsed = crate::host::client::parse_body(b"<html>");
+        assert!(unusable(200, &ok, &parsed).is_some());
     }
 
     #[test]
