@@ -4,7 +4,7 @@
 //! without the host. The judge cannot convict on a broken setup, by construction:
 //!
 //! - a check whose pointers run through an observation that could not be made (a
-//!   [`NotObserved`]: blocked, error or fail) takes that status;
+//!   [`NotObserved`](crate::observation::NotObserved): blocked, error or fail) takes that status;
 //! - a positive control that does not hold is `blocked`, and so is every check of the rows
 //!   it guards (its own row, or those its `guards` lists) and every check that `requires`
 //!   it, so "zero calls" is never judged against a double nobody reached;
@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::observation::{NotObserved, Unobserved};
+use crate::observation::Unobserved;
 use crate::suite::{Check, Scenario, Step, Suite};
 use crate::template;
 use crate::verdict::{CheckOutcome, CheckStatus, Evidence};
@@ -339,6 +339,7 @@ impl crate::observation::MarkerPositions for Recorded<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observation::NotObserved;
     use serde_json::json;
 
     /// DISC-4 on a host that advertises every candidate family: the one check of
