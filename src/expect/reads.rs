@@ -92,9 +92,10 @@ impl<'c> Reads<'c> {
             }
             Matcher::AsJson(c) => self.condition(c),
             Matcher::Some(cs) | Matcher::None(cs) => cs.iter().for_each(|c| self.condition(c)),
-            Matcher::IfPresent(inner) | Matcher::Length(inner) | Matcher::EntropyBits(inner) => {
-                self.matcher(inner)
-            }
+            Matcher::IfPresent(inner)
+            | Matcher::Not(inner)
+            | Matcher::Length(inner)
+            | Matcher::EntropyBits(inner) => self.matcher(inner),
             Matcher::AtLeast(Bound::Template(t)) | Matcher::AtMost(Bound::Template(t)) => {
                 self.template(t)
             }
