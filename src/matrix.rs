@@ -667,11 +667,28 @@ pub async fn run_matrix_observed(
 impl Matrix {
     /// Mutants whose column turned this row to `fail` or `warn`.
     pub fn killers_of_row(&self, row: &str) -> Vec<&str> {
+        // A row of the other wire major (v1 only) is judged only in upstream-only mode, which
+        // speaks v1: a mutant that turns it there kills it.
+        let turns = |c: &Column| c.rows.get(row).is_some_and(|d| kills(*d));
         self.mutants
             .iter()
-            .filter(|c| c.rows.get(row).is_some_and(|d| kills(*d)))
+            .filter(|c| turns(c) || self.upstream_column(&c.name).is_some_and(turns))
             .map(|c| c.name.as_str())
             .collect()
+    }
+
+    /// The upstream-only column of mutant `name`.
+    fn upstream_column(&self, name: &str) -> Option<&Column> {
+        self.upstream.iter().find(|u| u.name == name)
+    }
+
+    /// Whether `column`'s mutant is killed by `scenario`, in default mode or, for a scenario
+    /// of the other wire major, in upstream-only mode.
+    fn kills_in_either_mode(&self, column: &Column, scenario: &str) -> bool {
+        column.killing.contains(scenario)
+            || self
+                .upstream_column(&column.name)
+                .is_some_and(|u| u.killing.contains(scenario))
     }
 
     /// Scenarios with a check that failed or warned against this mutant.
@@ -763,7 +780,7 @@ impl Matrix {
                     ));
                     continue;
                 };
-                if !col.killing.contains(&s.id) {
+                if !self.kills_in_either_mode(col, &s.id) {
                     let seen = col.scenarios.get(&s.id).copied();
                     let how = match seen {
                         Some(d) if only_disturbs(d) => {
@@ -808,7 +825,10 @@ impl Matrix {
                     col.name
                 ));
             }
-            if col.killing.is_empty() {
+            let upstream_kills = self
+                .upstream_column(&col.name)
+                .is_some_and(|u| !u.killing.is_empty());
+            if col.killing.is_empty() && !upstream_kills {
                 out.push(format!(
                     "mutant {} is killed by no scenario (no check fails or warns)",
                     col.name
