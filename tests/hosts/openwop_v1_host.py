@@ -35,6 +35,7 @@ Flags give toolcert's tests the cases of issue 28:
   host data is fooled by it; toolcert must give exactly the honest run's verdicts.
 - `--single-tenant`: the second tenant's key (the `foreign` role's) is refused (401) everywhere,
   as the sqlite example host refuses a key it does not know.
+- `--no-hold-seam`: the hold seam is not served (404), as on the public example hosts.
 - `--bug NAME` (repeatable): one planted bug, each visible on an upstream surface (`--list-bugs`).
 
 It prints its URL (`http://127.0.0.1:PORT`) on stdout once it listens, for `toolcert --spawn`.
@@ -179,6 +180,7 @@ class State:
         self.bugs = set(args.bug or [])
         self.forge = args.forge
         self.single_tenant = args.single_tenant
+        self.hold_seam = not args.no_hold_seam
         self.capacity = args.rate_limit_capacity
         self.lock = threading.Lock()
         self.records = {}  # record key -> {"state", "digest", "status", "body", "headers"}
@@ -458,7 +460,7 @@ class Handler(BaseHTTPRequestHandler):
             return 200, {"runId": match.group(1), "workflowId": run["workflowId"], "status": run["status"]}, {}
         if method == "POST" and path == "/v1/host/sample/toolhooks/invoke":
             return invoke_tool(raw)
-        if method == "POST" and path == "/v1/host/sample/test/idempotency/hold":
+        if method == "POST" and path == "/v1/host/sample/test/idempotency/hold" and STATE.hold_seam:
             return arm_hold(tenant, raw)
         if method == "GET" and path == "/v1/host/sample/test/otel/spans":
             run_id = (parse_qs(url.query).get("runId") or [""])[0]
@@ -492,6 +494,7 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--forge", action="store_true")
     parser.add_argument("--single-tenant", action="store_true")
+    parser.add_argument("--no-hold-seam", action="store_true")
     parser.add_argument("--bug", action="append", choices=sorted(BUGS))
     parser.add_argument("--rate-limit-capacity", type=int, default=5)
     parser.add_argument("--list-bugs", action="store_true")
