@@ -51,7 +51,10 @@ fn certify(name: &str, flags: &str) -> (i32, Value) {
         )
     });
     let code = out.status.code().unwrap_or(-1);
-    (code, serde_json::from_str(&text).expect("the report is JSON"))
+    (
+        code,
+        serde_json::from_str(&text).expect("the report is JSON"),
+    )
 }
 
 /// Row id ⇒ (disposition, evidence).
@@ -99,6 +102,7 @@ const WITNESSED_UPSTREAM: &[&str] = &[
     "HOOKS-RL-3",
     "HOOKS-FAIL-1",
     "HOOKS-FAIL-2",
+    "HOOKS-FAIL-3",
     "HOOKS-FAIL-4",
     "HOOKS-FAIL-5",
     "IDEM-L1-1",
@@ -193,7 +197,11 @@ fn a_burst_duplicate_fails_with_or_without_a_hold_seam() {
         ("burst-no-hold", "--bug burst-duplicate --no-hold-seam"),
     ] {
         let (code, report) = certify(name, flags);
-        assert_eq!(convicted(&report), vec!["IDEM-L1-4 fail".to_owned()], "{flags}");
+        assert_eq!(
+            convicted(&report),
+            vec!["IDEM-L1-4 fail".to_owned()],
+            "{flags}"
+        );
         assert_eq!(code, 1);
     }
     // Without the seam and without a duplicate, the overlap is not shown: blocked, not pass.
@@ -209,9 +217,15 @@ fn each_planted_bug_is_caught_on_an_upstream_surface() {
         ("key-not-tenant-scoped", &["IDEM-L1-7 fail"]),
         ("spans-leak-key", &["IDEM-L1-10 fail"]),
         ("forbidden-with-duration", &["HOOKS-FAIL-4 fail"]),
-        ("unevaluable-allowed", &["HOOKS-AUTH-2 fail", "HOOKS-FAIL-4 fail"]),
+        (
+            "unevaluable-allowed",
+            &["HOOKS-AUTH-2 fail", "HOOKS-FAIL-4 fail"],
+        ),
         ("rate-limit-no-retry-after", &["HOOKS-RL-3 fail"]),
-        ("failure-without-error", &["ERR-4 fail", "HOOKS-FAIL-1 fail"]),
+        (
+            "failure-without-error",
+            &["ERR-4 fail", "HOOKS-FAIL-1 fail"],
+        ),
     ];
     let runs: Vec<_> = expected
         .iter()

@@ -3,7 +3,8 @@
 //! A value that is exactly `{"$credential": "<ref>"}` anywhere in the args is
 //! a credential reference. The tool receives the *resolved* args (each ref
 //! replaced by its raw secret); everything the host records or answers uses
-//! the *redacted* args (each ref replaced by `"[redacted]"`). SR-1: raw key
+//! the *redacted* args (each ref replaced by `"[redacted]"`, and every
+//! secret-shaped literal too: [`scrub_secret_shaped`]). SR-1: raw key
 //! material never enters the args hash, any event, any error or any response.
 
 use std::collections::BTreeMap;
