@@ -691,17 +691,43 @@ impl Matrix {
                 .is_some_and(|u| u.killing.contains(scenario))
     }
 
-    /// Scenarios with a check that failed or warned against this mutant.
+    /// Scenarios with a check that failed or warned against this mutant; a scenario of the
+    /// other wire major (v1 only), which only upstream-only mode runs, is named with its mode.
     pub fn killed_by(&self, column: &Column) -> Vec<String> {
-        column.killing.iter().cloned().collect()
+        let mut killed: Vec<String> = column.killing.iter().cloned().collect();
+        if let Some(upstream) = self.upstream_column(&column.name) {
+            killed.extend(
+                upstream
+                    .killing
+                    .iter()
+                    .filter(|s| self.only_upstream(s))
+                    .map(|s| format!("{s} (v1, upstream-only)")),
+            );
+        }
+        killed
     }
 
-    /// Mutants that made this check fail or warn.
+    /// Whether `scenario` belongs to the other wire major: inapplicable on the clean host,
+    /// passed by it in upstream-only mode (which speaks v1).
+    fn only_upstream(&self, scenario: &str) -> bool {
+        self.clean.scenarios.get(scenario) == Some(&Disposition::Inapplicable)
+            && self.upstream_clean.scenarios.get(scenario) == Some(&Disposition::Pass)
+    }
+
+    /// Mutants that made this check fail or warn (in upstream-only mode for a check of a
+    /// scenario of the other wire major).
     pub fn killers_of_check(&self, scenario: &str, check: &str) -> Vec<&str> {
         let key = (scenario.to_string(), check.to_string());
+        let upstream = self.only_upstream(scenario);
         self.mutants
             .iter()
-            .filter(|c| c.failing_checks.contains(&key))
+            .filter(|c| {
+                c.failing_checks.contains(&key)
+                    || (upstream
+                        && self
+                            .upstream_column(&c.name)
+                            .is_some_and(|u| u.failing_checks.contains(&key)))
+            })
             .map(|c| c.name.as_str())
             .collect()
     }

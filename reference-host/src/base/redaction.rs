@@ -124,11 +124,14 @@ fn walk(
     }
 }
 
+/// A prefix, the bytes the rest of a key is made of, and how many of them make it a key.
+type SecretShape = (&'static str, fn(u8) -> bool, usize);
+
 /// The shapes of secret material a tool argument may carry literally (a provider key pasted
 /// into args rather than referenced): a prefix, the characters the rest is made of, and how
 /// many of them make it a key. They are the shapes the upstream reference hosts scrub (an
 /// OpenAI-style `sk-…` key, AWS access key ids, Slack and GitHub tokens).
-const SECRET_SHAPES: &[(&str, fn(u8) -> bool, usize)] = &[
+const SECRET_SHAPES: &[SecretShape] = &[
     (
         "sk-",
         |b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-',

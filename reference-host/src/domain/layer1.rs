@@ -497,10 +497,11 @@ pub const HOLD_ARM_TTL: Duration = Duration::from_secs(60);
 /// is never delayed. The seam never answers a create itself.
 #[derive(Debug, Default)]
 pub struct ArmedHolds {
-    armed: std::sync::Mutex<
-        std::collections::HashMap<(String, &'static str, String), (Duration, std::time::Instant)>,
-    >,
+    armed: std::sync::Mutex<std::collections::HashMap<HoldSlot, (Duration, std::time::Instant)>>,
 }
+
+/// The scope an armed hold is for: tenant, endpoint, key.
+type HoldSlot = (String, &'static str, String);
 
 impl ArmedHolds {
     /// Arms `scope` for `hold` (a second arming replaces the first).
@@ -524,7 +525,7 @@ impl ArmedHolds {
         (at.elapsed() < HOLD_ARM_TTL).then_some(hold)
     }
 
-    fn slot(scope: &Scope) -> (String, &'static str, String) {
+    fn slot(scope: &Scope) -> HoldSlot {
         (scope.tenant.clone(), scope.endpoint, scope.key.clone())
     }
 }
