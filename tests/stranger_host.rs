@@ -224,7 +224,7 @@ fn each_planted_bug_is_caught_on_an_upstream_surface() {
         ("rate-limit-no-retry-after", &["HOOKS-RL-3 fail"]),
         (
             "failure-without-error",
-            &["ERR-4 fail", "HOOKS-FAIL-1 fail"],
+            &["ERR-4 fail", "HOOKS-FAIL-1 fail", "HOOKS-FAIL-3 fail"],
         ),
     ];
     let runs: Vec<_> = expected

@@ -523,6 +523,74 @@ mod tests {
         );
     }
 
+    /// IDEM-L1-4 over a same-key burst (`idem.l1-burst-idempotent`): two runs for one key
+    /// fail whatever the retry timing; on v2 a 409 carrying timing in `details` fails and one
+    /// without `Retry-After` fails a check that only warns (a SHOULD); v1 puts its timing in
+    /// `details.retryAfter` and is held to neither.
+    #[test]
+    fn in_flight_timing_and_duplicates_are_judged_per_major() {
+        let suite = Suite::embedded().unwrap();
+        let scenario = suite
+            .scenarios
+            .iter()
+            .find(|s| s.id == "idem.l1-burst-idempotent")
+            .expect("the scenario is in the suite");
+        let created = |run: &str| json!({"status": 201, "headers": {}, "body": {"runId": run}});
+        let busy = |headers: Value, details: Value| {
+            json!({"status": 409, "headers": headers,
+                   "body": {"error": "idempotency_in_flight", "message": "in flight", "details": details}})
+        };
+        let doc = |items: Vec<Value>| {
+            let statuses: Vec<Value> = items.iter().map(|i| i["status"].clone()).collect();
+            json!({"steps": {
+                "dupes": {"count": items.len(), "statuses": statuses, "items": items},
+                "after": {"status": 201, "headers": {"openwop-idempotent-replay": "true"}, "body": {"runId": "r1"}}
+            }})
+        };
+        let status = |doc: &Value, major: u8, id: &str| {
+            let out = evaluate(&suite, scenario, doc, Some(major));
+            let o = out.iter().find(|o| o.check_id == id).unwrap().clone();
+            (o.status, o.warn_unless_strict.is_some())
+        };
+        let timed = doc(vec![
+            created("r1"),
+            busy(json!({}), json!({"retryAfter": 1})),
+        ]);
+        assert_eq!(
+            status(&timed, 2, "no-details-timing"),
+            (CheckStatus::Fail, false)
+        );
+        assert_eq!(status(&timed, 2, "retry-after"), (CheckStatus::Fail, true));
+        assert_eq!(
+            status(&timed, 1, "no-details-timing").0,
+            CheckStatus::Inapplicable
+        );
+        assert_eq!(
+            status(&timed, 1, "retry-after").0,
+            CheckStatus::Inapplicable
+        );
+        assert_eq!(status(&timed, 1, "in-flight-envelope").0, CheckStatus::Pass);
+        let clean = doc(vec![
+            created("r1"),
+            busy(json!({"retry-after": "1"}), json!({})),
+            created("r1"),
+        ]);
+        for id in [
+            "one-run",
+            "answered",
+            "in-flight-envelope",
+            "no-details-timing",
+            "retry-after",
+        ] {
+            assert_eq!(status(&clean, 2, id).0, CheckStatus::Pass, "{id}");
+        }
+        let duplicated = doc(vec![created("r1"), created("r2")]);
+        assert_eq!(status(&duplicated, 1, "one-run").0, CheckStatus::Fail);
+        assert_eq!(status(&duplicated, 2, "one-run").0, CheckStatus::Fail);
+        let refused = doc(vec![json!({"status": 401, "headers": {}, "body": {}})]);
+        assert_eq!(status(&refused, 1, "one-run").0, CheckStatus::Blocked);
+    }
+
     #[test]
     fn rules_of_another_wire_major_are_inapplicable() {
         let s: Scenario = serde_json::from_value(json!({
