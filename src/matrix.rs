@@ -667,24 +667,67 @@ pub async fn run_matrix_observed(
 impl Matrix {
     /// Mutants whose column turned this row to `fail` or `warn`.
     pub fn killers_of_row(&self, row: &str) -> Vec<&str> {
+        // A row of the other wire major (v1 only) is judged only in upstream-only mode, which
+        // speaks v1: a mutant that turns it there kills it.
+        let turns = |c: &Column| c.rows.get(row).is_some_and(|d| kills(*d));
         self.mutants
             .iter()
-            .filter(|c| c.rows.get(row).is_some_and(|d| kills(*d)))
+            .filter(|c| turns(c) || self.upstream_column(&c.name).is_some_and(turns))
             .map(|c| c.name.as_str())
             .collect()
     }
 
-    /// Scenarios with a check that failed or warned against this mutant.
-    pub fn killed_by(&self, column: &Column) -> Vec<String> {
-        column.killing.iter().cloned().collect()
+    /// The upstream-only column of mutant `name`.
+    fn upstream_column(&self, name: &str) -> Option<&Column> {
+        self.upstream.iter().find(|u| u.name == name)
     }
 
-    /// Mutants that made this check fail or warn.
+    /// Whether `column`'s mutant is killed by `scenario`, in default mode or, for a scenario
+    /// of the other wire major, in upstream-only mode.
+    fn kills_in_either_mode(&self, column: &Column, scenario: &str) -> bool {
+        column.killing.contains(scenario)
+            || self
+                .upstream_column(&column.name)
+                .is_some_and(|u| u.killing.contains(scenario))
+    }
+
+    /// Scenarios with a check that failed or warned against this mutant; a scenario of the
+    /// other wire major (v1 only), which only upstream-only mode runs, is named with its mode.
+    pub fn killed_by(&self, column: &Column) -> Vec<String> {
+        let mut killed: Vec<String> = column.killing.iter().cloned().collect();
+        if let Some(upstream) = self.upstream_column(&column.name) {
+            killed.extend(
+                upstream
+                    .killing
+                    .iter()
+                    .filter(|s| self.only_upstream(s))
+                    .map(|s| format!("{s} (v1, upstream-only)")),
+            );
+        }
+        killed
+    }
+
+    /// Whether `scenario` belongs to the other wire major: inapplicable on the clean host,
+    /// passed by it in upstream-only mode (which speaks v1).
+    fn only_upstream(&self, scenario: &str) -> bool {
+        self.clean.scenarios.get(scenario) == Some(&Disposition::Inapplicable)
+            && self.upstream_clean.scenarios.get(scenario) == Some(&Disposition::Pass)
+    }
+
+    /// Mutants that made this check fail or warn (in upstream-only mode for a check of a
+    /// scenario of the other wire major).
     pub fn killers_of_check(&self, scenario: &str, check: &str) -> Vec<&str> {
         let key = (scenario.to_string(), check.to_string());
+        let upstream = self.only_upstream(scenario);
         self.mutants
             .iter()
-            .filter(|c| c.failing_checks.contains(&key))
+            .filter(|c| {
+                c.failing_checks.contains(&key)
+                    || (upstream
+                        && self
+                            .upstream_column(&c.name)
+                            .is_some_and(|u| u.failing_checks.contains(&key)))
+            })
             .map(|c| c.name.as_str())
             .collect()
     }
@@ -763,7 +806,7 @@ impl Matrix {
                     ));
                     continue;
                 };
-                if !col.killing.contains(&s.id) {
+                if !self.kills_in_either_mode(col, &s.id) {
                     let seen = col.scenarios.get(&s.id).copied();
                     let how = match seen {
                         Some(d) if only_disturbs(d) => {
@@ -808,7 +851,10 @@ impl Matrix {
                     col.name
                 ));
             }
-            if col.killing.is_empty() {
+            let upstream_kills = self
+                .upstream_column(&col.name)
+                .is_some_and(|u| !u.killing.is_empty());
+            if col.killing.is_empty() && !upstream_kills {
                 out.push(format!(
                     "mutant {} is killed by no scenario (no check fails or warns)",
                     col.name

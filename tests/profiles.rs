@@ -71,7 +71,7 @@ async fn a_profile_maps_a_fixture_to_the_hosts_own_workflow() {
     );
     let target = Target::remote(&host.base_url, profile);
     let suite = Suite::embedded().unwrap();
-    let only = |s: &toolcert::suite::Scenario| s.id == "idem.l1-replay-noop";
+    let only = |s: &toolcert::suite::Scenario| s.id == "idem.l1-replay-idempotent";
     let run = toolcert::runner::run_selected(&suite, &target, &RunOptions::default(), Some(&only))
         .await
         .unwrap();

@@ -174,6 +174,13 @@ fn an_https_host_certifies_with_its_private_ca_and_fails_clearly_without_it() {
     let rows = report["rows"].as_array().unwrap();
     assert!(rows.len() >= 50, "{} rows judged", rows.len());
     for row in rows {
+        // IDEM-L1-9 and IDEM-L1-10 are witnessed on v1 only (docs/upstream-readings.md): the
+        // embedded host speaks v2.
+        if ["IDEM-L1-9", "IDEM-L1-10"].contains(&row["requirementId"].as_str().unwrap_or_default())
+        {
+            assert_eq!(row["disposition"], "inapplicable", "{row}");
+            continue;
+        }
         assert_eq!(row["disposition"], "pass", "{row}");
         assert!(row["assertions"].as_u64().unwrap() >= 1, "{row}");
     }

@@ -71,7 +71,8 @@ async fn an_upstream_only_host_gets_no_fail_and_blocked_rows_name_the_surface() 
             row.evidence.map_or("", |e| e.as_str())
         );
     }
-    // The upstream contract alone witnesses the tool-hooks seam and Layer-1 idempotency.
+    // The upstream contract alone witnesses the tool-hooks seam, Layer-1 idempotency (the
+    // hold seam, a same-key burst, the span scrape seam) and the tool error object.
     let passed = |id: &str| {
         run.rows
             .iter()
@@ -79,12 +80,21 @@ async fn an_upstream_only_host_gets_no_fail_and_blocked_rows_name_the_surface() 
     };
     for id in [
         "HOOKS-AUTH-1",
+        "HOOKS-AUTH-2",
         "HOOKS-AUTH-3",
         "HOOKS-AUDIT-1",
+        "HOOKS-AUDIT-3",
         "HOOKS-FAIL-1",
+        "HOOKS-FAIL-3",
         "HOOKS-RL-1",
+        "HOOKS-RL-3",
         "IDEM-L1-1",
         "IDEM-L1-3",
+        "IDEM-L1-4",
+        "IDEM-L1-7",
+        "IDEM-L1-9",
+        "IDEM-L1-10",
+        "ERR-4",
     ] {
         assert!(passed(id), "{id} should pass on an upstream host");
     }

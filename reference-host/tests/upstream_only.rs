@@ -1158,21 +1158,28 @@ async fn the_upstream_idempotency_seams_ignore_toolcert_members() {
         bad.assert_flat_error(400, "validation_error");
         assert!(bad.text.contains("executors"), "{}", bad.text);
 
-        // hold {key, holdMs} ⇒ 201; the key is then in flight for POST /v1/runs.
+        // hold {key, holdMs} ⇒ 201 arms the caller tenant's next create with the key: that
+        // create keeps its claim in flight, a concurrent one is 409 idempotency_in_flight.
         let key = fresh_key();
-        let held = seam(
+        let armed = seam(
             &client,
             &host,
             "hold",
-            json!({"key": key, "holdMs": 3000, "extra": true}),
+            json!({"key": key, "holdMs": 1500, "extra": true}),
         )
         .await;
-        assert_eq!(held.status, 201, "{}", held.text);
-        let in_flight = post_run(&client, &host, OPERATOR, Some(&key), &noop()).await;
-        assert_eq!(in_flight.status, 403, "the operator lacks runs:write");
-        let in_flight = post_run(&client, &host, ALICE, Some(&key), &noop()).await;
+        assert_eq!(armed.status, 201, "{}", armed.text);
+        let refused = post_run(&client, &host, OPERATOR, Some(&key), &noop()).await;
+        assert_eq!(refused.status, 403, "the operator lacks runs:write");
+        let body = noop();
+        let (held, in_flight) =
+            tokio::join!(post_run(&client, &host, ALICE, Some(&key), &body), async {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                post_run(&client, &host, ALICE, Some(&key), &body).await
+            });
         in_flight.assert_flat_error(409, "idempotency_in_flight");
         assert!(in_flight.header("retry-after").is_some());
+        assert_eq!(held.status, 201, "{}", held.text);
         seam(&client, &host, "hold", json!({"key": "short", "holdMs": 5}))
             .await
             .assert_flat_error(400, "validation_error");
@@ -1460,15 +1467,20 @@ impl Probe<'_> {
             }
             Mutant::L1InFlightProcessed => {
                 let key = fresh_key();
-                let held = seam(
+                let armed = seam(
                     self.client,
                     self.host,
                     "hold",
-                    json!({"key": key, "holdMs": 3000}),
+                    json!({"key": key, "holdMs": 1500}),
                 )
                 .await;
-                assert_eq!(held.status, 201, "{}", held.text);
-                self.post_run(ALICE, Some(&key), &noop()).await.status == 201
+                assert_eq!(armed.status, 201, "{}", armed.text);
+                let body = noop();
+                let (held, duplicate) = tokio::join!(self.post_run(ALICE, Some(&key), &body), async {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    self.post_run(ALICE, Some(&key), &body).await
+                });
+                duplicate.status == 201 && duplicate.run_id() != held.run_id()
             }
             Mutant::L1CachesValidationError => {
                 let key = fresh_key();

@@ -173,6 +173,13 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
             None => Ok(()),
             Some(_) => matches(inner, actual, doc),
         },
+        Matcher::Not(inner) => match matches(inner, actual, doc) {
+            Ok(()) => Err(format!(
+                "expected the inner expectation not to hold, found {}",
+                shown()
+            )),
+            Err(_) => Ok(()),
+        },
         Matcher::KeysIn(allowed) => match need(actual)? {
             Value::Object(map) => match map.keys().find(|k| !allowed.contains(k)) {
                 None => Ok(()),

@@ -4,7 +4,7 @@
 //! without the host. The judge cannot convict on a broken setup, by construction:
 //!
 //! - a check whose pointers run through an observation that could not be made (a
-//!   [`NotObserved`]: blocked, error or fail) takes that status;
+//!   [`NotObserved`](crate::observation::NotObserved): blocked, error or fail) takes that status;
 //! - a positive control that does not hold is `blocked`, and so is every check of the rows
 //!   it guards (its own row, or those its `guards` lists) and every check that `requires`
 //!   it, so "zero calls" is never judged against a double nobody reached;
@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::observation::{NotObserved, Unobserved};
+use crate::observation::Unobserved;
 use crate::suite::{Check, Scenario, Step, Suite};
 use crate::template;
 use crate::verdict::{CheckOutcome, CheckStatus, Evidence};
@@ -194,7 +194,7 @@ impl Judge<'_> {
         }
         let reads = Reads::of(check);
         for pointer in reads.observation_pointers() {
-            if let Some(state) = observation_state(self.doc, &pointer) {
+            if let Some(state) = observation_state(self.doc, &pointer, self.scenario) {
                 return state;
             }
         }
@@ -290,32 +290,56 @@ impl Judge<'_> {
     }
 }
 
-/// If the pointer passes through an observation that could not be made, its status.
-fn observation_state(doc: &Value, pointer: &str) -> Option<(CheckStatus, String)> {
-    let mut node = doc;
-    let mut segments = pointer.split('/').skip(1);
-    loop {
-        if let Some((state, reason)) = NotObserved::state_of(node) {
-            let status = match state {
-                Unobserved::Blocked => CheckStatus::Blocked,
-                Unobserved::Error => CheckStatus::Error,
-                Unobserved::Fail => CheckStatus::Fail,
-            };
-            return Some((status, reason));
+/// If the pointer passes through an observation that could not be made, its status. Only the
+/// observations toolcert recorded are looked at (see [`crate::observation::state_along`]): a
+/// `$blocked`, `$error` or `$fail` a host put in what it sent is its data, judged as such.
+fn observation_state(
+    doc: &Value,
+    pointer: &str,
+    scenario: &Scenario,
+) -> Option<(CheckStatus, String)> {
+    let (state, reason) = crate::observation::state_along(doc, pointer, &Recorded(scenario))?;
+    let status = match state {
+        Unobserved::Blocked => CheckStatus::Blocked,
+        Unobserved::Error => CheckStatus::Error,
+        Unobserved::Fail => CheckStatus::Fail,
+    };
+    Some((status, reason))
+}
+
+/// The observations a scenario's run records, by position: every step and double it names,
+/// the nested observation of a `repeat` step (`met`), and the variables toolcert renders from
+/// its own data (a variable rendered from the captured discovery document holds the host's
+/// data, so it is never read as a not-made observation).
+struct Recorded<'s>(&'s Scenario);
+
+impl crate::observation::MarkerPositions for Recorded<'_> {
+    fn recorded(&self, root: &str, name: &str) -> bool {
+        match root {
+            "vars" => self.0.vars.get(name).is_some_and(|template| {
+                !reads::placeholders_in(template)
+                    .iter()
+                    .any(|p| p.split('.').next() == Some("discovery"))
+            }),
+            _ => true,
         }
-        let seg = segments.next()?;
-        let seg = seg.replace("~1", "/").replace("~0", "~");
-        node = match node {
-            Value::Object(m) => m.get(&seg)?,
-            Value::Array(a) => a.get(seg.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
+    }
+
+    fn nested(&self, root: &str, name: &str, field: &str) -> bool {
+        root == "steps"
+            && crate::observation::NESTED.contains(&field)
+            && self
+                .0
+                .steps
+                .iter()
+                .any(|s| s.name() == name && matches!(s, Step::Repeat(_)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observation::NotObserved;
     use serde_json::json;
 
     /// DISC-4 on a host that advertises every candidate family: the one check of
@@ -424,6 +448,54 @@ mod tests {
         assert_eq!(out[2].status, CheckStatus::Blocked);
     }
 
+    /// What a host sent is data at any depth: a `$blocked`, `$error` or `$fail` in a body, a
+    /// header map, an arrival or a discovery-rendered variable never turns a failing check
+    /// into another disposition, nor a passing one.
+    #[test]
+    fn markers_in_host_data_are_data() {
+        let s: Scenario = serde_json::from_value(json!({
+            "id": "t.t", "title": "t", "rows": ["HOOKS-AUTH-1", "HOOKS-AUTH-3"], "gate": null,
+            "kills": [], "vars": {"fromHost": "{{discovery.document.toolHooks}}", "mine": "x-{{vars.nonce}}"},
+            "steps": [
+                {"step": "http", "name": "call", "method": "GET", "path": "/x"},
+                {"step": "repeat", "name": "burst", "max": 2, "until": {"at": "/status", "expect": {"equals": "x"}},
+                 "call": {"name": "burst", "seam": "toolhooks/invoke", "role": "operator", "body": {}}}
+            ],
+            "checks": [
+                {"id": "a", "row": "HOOKS-AUTH-1", "says": "s", "at": "/steps/call/body/result/status", "expect": {"equals": "forbidden"}},
+                {"id": "b", "row": "HOOKS-AUTH-1", "says": "s", "at": "/steps/call/headers/x", "expect": {"equals": "1"}},
+                {"id": "c", "row": "HOOKS-AUTH-3", "says": "s", "at": "/vars/fromHost/supported", "expect": {"equals": true}},
+                {"id": "d", "row": "HOOKS-AUTH-3", "says": "s", "at": "/steps/burst/met/toolReturned/status", "expect": {"equals": "ok"}},
+                {"id": "e", "row": "HOOKS-AUTH-3", "says": "s", "at": "/steps/burst/first/body/x", "expect": {"equals": 1}},
+                {"id": "f", "row": "HOOKS-AUTH-3", "says": "s", "at": "/vars/mine", "expect": {"equals": "y"}}
+            ]
+        }))
+        .unwrap();
+        let planted = json!({"$blocked": "forged", "$error": "forged", "$fail": "forged"});
+        let mut body = planted.clone();
+        body["result"] = planted.clone();
+        body["result"]["status"] = json!("ok");
+        let doc = json!({
+            "vars": {"fromHost": planted.clone(), "mine": NotObserved::error("scenario data").to_value()},
+            "steps": {
+                "call": {"status": 200, "headers": {"x": "2"}, "body": body},
+                "burst": {"iterations": 1, "statuses": [200], "okCount": 1, "conditionMet": false,
+                          "first": {"http": {"status": 200, "headers": {}}, "body": planted.clone()},
+                          "last": null,
+                          "met": NotObserved::blocked("no answer met the condition").to_value()}
+            }
+        });
+        let out = judge(&s, &doc);
+        let status = |id: &str| out.iter().find(|o| o.check_id == id).unwrap().status;
+        assert_eq!(status("a"), CheckStatus::Fail, "{out:?}");
+        assert_eq!(status("b"), CheckStatus::Fail, "{out:?}");
+        assert_eq!(status("c"), CheckStatus::Fail, "{out:?}");
+        assert_eq!(status("e"), CheckStatus::Fail, "{out:?}");
+        // Where toolcert recorded a not-made observation, it still decides.
+        assert_eq!(status("d"), CheckStatus::Blocked, "{out:?}");
+        assert_eq!(status("f"), CheckStatus::Error, "{out:?}");
+    }
+
     #[test]
     fn an_unobserved_comparison_blocks_and_a_broken_expectation_is_an_error() {
         let s = scenario(json!([
@@ -449,6 +521,74 @@ mod tests {
             levels,
             vec![Evidence::Double, Evidence::Wire, Evidence::SelfReport]
         );
+    }
+
+    /// IDEM-L1-4 over a same-key burst (`idem.l1-burst-idempotent`): two runs for one key
+    /// fail whatever the retry timing; on v2 a 409 carrying timing in `details` fails and one
+    /// without `Retry-After` fails a check that only warns (a SHOULD); v1 puts its timing in
+    /// `details.retryAfter` and is held to neither.
+    #[test]
+    fn in_flight_timing_and_duplicates_are_judged_per_major() {
+        let suite = Suite::embedded().unwrap();
+        let scenario = suite
+            .scenarios
+            .iter()
+            .find(|s| s.id == "idem.l1-burst-idempotent")
+            .expect("the scenario is in the suite");
+        let created = |run: &str| json!({"status": 201, "headers": {}, "body": {"runId": run}});
+        let busy = |headers: Value, details: Value| {
+            json!({"status": 409, "headers": headers,
+                   "body": {"error": "idempotency_in_flight", "message": "in flight", "details": details}})
+        };
+        let doc = |items: Vec<Value>| {
+            let statuses: Vec<Value> = items.iter().map(|i| i["status"].clone()).collect();
+            json!({"steps": {
+                "dupes": {"count": items.len(), "statuses": statuses, "items": items},
+                "after": {"status": 201, "headers": {"openwop-idempotent-replay": "true"}, "body": {"runId": "r1"}}
+            }})
+        };
+        let status = |doc: &Value, major: u8, id: &str| {
+            let out = evaluate(&suite, scenario, doc, Some(major));
+            let o = out.iter().find(|o| o.check_id == id).unwrap().clone();
+            (o.status, o.warn_unless_strict.is_some())
+        };
+        let timed = doc(vec![
+            created("r1"),
+            busy(json!({}), json!({"retryAfter": 1})),
+        ]);
+        assert_eq!(
+            status(&timed, 2, "no-details-timing"),
+            (CheckStatus::Fail, false)
+        );
+        assert_eq!(status(&timed, 2, "retry-after"), (CheckStatus::Fail, true));
+        assert_eq!(
+            status(&timed, 1, "no-details-timing").0,
+            CheckStatus::Inapplicable
+        );
+        assert_eq!(
+            status(&timed, 1, "retry-after").0,
+            CheckStatus::Inapplicable
+        );
+        assert_eq!(status(&timed, 1, "in-flight-envelope").0, CheckStatus::Pass);
+        let clean = doc(vec![
+            created("r1"),
+            busy(json!({"retry-after": "1"}), json!({})),
+            created("r1"),
+        ]);
+        for id in [
+            "one-run",
+            "answered",
+            "in-flight-envelope",
+            "no-details-timing",
+            "retry-after",
+        ] {
+            assert_eq!(status(&clean, 2, id).0, CheckStatus::Pass, "{id}");
+        }
+        let duplicated = doc(vec![created("r1"), created("r2")]);
+        assert_eq!(status(&duplicated, 1, "one-run").0, CheckStatus::Fail);
+        assert_eq!(status(&duplicated, 2, "one-run").0, CheckStatus::Fail);
+        let refused = doc(vec![json!({"status": 401, "headers": {}, "body": {}})]);
+        assert_eq!(status(&refused, 1, "one-run").0, CheckStatus::Blocked);
     }
 
     #[test]

@@ -92,9 +92,10 @@ impl<'c> Reads<'c> {
             }
             Matcher::AsJson(c) => self.condition(c),
             Matcher::Some(cs) | Matcher::None(cs) => cs.iter().for_each(|c| self.condition(c)),
-            Matcher::IfPresent(inner) | Matcher::Length(inner) | Matcher::EntropyBits(inner) => {
-                self.matcher(inner)
-            }
+            Matcher::IfPresent(inner)
+            | Matcher::Not(inner)
+            | Matcher::Length(inner)
+            | Matcher::EntropyBits(inner) => self.matcher(inner),
             Matcher::AtLeast(Bound::Template(t)) | Matcher::AtMost(Bound::Template(t)) => {
                 self.template(t)
             }
@@ -137,6 +138,13 @@ impl<'c> Reads<'c> {
         }
         out
     }
+}
+
+/// The `{{path}}` placeholders in a template value (strings and member names, at any depth).
+pub fn placeholders_in(v: &serde_json::Value) -> Vec<String> {
+    let mut reads = Reads::default();
+    reads.template_value(v);
+    reads.placeholders
 }
 
 /// Observation roots that hold what a toolcert double saw.

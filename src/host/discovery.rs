@@ -92,6 +92,12 @@ fn classify(doc: &Value) -> Kind {
     }
 }
 
+/// v1 blocks whose schema has no `supported` member: they are claimed by their facets alone.
+/// RFC 0034 §A adds `capabilities.observability.testSeams.{otelScrape, debugBundleExport}`
+/// with no `supported` flag, and `spec/v1/host-sample-test-seams.md` §2 gates the span scrape
+/// seam on `observability.testSeams.otelScrape: true` alone.
+const V1_BLOCKS_WITHOUT_SUPPORTED: &[&str] = &["observability"];
+
 /// Why a response is no discovery document at all, if it is not.
 fn unusable(
     status: u16,
@@ -109,7 +115,12 @@ fn unusable(
     if status != 200 {
         return Some(format!("HTTP {status} instead of 200"));
     }
-    if body.get("$nonJson").is_some() || !body.is_object() {
+    // The non-JSON form is exactly the two members `parse_body` writes: a JSON root that
+    // merely carries a `$nonJson` member among its own is the host's data, not that form.
+    let non_json = body.as_object().is_some_and(|m| {
+        m.len() == 2 && m.contains_key("$nonJson") && m.contains_key("$parseError")
+    });
+    if non_json || !body.is_object() {
         return Some("the body is not a JSON object".into());
     }
     None
@@ -240,7 +251,10 @@ impl Discovery {
         let Some(record) = self.record(family) else {
             return Advertised::No;
         };
-        if self.wire == WireMajor::V1 && record.get("supported") != Some(&Value::Bool(true)) {
+        if self.wire == WireMajor::V1
+            && !V1_BLOCKS_WITHOUT_SUPPORTED.contains(&family)
+            && record.get("supported") != Some(&Value::Bool(true))
+        {
             return Advertised::No;
         }
         let mut node = record;
@@ -342,6 +356,30 @@ mod tests {
             etag: None,
             exchanges: vec![],
         }
+    }
+
+    /// A document root that carries toolcert's non-JSON member among its own is a JSON
+    /// object (the host's data); only the exact form the body parser writes is not.
+    #[test]
+    fn a_planted_non_json_member_is_the_hosts_data() {
+        let ok = std::collections::BTreeMap::new();
+        let forged = json!({"protocolVersion": "1.0", "$nonJson": "x", "$blocked": "y"});
+        assert_eq!(unusable(200, &ok, &forged), None);
+        let parsed = crate::host::client::parse_body(b"<html>");
+        assert!(unusable(200, &ok, &parsed).is_some());
+    }
+
+    #[test]
+    fn a_v1_observability_facet_is_claimed_without_supported() {
+        let d = disc(
+            json!({"protocolVersion": "1.0", "observability": {"testSeams": {"otelScrape": true}},
+                   "agents": {"subRunAttestation": true}}),
+            WireMajor::V1,
+        );
+        assert!(d.advertises("observability.testSeams.otelScrape"));
+        assert!(!d.advertises("observability.testSeams.debugBundleExport"));
+        // Other v1 blocks still need `supported: true`.
+        assert!(!d.advertises("agents.subRunAttestation"));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! templates and checks address it by JSON pointer while the scenario still runs, and reports
 //! store it as JSON. An observation that could not be made is a [`NotObserved`]; its serde
 //! form (`{"$blocked": reason, …}`) is the one stored reports have always had, so old reports
-//! re-judge identically. This module is the only place that knows those keys.
+//! re-judge identically. This module is the only place that knows those keys, and the judge
+//! looks for them only where toolcert records an observation ([`state_along`]): the same keys
+//! anywhere in what a host sent are the host's data, never a disposition.
 //!
 //! [`fields`] says which fields each step kind's observation has, derived from the structs,
 //! so the suite loader can refuse a check pointer naming a field no step of that kind makes.
@@ -137,9 +139,11 @@ impl NotObserved {
         Value::Object(map)
     }
 
-    /// The state and reason of `node` if it is a not-made observation (the judge stops at
-    /// the first such node along a check's pointer). A reason that is not a string reads as
-    /// empty, as it always has.
+    /// The state and reason of `node` if it is a not-made observation. A reason that is not a
+    /// string reads as empty, as it always has.
+    ///
+    /// Only for a node toolcert recorded as an observation (see [`state_along`]): anywhere
+    /// else the same keys are the host's data, never a verdict.
     pub fn state_of(node: &Value) -> Option<(Unobserved, String)> {
         // Only an object is one (a derived struct would also read an array, by position).
         if !node.is_object() {
@@ -155,6 +159,55 @@ impl NotObserved {
         .find_map(|(s, r)| r.map(|r| (s, r)))?;
         Some((state, reason.as_str().unwrap_or("").to_string()))
     }
+}
+
+/// The roots of the observation document whose every member is one observation toolcert
+/// recorded (a step's, a double's, a scenario variable's). A not-made observation stands only
+/// there, or at a [`NESTED`] field of one.
+pub const OBSERVATION_ROOTS: &[&str] = &["steps", "receivers", "providers", "mcpServers", "vars"];
+
+/// Fields of an observation struct that are observations themselves
+/// ([`RepeatObservation::met`]), and so may be not-made.
+pub const NESTED: &[&str] = &["met"];
+
+/// Where a check's pointer may meet a not-made observation: the recorded observation at
+/// `/ROOT/NAME`, and its nested observation fields.
+pub trait MarkerPositions {
+    /// Whether `/root/name` is an observation toolcert recorded (one of [`OBSERVATION_ROOTS`],
+    /// and for `vars` one whose value toolcert made, not one copied from the host).
+    fn recorded(&self, root: &str, name: &str) -> bool;
+    /// Whether `/root/name/field` is a nested observation of that one (a [`NESTED`] field of a
+    /// step whose kind has it).
+    fn nested(&self, root: &str, name: &str, field: &str) -> bool;
+}
+
+/// The state of the first not-made observation `pointer` passes through, looked for only at
+/// the positions `at` names (typed positions, never by the shape of a node): whatever a host
+/// sends sits deeper, under a field of an observation toolcert made, so no body, header,
+/// event or arrival a host controls can carry a disposition, whatever keys it holds.
+pub fn state_along(
+    doc: &Value,
+    pointer: &str,
+    at: &impl MarkerPositions,
+) -> Option<(Unobserved, String)> {
+    let mut segments = pointer
+        .split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"));
+    let root = segments.next()?;
+    let name = segments.next()?;
+    if !OBSERVATION_ROOTS.contains(&root.as_str()) || !at.recorded(&root, &name) {
+        return None;
+    }
+    let node = doc.get(&root)?.get(&name)?;
+    if let Some(state) = NotObserved::state_of(node) {
+        return Some(state);
+    }
+    let field = segments.next()?;
+    if !at.nested(&root, &name, &field) {
+        return None;
+    }
+    NotObserved::state_of(node.get(&field)?)
 }
 
 /// The keys of the serde form, read without the rest of the node.

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::{HostRequest, HostResponse};
 use crate::observation::{HttpHead, NotObserved, Observation, SeamObservation};
-use crate::suite::{SeamCall, SurfaceKind, field_id, seam_id};
+use crate::suite::{SeamCall, SeamMethod, SurfaceKind, field_id, seam_id};
 
 pub(super) async fn run(
     ctx: &mut ScenarioCtx<'_>,
@@ -36,7 +36,11 @@ async fn answer(
         Err(e) => return Err((ctx.template_failure(&e), Flow::Continue)),
     };
     let path = ctx.client.wire().seam_path(&call.seam);
-    let req = HostRequest::post(path.clone(), body.clone()).role(call.role.clone());
+    let req = match call.method {
+        SeamMethod::Post => HostRequest::post(path.clone(), body.clone()),
+        SeamMethod::Get => HostRequest::get(format!("{path}{}", query_of(&body))),
+    }
+    .role(call.role.clone());
     let resp = match ctx.send(&call.name, &req).await {
         Ok(r) => r,
         Err(e) => return Err(transport_failure(&e)),
@@ -76,6 +80,25 @@ async fn answer(
         _ => {}
     }
     Ok(resp)
+}
+
+/// A `GET` seam's query: the body's members, each a string or a number, percent-encoded
+/// (`?runId=run%2F1`); an empty body sends none.
+fn query_of(body: &Value) -> String {
+    let Some(members) = body.as_object().filter(|m| !m.is_empty()) else {
+        return String::new();
+    };
+    let mut url = reqwest::Url::parse("http://127.0.0.1/").expect("a fixed URL parses");
+    {
+        let mut pairs = url.query_pairs_mut();
+        for (name, value) in members {
+            match value {
+                Value::String(text) => pairs.append_pair(name, text),
+                other => pairs.append_pair(name, &other.to_string()),
+            };
+        }
+    }
+    format!("?{}", url.query().unwrap_or_default())
 }
 
 /// The toolcert extension member of an upstream seam request that a 400 answer names, if any.

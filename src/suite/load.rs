@@ -421,14 +421,14 @@ fn check_reads(s: &Scenario) -> Result<(), SuiteError> {
                 ),
             ));
         }
-        if !check.guards.is_empty() && !check.control {
+        if check.guards.is_some() && !check.control {
             return Err(reference(
                 file,
                 format!("{at}/guards"),
                 "only a control (\"control\": true) guards other rows".into(),
             ));
         }
-        for (j, row) in check.guards.iter().enumerate() {
+        for (j, row) in check.guards.iter().flatten().enumerate() {
             if !s.rows.contains(row) {
                 return Err(reference(
                     file,

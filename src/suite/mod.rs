@@ -27,7 +27,7 @@ pub use scenario::{
     AbandonPoint, Bound, BurstSpec, Check, Condition, DaysSpec, EventsRead, FailFirst,
     FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall, IgnoringSpec,
     KillPoint, Matcher, McpServerSpec, ONLY_WHERE_UNWITNESSABLE, ProviderScript, ReceiverSpec,
-    ReleaseSpec, RepeatSpec, SameSetSpec, Scenario, SeamCall, Shape, Step, WaitSpec,
+    ReleaseSpec, RepeatSpec, SameSetSpec, Scenario, SeamCall, SeamMethod, Shape, Step, WaitSpec,
 };
 pub use schema::SchemaSet;
 pub use surfaces::{Surface, SurfaceKind, Surfaces, fact_id, field_id, fixture_id, seam_id};

@@ -65,10 +65,9 @@ impl Check {
     /// Whether this check is a control that guards the checks of `row`.
     pub fn guards_row(&self, row: &str) -> bool {
         self.control
-            && if self.guards.is_empty() {
-                self.row == row
-            } else {
-                self.guards.iter().any(|g| g == row)
+            && match &self.guards {
+                None => self.row == row,
+                Some(rows) => rows.iter().any(|g| g == row),
             }
     }
 }
@@ -285,8 +284,30 @@ pub struct SeamCall {
     pub seam: String,
     /// Role whose bearer token authenticates the call.
     pub role: String,
-    /// Request body (templated).
+    /// `POST` (the default) or `GET`, for a seam that reads (RFC 0034's
+    /// `GET …/test/otel/spans?runId=`).
+    #[serde(default, skip_serializing_if = "SeamMethod::is_post")]
+    pub method: SeamMethod,
+    /// Request body (templated); for a `GET`, its members are sent as the query instead.
     pub body: Value,
+}
+
+/// How a seam is called.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SeamMethod {
+    /// A JSON body (every seam that acts).
+    #[default]
+    Post,
+    /// The body's members as query parameters (a seam that reads).
+    Get,
+}
+
+impl SeamMethod {
+    /// Whether this is the default, `POST`.
+    pub fn is_post(&self) -> bool {
+        *self == SeamMethod::Post
+    }
 }
 
 /// `{"step": "http"}`: one request to the host.
@@ -453,8 +474,10 @@ pub struct Check {
     /// never `fail`, while a control guarding its row has not held). Absent: its own row.
     /// A control whose failure says nothing about some check of its own row (a setup only
     /// some legs need) lists the rows it does guard; those other checks then `require` it.
-    #[serde(default)]
-    pub guards: Vec<String>,
+    /// An empty list guards no row: only the checks that `require` the control wait on it
+    /// (a double reached through a fixture the host may map to one that reaches none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guards: Option<Vec<String>>,
     /// What the check observes; inferred from its pointers when absent (a toolcert double ⇒
     /// `double`, anything else ⇒ `wire`). A seam's account of what happened elsewhere must say
     /// `self-report`: it can prove a violation, never compliance.
@@ -573,6 +596,10 @@ pub enum Matcher {
     MemberOf(String),
     /// Absent, or present and satisfying the inner matcher (optional fields).
     IfPresent(Box<Matcher>),
+    /// The inner matcher does not hold (an absent value fails any matcher but `absent`, and so
+    /// satisfies `not` of it). Inside `none`, it names the items to look for: "a 409 whose
+    /// body is not the in-flight envelope".
+    Not(Box<Matcher>),
     /// An object whose keys are all in the list (closed shapes).
     KeysIn(Vec<String>),
     /// A string containing the (templated) text.

@@ -3,7 +3,7 @@
 //! - A check or condition holds its matcher inline, beside `at`:
 //!   `{"at": "/steps/call/status", "equals": 200}` is `{"at": …, "expect": {"equals": 200}}`.
 //!   Inside matchers too (`some`, `none`, `each` and its `where`, `asJson`, `ifPresent`,
-//!   `length`, `entropyBits`) and in a `repeat` step's `until`.
+//!   `not`, `length`, `entropyBits`) and in a `repeat` step's `until`.
 //! - `rows`, when absent, is the scenario's `row` then every row its checks name or guard, in
 //!   the order written.
 //! - `gate`, when absent, is `null` (the scenario applies to every host).
@@ -180,7 +180,7 @@ fn inside_matcher(matcher: &mut Map<String, Value>, pointer: &str) -> Result<(),
             ("asJson", Value::Object(condition)) => {
                 inline_matcher(condition, CONDITION_MEMBERS, &at)?;
             }
-            ("ifPresent" | "length" | "entropyBits", Value::Object(inner)) => {
+            ("ifPresent" | "not" | "length" | "entropyBits", Value::Object(inner)) => {
                 inside_matcher(inner, &at)?;
             }
             _ => {}

@@ -116,6 +116,8 @@ pub enum Mutant {
     L1KeyNotTenantScoped,
     /// Discovery advertises `layer1RetentionSeconds: 3600`.
     L1RetentionShort,
+    /// The run span of the OTel scrape seam carries the caller's `Idempotency-Key` in clear.
+    SpansShowIdempotencyKey,
     /// The sweeper deletes effect records older than 1 day.
     SweeperDropsYoung,
     /// Another tenant can read a run's effects.

@@ -3,7 +3,8 @@
 //! A value that is exactly `{"$credential": "<ref>"}` anywhere in the args is
 //! a credential reference. The tool receives the *resolved* args (each ref
 //! replaced by its raw secret); everything the host records or answers uses
-//! the *redacted* args (each ref replaced by `"[redacted]"`). SR-1: raw key
+//! the *redacted* args (each ref replaced by `"[redacted]"`, and every
+//! secret-shaped literal too: [`scrub_secret_shaped`]). SR-1: raw key
 //! material never enters the args hash, any event, any error or any response.
 
 use std::collections::BTreeMap;
@@ -115,7 +116,88 @@ fn walk(
             }
             Ok((Value::Array(resolved), Value::Array(redacted)))
         }
+        Value::String(text) => Ok((
+            Value::String(text.clone()),
+            Value::String(scrub_secret_shaped(text).into_owned()),
+        )),
         other => Ok((other.clone(), other.clone())),
+    }
+}
+
+/// A prefix, the bytes the rest of a key is made of, and how many of them make it a key.
+type SecretShape = (&'static str, fn(u8) -> bool, usize);
+
+/// The shapes of secret material a tool argument may carry literally (a provider key pasted
+/// into args rather than referenced): a prefix, the characters the rest is made of, and how
+/// many of them make it a key. They are the shapes the upstream reference hosts scrub (an
+/// OpenAI-style `sk-…` key, AWS access key ids, Slack and GitHub tokens).
+const SECRET_SHAPES: &[SecretShape] = &[
+    (
+        "sk-",
+        |b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-',
+        6,
+    ),
+    ("AKIA", |b| b.is_ascii_uppercase() || b.is_ascii_digit(), 12),
+    ("ASIA", |b| b.is_ascii_uppercase() || b.is_ascii_digit(), 12),
+    ("xoxb-", |b| b.is_ascii_alphanumeric() || b == b'-', 8),
+    ("xoxa-", |b| b.is_ascii_alphanumeric() || b == b'-', 8),
+    ("xoxp-", |b| b.is_ascii_alphanumeric() || b == b'-', 8),
+    ("xoxr-", |b| b.is_ascii_alphanumeric() || b == b'-', 8),
+    ("xoxs-", |b| b.is_ascii_alphanumeric() || b == b'-', 8),
+    ("ghp_", |b| b.is_ascii_alphanumeric(), 16),
+    ("gho_", |b| b.is_ascii_alphanumeric(), 16),
+    ("ghu_", |b| b.is_ascii_alphanumeric(), 16),
+    ("ghs_", |b| b.is_ascii_alphanumeric(), 16),
+    ("ghr_", |b| b.is_ascii_alphanumeric(), 16),
+];
+
+/// `text` with every secret-shaped run replaced by [`REDACTED`] (SR-1 for literal secrets:
+/// they never enter the args hash or anything recorded, and two different keys redact alike).
+pub fn scrub_secret_shaped(text: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        // A key starts at a word boundary.
+        let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let hit = boundary
+            .then(|| {
+                SECRET_SHAPES.iter().find_map(|(prefix, body, min)| {
+                    let rest = bytes[i..].strip_prefix(prefix.as_bytes())?;
+                    let run = rest.iter().take_while(|b| body(**b)).count();
+                    (run >= *min).then_some(prefix.len() + run)
+                })
+            })
+            .flatten();
+        match hit {
+            Some(len) => {
+                out.push_str(&text[copied..i]);
+                out.push_str(REDACTED);
+                i += len;
+                copied = i;
+            }
+            None => i += 1,
+        }
+    }
+    if copied == 0 {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// `args` with every secret-shaped string run redacted ([`scrub_secret_shaped`]), at any
+/// depth: what an upstream tool-hooks call hashes, which names no credential.
+pub fn redact_secret_shaped(args: &Value) -> Value {
+    match args {
+        Value::String(text) => Value::String(scrub_secret_shaped(text).into_owned()),
+        Value::Array(items) => Value::Array(items.iter().map(redact_secret_shaped).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), redact_secret_shaped(v)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -162,6 +244,34 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn secret_shaped_literals_are_redacted_alike_and_other_text_kept() {
+        let a = json!({"apiKey": "sk-canary-toolcert-0011aa-one", "q": "openwop", "n": 1});
+        let b = json!({"apiKey": "sk-canary-toolcert-0011aa-two", "q": "openwop", "n": 1});
+        let (ra, rb) = (redact_secret_shaped(&a), redact_secret_shaped(&b));
+        assert_eq!(ra, rb);
+        assert_eq!(ra["apiKey"], "[redacted]");
+        assert_eq!(
+            scrub_secret_shaped("Bearer sk-abcdef1 and AKIAABCDEFGHIJKL, then task-done"),
+            "Bearer [redacted] and [redacted], then task-done"
+        );
+        for kept in [
+            "sk-short",
+            "desk-123456789",
+            "ask-anything",
+            "ghp_tooshort",
+            "é sk-",
+        ] {
+            assert_eq!(scrub_secret_shaped(kept), kept);
+        }
+        let resolved = resolve_credentials(&a, &creds(&[])).expect("no refs");
+        assert_eq!(resolved.resolved, a, "the tool gets what was sent");
+        assert_eq!(
+            resolved.redacted, ra,
+            "what is hashed and recorded is redacted"
+        );
     }
 
     #[test]

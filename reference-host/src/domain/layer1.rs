@@ -450,54 +450,84 @@ pub fn finish(
     Ok(())
 }
 
-/// Why a hold could not be placed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HoldRefused {
-    /// The key is already in flight.
-    InFlight,
-    /// The key already has a final record.
-    Recorded,
-}
-
-/// Marks `scope` in flight for `hold` with no body digest (so a request of
-/// any body meets the marker). Returns the owner token for [`release`].
-pub fn hold(
+/// The key of the final Layer-1 record of `tenant`'s `endpoint` whose cached answer names
+/// `run_id` (the key that created the run), if one does.
+pub fn key_of_run(
     storage: &Storage,
-    scope: &Scope,
-    hold: Duration,
-    now_ms: i64,
-) -> Result<Result<String, HoldRefused>, StorageError> {
-    let owner = new_owner();
-    let hold_ms = i64::try_from(hold.as_millis()).unwrap_or(i64::MAX);
-    let lease_until = now_ms.saturating_add(hold_ms);
-    if insert_marker(storage, scope, None, &owner, lease_until, now_ms)? {
-        return Ok(Ok(owner));
-    }
-    match read_row(storage, scope)? {
-        Some(row) if row.state == DONE => Ok(Err(HoldRefused::Recorded)),
-        Some(row) if row.lease_until_ms > now_ms => Ok(Err(HoldRefused::InFlight)),
-        _ => {
-            if take_over_expired(storage, scope, None, &owner, lease_until, now_ms)?
-                || insert_marker(storage, scope, None, &owner, lease_until, now_ms)?
-            {
-                Ok(Ok(owner))
-            } else {
-                Ok(Err(HoldRefused::InFlight))
-            }
-        }
-    }
+    tenant: &str,
+    endpoint: &str,
+    run_id: &str,
+) -> Result<Option<String>, StorageError> {
+    storage.with_conn(|conn| {
+        conn.query_row(
+            "SELECT key FROM l1_records
+             WHERE tenant = ?1 AND endpoint = ?2 AND state = 'done'
+               AND instr(CAST(body AS TEXT), ?3) > 0
+             LIMIT 1",
+            params![tenant, endpoint, format!("\"{run_id}\"")],
+            |row| row.get::<_, String>(0),
+        )
+        .optional()
+    })
 }
 
-/// Releases a marker `owner` still holds (a no-op if it was taken over).
-pub fn release(storage: &Storage, scope: &Scope, owner: &str) -> Result<(), StorageError> {
-    storage.with_conn(|conn| {
-        conn.execute_cached(
-            "DELETE FROM l1_records
-             WHERE tenant = ?1 AND endpoint = ?2 AND key = ?3 AND owner = ?4 AND state = 'in_flight'",
-            params![scope.tenant, scope.endpoint, scope.key, owner],
-        )
-    })?;
-    Ok(())
+/// How a caller's key may show in the host's logs and spans: a truncated, salted hash (RFC
+/// 0150 §F), the salt drawn once per process, so the key cannot be recovered or matched.
+pub fn key_fingerprint(key: &str) -> String {
+    static SALT: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
+    let salt = SALT.get_or_init(|| {
+        let mut salt = [0u8; 16];
+        // Without entropy the fingerprint is still a hash; the salt only hides keys further.
+        let _ = getrandom::fill(&mut salt);
+        salt
+    });
+    let mut material = salt.to_vec();
+    material.extend_from_slice(key.as_bytes());
+    sha256_hex(&material)[..16].to_owned()
+}
+
+/// How long an armed hold waits for its create before it lapses.
+pub const HOLD_ARM_TTL: Duration = Duration::from_secs(60);
+
+/// Holds armed by the hold seam (RFC 0213 §B, `armIdempotencyHold`): the
+/// next create of a scope that becomes its owner keeps its claim in flight
+/// for the hold's duration before it is processed, so a concurrent
+/// same-key create meets the in-flight branch of [`guard`]. A hold is used
+/// once, and one nobody used lapses after [`HOLD_ARM_TTL`]; an unarmed key
+/// is never delayed. The seam never answers a create itself.
+#[derive(Debug, Default)]
+pub struct ArmedHolds {
+    armed: std::sync::Mutex<std::collections::HashMap<HoldSlot, (Duration, std::time::Instant)>>,
+}
+
+/// The scope an armed hold is for: tenant, endpoint, key.
+type HoldSlot = (String, &'static str, String);
+
+impl ArmedHolds {
+    /// Arms `scope` for `hold` (a second arming replaces the first).
+    pub fn arm(&self, scope: &Scope, hold: Duration) {
+        let mut armed = self
+            .armed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        armed.retain(|_, (_, at)| now.duration_since(*at) < HOLD_ARM_TTL);
+        armed.insert(Self::slot(scope), (hold, now));
+    }
+
+    /// Takes the hold armed for `scope`, if one is armed and has not lapsed.
+    pub fn take(&self, scope: &Scope) -> Option<Duration> {
+        let mut armed = self
+            .armed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (hold, at) = armed.remove(&Self::slot(scope))?;
+        (at.elapsed() < HOLD_ARM_TTL).then_some(hold)
+    }
+
+    fn slot(scope: &Scope) -> HoldSlot {
+        (scope.tenant.clone(), scope.endpoint, scope.key.clone())
+    }
 }
 
 /// Deletes final records older than 24 h and markers whose lease ran out,
@@ -549,6 +579,10 @@ where
     };
     match begun {
         Begin::Owner(owner) => {
+            if let Some(hold) = state.holds().take(&scope) {
+                // The hold seam armed this key: the claim stays in flight.
+                tokio::time::sleep(hold).await;
+            }
             let outcome = bounded(process).await;
             let cache = is_cacheable(&outcome, mutant);
             // If recording fails the answer still goes out; the marker's
@@ -783,24 +817,16 @@ mod tests {
     }
 
     #[test]
-    fn holds_block_any_body_until_released() {
-        let store = Storage::open_in_memory(crate::surface::app::STORE_SCHEMAS).expect("open");
-        let owner = hold(&store, &scope("t"), Duration::from_millis(500), 0)
-            .expect("hold")
-            .expect("held");
+    fn an_armed_hold_is_taken_once_by_its_own_scope() {
+        let holds = ArmedHolds::default();
+        holds.arm(&scope("t"), Duration::from_millis(500));
         assert_eq!(
-            begin(&store, &scope("t"), "any", 10).expect("begin"),
-            Begin::InFlight
+            holds.take(&scope("u")),
+            None,
+            "another tenant's key is not held"
         );
-        assert_eq!(
-            hold(&store, &scope("t"), Duration::from_millis(10), 10).expect("hold"),
-            Err(HoldRefused::InFlight)
-        );
-        release(&store, &scope("t"), &owner).expect("release");
-        assert!(matches!(
-            begin(&store, &scope("t"), "any", 20).expect("begin"),
-            Begin::Owner(_)
-        ));
+        assert_eq!(holds.take(&scope("t")), Some(Duration::from_millis(500)));
+        assert_eq!(holds.take(&scope("t")), None, "a hold is used once");
     }
 
     #[test]

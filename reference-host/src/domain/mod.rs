@@ -61,6 +61,8 @@ struct Inner {
     /// after every commit (RPL-8).
     fanout: Arc<Fanout>,
     limiter: RateLimiter,
+    /// Layer-1 holds the hold seam armed (RFC 0213 §B).
+    holds: layer1::ArmedHolds,
     invoker: ToolInvoker,
     /// `ctx.http.safeFetch` (guard and client).
     safe_fetch: SafeFetch,
@@ -92,6 +94,7 @@ impl Domain {
             storage,
             fanout,
             limiter: RateLimiter::new(config.rate_limit, config.mutant),
+            holds: layer1::ArmedHolds::default(),
             invoker: ToolInvoker::new().map_err(HostError::HttpClient)?,
             // Test mode (seams on) is what lets loopback through the guard.
             safe_fetch: SafeFetch::new(config.seams_enabled).map_err(HostError::HttpClient)?,
@@ -131,6 +134,11 @@ impl Domain {
             .tenant_of(attributed)
             .unwrap_or(&caller.tenant)
             .to_owned()
+    }
+
+    /// The Layer-1 holds the hold seam armed.
+    pub fn holds(&self) -> &layer1::ArmedHolds {
+        &self.inner.holds
     }
 
     /// The run/event store.

@@ -51,6 +51,7 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::surface::seams::packs::MUTANTS,
     crate::surface::seams::safe_fetch::MUTANTS,
     crate::surface::seams::toolhooks::MUTANTS,
+    crate::surface::upstream::seams::MUTANTS,
     crate::base::tool_events::MUTANTS,
     crate::turn::admission::MUTANTS,
     crate::turn::allowlist::MUTANTS,

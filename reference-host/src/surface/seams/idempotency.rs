@@ -12,7 +12,8 @@
 //!   executor B, then A resumes (the seed's double charge).
 //! - `effect-retry`: one effect against a provider with the retry policy
 //!   (EFF-2, EFF-5).
-//! - `hold`: marks a Layer-1 key of `POST /runs` in flight (IDEM-L1-5).
+//! - `hold`: arms a single-use hold on the caller's next `POST /runs` with a
+//!   key, which then keeps its claim in flight (RFC 0213 §B; IDEM-L1-4).
 //! - `sweep`: runs the retention sweeper for one run "as if now were later".
 //!
 //! Every body is closed (400 `validation_error` naming the member), the
@@ -37,10 +38,10 @@ use crate::domain::effects::sweeper::{self, RunSweep};
 use crate::domain::effects::{
     self, EffectError, EffectOutcome, EffectReport, EffectSpec, identity,
 };
-use crate::domain::error::{ApiError, ErrorCode, json_response};
+use crate::domain::error::{ApiError, json_response};
 use crate::domain::json_body::require_loopback_http;
 use crate::domain::json_body::{Fields, parse_object};
-use crate::domain::layer1::{self, HoldRefused, RUNS_ENDPOINT};
+use crate::domain::layer1::{self, RUNS_ENDPOINT};
 use crate::domain::runs::find_visible_run;
 use crate::domain::workflows::{EFFECT_ESCAPED, RunFailure, begin_run, end_run, new_run_id};
 use crate::surface::seams::SeamRequest;
@@ -491,40 +492,21 @@ impl HoldRequest {
     }
 }
 
-/// Handler for `POST …/test/idempotency/hold`.
+/// Handler for `POST …/test/idempotency/hold`: arms a single-use hold on the
+/// caller tenant's next `POST /runs` with `key` (RFC 0213 §B,
+/// `armIdempotencyHold`). That create claims the key and keeps the claim in
+/// flight for `holdMs`, then completes normally; a concurrent same-key
+/// create meets the production in-flight branch. The seam never answers a
+/// create and never emits a 409 itself.
 pub async fn hold(State(state): State<Domain>, seam: SeamRequest) -> Result<Response, ApiError> {
     let caller = &seam.caller;
     let request = HoldRequest::parse(&seam.body)?;
     // The same scope a `POST /runs` of the caller's tenant uses.
     let scope = layer1::Scope::new(&caller.tenant, RUNS_ENDPOINT, &request.key, state.mutant());
-    let owner = match layer1::hold(state.storage(), &scope, request.hold, now_unix_ms())? {
-        Ok(owner) => owner,
-        Err(HoldRefused::InFlight) => {
-            return Err(ApiError::new(
-                ErrorCode::IdempotencyInFlight,
-                "this key is already in flight; retry after the Retry-After delay",
-            )
-            .with_retry_after(layer1::IN_FLIGHT_RETRY_AFTER_SECS));
-        }
-        Err(HoldRefused::Recorded) => {
-            return Err(ApiError::validation(
-                "field `key` already has a recorded response; hold a fresh key",
-            ));
-        }
-    };
-    // Release when the hold ends (the marker's lease also ends then, so a
-    // request arriving before this task runs can already take it over).
-    let releaser = state.clone();
-    let hold = request.hold;
-    tokio::spawn(async move {
-        tokio::time::sleep(hold).await;
-        // A failed release only leaves an expired lease, which the next
-        // request with the key takes over.
-        let _ = layer1::release(releaser.storage(), &scope, &owner);
-    });
+    state.holds().arm(&scope, request.hold);
     Ok(json_response(
         StatusCode::CREATED,
-        &json!({"key": request.key, "holdMs": hold.as_millis()}),
+        &json!({"key": request.key, "holdMs": request.hold.as_millis()}),
     ))
 }
 

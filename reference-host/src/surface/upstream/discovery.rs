@@ -43,15 +43,16 @@ pub const REFUSED_CAPABILITIES: &[&str] = &[
     "aiProviders",
 ];
 
-/// Renders the v1 document for `mutant` (a [`crate::surface::discovery::Render`]).
-/// Whether seams are enabled does not change it: v1 has no `seamsProfile`.
-pub fn render(_seams_enabled: bool, mutant: Option<Mutant>) -> DiscoveryDoc {
-    DiscoveryDoc::from_document(&document(mutant))
+/// Renders the v1 document for `mutant` (a [`crate::surface::discovery::Render`]). v1 has no
+/// `seamsProfile`; with the seams on, the one seam v1 advertises by a capability flag,
+/// `observability.testSeams.otelScrape` (RFC 0034 §B), is claimed.
+pub fn render(seams_enabled: bool, mutant: Option<Mutant>) -> DiscoveryDoc {
+    DiscoveryDoc::from_document(&document(seams_enabled, mutant))
 }
 
 /// The v1 document as JSON.
-pub fn document(mutant: Option<Mutant>) -> Value {
-    let families = json!({
+pub fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
+    let mut families = json!({
         "toolHooks": {
             "supported": true,
             "prePostEvents": true,
@@ -69,6 +70,9 @@ pub fn document(mutant: Option<Mutant>) -> Value {
             "failClosed": fail_closed_facet(mutant),
         },
     });
+    if seams_enabled {
+        families["observability"] = json!({"testSeams": {"otelScrape": true}});
+    }
     let mut root = json!({
         "protocolVersion": PROTOCOL_VERSION,
         "implementation": {
@@ -111,6 +115,7 @@ mod tests {
                 "idempotency": {"supported": true, "layer1RetentionSeconds": 86400,
                                 "layer2RetentionSeconds": 1209600, "crossRegion": "single-region"},
                 "authorization": {"supported": true, "failClosed": true},
+                "observability": {"testSeams": {"otelScrape": true}},
                 "refusedCapabilities": ["replay", "mcp", "a2a", "toolCatalog", "httpClient",
                                         "aiProviders"],
                 "fixtures": ["conformance-noop", "conformance-idempotent", "conformance-delay"],
@@ -121,8 +126,14 @@ mod tests {
                                     "layer2RetentionSeconds": 1209600,
                                     "crossRegion": "single-region"},
                     "authorization": {"supported": true, "failClosed": true},
+                    "observability": {"testSeams": {"otelScrape": true}},
                 },
             })
+        );
+        let without_seams = parsed(&render(false, None));
+        assert!(
+            without_seams.get("observability").is_none(),
+            "{without_seams}"
         );
     }
 

@@ -58,6 +58,9 @@ pub const HOLD_PATH: &str = "/v1/host/sample/test/idempotency/hold";
 /// Path of the upstream effect-retry seam.
 pub const EFFECT_RETRY_PATH: &str = "/v1/host/sample/test/idempotency/effect-retry";
 
+/// Path of the upstream OTel span scrape seam (RFC 0034 §B).
+pub const OTEL_SPANS_PATH: &str = "/v1/host/sample/test/otel/spans";
+
 /// The routes of upstream-only mode, the seams among them when
 /// `seams_enabled`, for any router state the handlers' own states come from.
 /// The caller adds the fallback: anything else, the v2 paths included, is
@@ -85,7 +88,8 @@ where
             .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))
             .route(CONCURRENT_CLAIM_PATH, post(seams::concurrent_claim))
             .route(HOLD_PATH, post(seams::hold))
-            .route(EFFECT_RETRY_PATH, post(seams::effect_retry));
+            .route(EFFECT_RETRY_PATH, post(seams::effect_retry))
+            .route(OTEL_SPANS_PATH, get(seams::otel_spans));
     }
     router
 }

@@ -13,7 +13,8 @@
 //!
 //! Evaluation, in order:
 //!
-//! 1. `argsHash` = lowercase hex SHA-256 of the RFC 8785 form of `args`;
+//! 1. `argsHash` = lowercase hex SHA-256 of the RFC 8785 form of `args`, its
+//!    secret-shaped literals redacted first (SR-1, [`redact_secret_shaped`]);
 //! 2. authorization against the grant the caller states
 //!    ([`crate::domain::authz::decide_stated`]): required scopes with no
 //!    `grantedScopes` cannot be evaluated and are denied (fail-closed), and
@@ -39,6 +40,7 @@ use serde_json::{Map, Value, json};
 use crate::base::args_hash::args_hash;
 use crate::base::event_codes;
 use crate::base::mutant::Mutant;
+use crate::base::redaction::redact_secret_shaped;
 use crate::base::tool_events::{SYSTEM_AGENT_ID, ToolStatus, Transport};
 use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
@@ -180,8 +182,9 @@ fn handle(state: &Domain, seam: &SeamRequest) -> Result<Response, ApiError> {
     // The caller was checked before the body was read ([`SeamRequest`]).
     let request = UpstreamInvokeRequest::parse(&seam.body)?;
     let mutant = state.mutant();
-    // Step 1: RFC 8785 + SHA-256 (there are no credentials to redact).
-    let args_hash = args_hash(&request.args, &request.args, mutant)
+    // Step 1: RFC 8785 + SHA-256 of the args with secret-shaped literals redacted (SR-1;
+    // there are no credential references upstream).
+    let args_hash = args_hash(&redact_secret_shaped(&request.args), &request.args, mutant)
         .map_err(|_| ApiError::internal("the args could not be hashed; retry the request"))?;
     let tool_called = tool_called(&request, &args_hash, mutant);
     let ended = evaluate(state, &request);
