@@ -103,7 +103,8 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("toolcert: error: {e:#}");
+            // Cleaned like every output: an error may quote what a host or a file held.
+            crate::output::warn(&format!("toolcert: error: {e:#}"));
             ExitCode::from(2)
         }
     }

@@ -73,11 +73,12 @@ impl Progress {
         }
     }
 
-    /// Print a line on stdout, above the bar when one is drawn.
+    /// Print a line on stdout, above the bar when one is drawn, cleaned like every output
+    /// ([`crate::output::clean`]: it may quote what a host sent).
     pub fn say(&self, line: &str) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| println!("{line}")),
-            None => println!("{line}"),
+            Some(bar) => bar.suspend(|| crate::output::say(line)),
+            None => crate::output::say(line),
         }
     }
 
@@ -88,13 +89,16 @@ impl Progress {
         }
     }
 
-    /// While a bar is drawn, send libtest's output through a pipe whose lines are printed on
-    /// stdout above the bar. Returns the forwarder to [`Forwarder::finish`] once libtest is
-    /// done; `None` (libtest prints on stdout itself) without a bar or a usable pipe.
-    /// Without a pipe the bar is removed, so it never mixes into libtest's lines.
+    /// Send libtest's output through a pipe whose lines are cleaned
+    /// ([`crate::output::clean`]) and printed on stdout, above the bar when one is drawn: the
+    /// bytes printed are the redacted ones, after every change libtest's own writer makes
+    /// (it drops control characters when stdout is not a terminal, which could join a secret
+    /// split by one back together after an earlier redaction). Returns the forwarder to
+    /// [`Forwarder::finish`] once libtest is done; `None` without a usable pipe, and then the
+    /// bar is removed, so it never mixes into libtest's lines (the messages toolcert hands
+    /// libtest are cleaned already).
     pub fn route_libtest(&mut self, args: &mut libtest_mimic::Arguments) -> Option<Forwarder> {
-        let bar = self.bar.clone()?;
-        let routed = forwarder(bar, args);
+        let routed = forwarder(self.bar.clone(), args);
         if routed.is_none() {
             self.finish();
             self.bar = None;
@@ -121,7 +125,7 @@ impl Forwarder {
 }
 
 #[cfg(unix)]
-fn forwarder(bar: ProgressBar, args: &mut libtest_mimic::Arguments) -> Option<Forwarder> {
+fn forwarder(bar: Option<ProgressBar>, args: &mut libtest_mimic::Arguments) -> Option<Forwarder> {
     use std::io::BufRead as _;
     use std::os::fd::AsRawFd as _;
     let (reader, writer) = std::io::pipe().ok()?;
@@ -137,11 +141,18 @@ fn forwarder(bar: ProgressBar, args: &mut libtest_mimic::Arguments) -> Option<Fo
             line.clear();
             match reader.read_until(b'\n', &mut line) {
                 Ok(0) | Err(_) => break,
-                Ok(_) => bar.suspend(|| {
-                    let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(&line);
-                    let _ = out.flush();
-                }),
+                Ok(_) => {
+                    let clean = crate::output::clean(&String::from_utf8_lossy(&line));
+                    let print = || {
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(clean.as_bytes());
+                        let _ = out.flush();
+                    };
+                    match &bar {
+                        Some(bar) => bar.suspend(print),
+                        None => print(),
+                    }
+                }
             }
         }
     });
@@ -152,7 +163,7 @@ fn forwarder(bar: ProgressBar, args: &mut libtest_mimic::Arguments) -> Option<Fo
 }
 
 #[cfg(not(unix))]
-fn forwarder(_bar: ProgressBar, _args: &mut libtest_mimic::Arguments) -> Option<Forwarder> {
+fn forwarder(_bar: Option<ProgressBar>, _args: &mut libtest_mimic::Arguments) -> Option<Forwarder> {
     None
 }
 

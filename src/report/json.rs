@@ -194,9 +194,11 @@ pub fn write_json(
     path: &std::path::Path,
 ) -> Result<(), ReportError> {
     let value = to_value(suite, report)?;
-    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    std::fs::write(path, text + "\n").map_err(|source| ReportError::Io {
-        path: path.display().to_string(),
-        source,
+    let text = crate::output::json_text(&value);
+    crate::output::write_atomic(path, &text, crate::output::Format::Json).map_err(|source| {
+        ReportError::Io {
+            path: path.display().to_string(),
+            source,
+        }
     })
 }

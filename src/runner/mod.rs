@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::host::budget::{MAX_DEPTH, MAX_DISCOVERY_BYTES, MemoryBudget, bound_depth, json_len};
 use crate::host::{
     Budgets, Discovery, HostClient, HostProfile, STARTUP_BUDGET, SpawnCommand, SpawnedHost,
     discover,
@@ -220,12 +221,19 @@ impl Session {
         let mut client =
             HostClient::new_with_ca_certs(&target.base_url, tokens, opts.budgets, &opts.ca_certs)
                 .map_err(|e| TargetError::Client(e.to_string()))?;
+        // One budget for everything the run keeps of what hosts send, every trial's client
+        // included ([`crate::host::budget`]).
+        let budget = std::sync::Arc::new(MemoryBudget::for_trials(opts.repeat));
+        client.set_budget(budget.clone());
         let receiver = Receiver::start().await.map_err(TargetError::Receiver)?;
         let provider = mock_provider::MockProvider::start()
             .await
             .map_err(TargetError::Provider)?;
         let mcp = McpServer::start().await.map_err(TargetError::Receiver)?;
-        let discovery = discover(&client).await.map_err(|e| e.to_string());
+        let discovery = discover(&client)
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(bounded_discovery);
         if let Ok(d) = &discovery {
             client.set_wire(d.wire);
         }
@@ -310,11 +318,7 @@ impl Session {
             Ok(d) => d,
             Err(e) => return json!({"error": e}),
         };
-        let reads_document = scenario
-            .steps
-            .iter()
-            .any(|s| matches!(s, crate::suite::Step::FireEffectSeams(_)))
-            || serde_json::to_string(scenario).is_ok_and(|text| text.contains("discovery"));
+        let reads_document = reads_discovery(scenario);
         json!({
             "inapplicable": self.inapplicable_reason(scenario),
             "wire": d.wire.number(),
@@ -327,7 +331,9 @@ impl Session {
     /// taken to have stopped answering. A scenario with its own host process (kill and
     /// restart) says nothing about the target, and any answer from the host resets the count.
     fn note_host_answers(&self, scenario: &Scenario, lost: Option<&str>, transcript: &Transcript) {
-        if scenario.needs_spawned_host() {
+        // A spent budget is toolcert's bound, not the host going away (every later scenario
+        // is `error` for it anyway).
+        if scenario.needs_spawned_host() || self.budget_spent().is_some() {
             return;
         }
         match lost {
@@ -344,6 +350,14 @@ impl Session {
             }
             None => {}
         }
+    }
+
+    /// Why nothing more is kept, once the run's memory budget is spent.
+    pub fn budget_spent(&self) -> Option<String> {
+        self.client
+            .budget()
+            .and_then(|b| b.exhausted())
+            .map(|e| e.to_string())
     }
 
     /// The canary secret of a scenario's trial: seeded by the scenario and the trial seed,
@@ -458,6 +472,10 @@ impl Session {
                 .inapplicable_reason(scenario)
                 .map(|reason| (CheckStatus::Inapplicable, reason))
                 .or_else(|| {
+                    self.budget_spent()
+                        .map(|why| (CheckStatus::Error, format!("not run: {why}")))
+                })
+                .or_else(|| {
                     self.host_lost.get().map(|why| {
                         (
                             CheckStatus::Error,
@@ -502,7 +520,7 @@ impl Session {
             "facts": self.profile.facts,
             "fixtures": self.fixtures(discovery),
             "discovery": {
-                "document": discovery.document,
+                "document": if reads_discovery(scenario) { discovery.document.clone() } else { Value::Null },
                 "etag": discovery.etag,
                 "wireMajor": discovery.wire.number(),
                 // toolcert's clock, recorded so a re-check judges date windows (MCP-4) alike.
@@ -513,6 +531,18 @@ impl Session {
             "providers": {},
             "steps": {},
         });
+        // The scenario's copy of the discovery document is kept too.
+        if let Err(e) = host_client.charge(json_len(&doc["discovery"]["document"])) {
+            let checks = blanket(CheckStatus::Error, format!("not run: {e}"));
+            return self.finish(
+                suite,
+                scenario,
+                checks,
+                Transcript::default(),
+                Value::Null,
+                started,
+            );
+        }
         for (name, value) in &scenario.vars {
             let rendered = template::render(value, &doc);
             doc["vars"][name] = match rendered {
@@ -526,6 +556,10 @@ impl Session {
                             .any(|k| p.starts_with(k))
                     }) =>
                 {
+                    match doc[template::MACROS].as_array_mut() {
+                        Some(names) => names.push(json!(name)),
+                        None => doc[template::MACROS] = json!([name]),
+                    }
                     value.clone()
                 }
                 Err(e) => crate::steps::error(format!("scenario data: vars.{name}: {e}")),
@@ -573,7 +607,7 @@ impl Session {
             providers: Vec::new(),
             discovery,
             doc,
-            transcript: Transcript::default(),
+            transcript: Transcript::charged_to(host_client.budget().cloned()),
             nonce: nonce.clone(),
             receivers: Vec::new(),
             tainted: Vec::new(),
@@ -744,6 +778,35 @@ impl Session {
             Err(e) => json!({"error": e}),
         }
     }
+}
+
+/// Whether a scenario reads the discovery document itself (a `/discovery/…` pointer, a
+/// `{{discovery.…}}` template, a `discovery` step, or `fireEffectSeams`, which reads the
+/// effect-seams path): only such a scenario's observations hold a copy of it.
+fn reads_discovery(scenario: &Scenario) -> bool {
+    scenario
+        .steps
+        .iter()
+        .any(|s| matches!(s, crate::suite::Step::FireEffectSeams(_)))
+        || serde_json::to_string(scenario).is_ok_and(|text| text.contains("discovery"))
+}
+
+/// A discovery document toolcert takes: at most [`MAX_DISCOVERY_BYTES`] and no deeper than
+/// [`MAX_DEPTH`] (scenarios that read it keep a copy each, and a report holds it).
+fn bounded_discovery(d: Discovery) -> Result<Discovery, String> {
+    let size = json_len(&d.document);
+    if size > MAX_DISCOVERY_BYTES {
+        return Err(format!(
+            "the discovery document is {size} bytes, more than the {} toolcert takes (an OpenWOP discovery document is a few kilobytes)",
+            crate::input::human(MAX_DISCOVERY_BYTES as u64)
+        ));
+    }
+    if bound_depth(&mut d.document.clone(), MAX_DEPTH) {
+        return Err(format!(
+            "the discovery document nests deeper than {MAX_DEPTH} levels, more than toolcert takes"
+        ));
+    }
+    Ok(d)
 }
 
 /// Fold scenario results into a run outcome.

@@ -601,9 +601,14 @@ async fn via_sse(
         // poll): they cannot be placed in the log, and dropping them would leave a log that
         // looks short.
         let mut not_envelopes = 0usize;
+        // Ids a header cannot carry back (non-ASCII, control characters) are not resumed
+        // from: the host is not lost for an odd id, the read goes on without it.
+        let mut refused_ids = 0usize;
         for event in sse.events {
-            if event.id.is_some() {
-                last_id = event.id;
+            match event.id {
+                Some(id) if crate::host::resumable_id(&id) => last_id = Some(id),
+                Some(_) => refused_ids += 1,
+                None => {}
             }
             let Ok(envelope) = crate::canonical::parse_strict(&event.data) else {
                 continue;
@@ -620,6 +625,14 @@ async fn via_sse(
                 None if is_run_event(&envelope, run_id) => not_envelopes += 1,
                 None => {}
             }
+        }
+        if refused_ids > 0
+            && let Some(Exchange {
+                response_body: Some(Value::Object(body)),
+                ..
+            }) = ctx.transcript.exchanges.last_mut()
+        {
+            body.insert("refusedEventIds".into(), json!(refused_ids));
         }
         if let Some(cut) = Cut::sse(&sse.end, run_id, max_bytes) {
             // A bound reached: stop at once.
