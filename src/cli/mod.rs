@@ -16,6 +16,7 @@ mod recheck;
 #[cfg(feature = "reference")]
 mod reference_host;
 mod run;
+mod signals;
 mod suite;
 
 use std::process::ExitCode;

@@ -378,6 +378,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let rt = super::runtime()?;
+    super::signals::install(&rt);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -407,6 +408,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(target.prepare_trials(args.repeat))?;
     let started = std::time::Instant::now();
     let session = Arc::new(rt.block_on(Session::open(&target, &opts))?);
+    super::signals::running();
     let redactor = session.redactor(&suite);
     crate::output::guard(redactor.clone());
     if !args.quiet {
@@ -553,6 +555,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut report = crate::report::build(&suite, &run);
     report.expectations = judgement.clone();
     report.partition = args.partition;
+    super::signals::mark_partial(&mut report);
     if let Some(path) = &args.report {
         crate::report::write_json(&suite, &report, path)?;
     }
@@ -606,6 +609,9 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     drop(session);
     rt.block_on(target.shutdown());
+    if let Some(interrupted) = super::signals::finish() {
+        return Ok(interrupted);
+    }
     let failed = match &judgement {
         Some(j) => !j.gate_passed || conclusion.has_failed(),
         None => denied_except(&run, &deferred) || conclusion.has_failed(),

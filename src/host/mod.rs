@@ -7,6 +7,7 @@ mod discovery;
 pub mod loopback;
 mod paths;
 mod profile;
+pub mod reap;
 mod spawn;
 mod sse;
 mod tls;

@@ -86,6 +86,9 @@ pub struct Report {
     /// `--repeat K` with K > 1: K and every trial's seed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat: Option<crate::repeat::Repeat>,
+    /// A run interrupted by a signal: `{signal, reason}` (what was not measured is `error`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<Value>,
 }
 
 /// Count dispositions.
@@ -158,6 +161,7 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
         expectations: None,
         partition: None,
         repeat: run.repeat.clone(),
+        partial: None,
     }
 }
 

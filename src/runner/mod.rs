@@ -28,6 +28,7 @@ mod embedded_host {
         }
     }
 }
+pub mod interrupt;
 pub mod schedule;
 mod target;
 
@@ -222,9 +223,9 @@ impl Session {
             HostClient::new_with_ca_certs(&target.base_url, tokens, opts.budgets, &opts.ca_certs)
                 .map_err(|e| TargetError::Client(e.to_string()))?;
         // One budget for everything the run keeps of what hosts send, every trial's client
-        // included ([`crate::host::budget`]).
+        // included ([`crate::host::budget`]); set once discovery is read, which keeps only
+        // the document it takes (bounded on its own, [`bounded_discovery`]).
         let budget = std::sync::Arc::new(MemoryBudget::for_trials(opts.repeat));
-        client.set_budget(budget.clone());
         let receiver = Receiver::start().await.map_err(TargetError::Receiver)?;
         let provider = mock_provider::MockProvider::start()
             .await
@@ -233,7 +234,14 @@ impl Session {
         let discovery = discover(&client)
             .await
             .map_err(|e| e.to_string())
-            .and_then(bounded_discovery);
+            .and_then(bounded_discovery)
+            .and_then(|d| {
+                budget
+                    .charge(json_len(&d.document))
+                    .map(|()| d)
+                    .map_err(|e| e.to_string())
+            });
+        client.set_budget(budget.clone());
         if let Ok(d) = &discovery {
             client.set_wire(d.wire);
         }
@@ -472,6 +480,14 @@ impl Session {
                 .inapplicable_reason(scenario)
                 .map(|reason| (CheckStatus::Inapplicable, reason))
                 .or_else(|| {
+                    interrupt::raised().map(|signal| {
+                        (
+                            CheckStatus::Error,
+                            format!("not run: {}", interrupt::reason(signal)),
+                        )
+                    })
+                })
+                .or_else(|| {
                     self.budget_spent()
                         .map(|why| (CheckStatus::Error, format!("not run: {why}")))
                 })
@@ -625,6 +641,10 @@ impl Session {
         let mut lost: Option<String> = None;
         let mut timed_out = false;
         for step in &scenario.steps {
+            if let Some(signal) = interrupt::raised() {
+                ctx.abandon(step, &format!("not run: {}", interrupt::reason(signal)));
+                continue;
+            }
             if let Some(reason) = &lost {
                 ctx.skip(step, reason);
                 continue;
@@ -635,10 +655,23 @@ impl Session {
                 continue;
             }
             let until = tokio::time::Instant::from_std(deadline);
-            match tokio::time::timeout_at(until, ctx.run(step)).await {
-                Ok(Flow::HostLost(reason)) => lost = Some(reason),
-                Ok(Flow::Continue) => {}
-                Err(_) => {
+            // A signal stops the step where it is: the run concludes with what it measured.
+            let ran = tokio::select! {
+                biased;
+                _ = interrupt::wait() => None,
+                ran = tokio::time::timeout_at(until, ctx.run(step)) => Some(ran),
+            };
+            match ran {
+                None => {
+                    let signal = interrupt::raised().unwrap_or("a signal");
+                    ctx.abandon(
+                        step,
+                        &format!("not finished: {}", interrupt::reason(signal)),
+                    );
+                }
+                Some(Ok(Flow::HostLost(reason))) => lost = Some(reason),
+                Some(Ok(Flow::Continue)) => {}
+                Some(Err(_)) => {
                     timed_out = true;
                     ctx.abandon(
                         step,
