@@ -89,11 +89,13 @@ pub const MAX_PRETTY_JSON_BYTES: usize = 8 * 1024 * 1024;
 /// The text a JSON report or bundle is written as: pretty, unless that passes
 /// [`MAX_PRETTY_JSON_BYTES`], then compact; with a final newline.
 pub fn json_text(value: &serde_json::Value) -> String {
-    let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
-    let mut text = if pretty.len() <= MAX_PRETTY_JSON_BYTES {
-        pretty
+    // Measured before it is built: the pretty text of deeply nested host values can be many
+    // times the compact one, and building it only to drop it would cost that much memory.
+    let mut pretty = crate::host::budget::ByteCount::default();
+    let _ = serde_json::to_writer_pretty(&mut pretty, value);
+    let mut text = if pretty.0 <= MAX_PRETTY_JSON_BYTES {
+        serde_json::to_string_pretty(value).unwrap_or_default()
     } else {
-        drop(pretty);
         serde_json::to_string(value).unwrap_or_default()
     };
     text.push('\n');

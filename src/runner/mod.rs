@@ -207,6 +207,8 @@ pub struct Session {
     lost_streak: AtomicUsize,
     /// Why the host is taken to have stopped answering, once it is.
     host_lost: OnceLock<String>,
+    /// The event reads of the run (several cut in a row stop the rest).
+    log_reads: crate::steps::LogReads,
 }
 
 impl Session {
@@ -261,6 +263,7 @@ impl Session {
             run_deadline: opts.deadline.map(|d| Instant::now() + d),
             lost_streak: AtomicUsize::new(0),
             host_lost: OnceLock::new(),
+            log_reads: crate::steps::LogReads::default(),
             client,
             receiver,
             provider,
@@ -629,6 +632,7 @@ impl Session {
             tainted: Vec::new(),
             spawned,
             spawn_unavailable,
+            log_reads: &self.log_reads,
         };
         let budget_end = started + self.scenario_budget;
         let (deadline, out_of_time) = match self.run_deadline {

@@ -311,9 +311,58 @@ pub(super) async fn run(
     ctx: &mut ScenarioCtx<'_>,
     read: &EventsRead,
 ) -> (Observation<EventsObservation>, Flow) {
+    if let Some(why) = ctx.log_reads.stopped() {
+        return (NotObserved::blocked(why).into(), Flow::Continue);
+    }
     match collect(ctx, read).await {
-        Ok((run_id, collected)) => (observation(&run_id, collected), Flow::Continue),
+        Ok((run_id, collected)) => {
+            match &collected.cut {
+                Some(cut) => ctx.log_reads.cut(&cut.reason, read_budget(ctx)),
+                None => ctx.log_reads.ended(),
+            }
+            (observation(&run_id, collected), Flow::Continue)
+        }
         Err((not_made, flow)) => (not_made.into(), flow),
+    }
+}
+
+/// After this many event reads in a row were cut before their run's log ended, a host's logs
+/// are taken never to end: the run's later reads are `blocked` at once, naming the cap,
+/// instead of each waiting out its read budget (a host whose runs stay `running` for ever
+/// otherwise held the whole suite for 755 s).
+pub const LOG_CUTS_AFTER: usize = 3;
+
+/// The event reads of one run: how many in a row were cut, and once [`LOG_CUTS_AFTER`] were,
+/// why no more are made. Shared by every scenario of a session.
+#[derive(Debug, Default)]
+pub struct LogReads {
+    streak: std::sync::atomic::AtomicUsize,
+    stopped: std::sync::OnceLock<String>,
+}
+
+impl LogReads {
+    /// A read reached the end of its run's log: the streak starts again.
+    fn ended(&self) {
+        self.streak.store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A read was cut (`reason`) after up to `budget` of reading.
+    fn cut(&self, reason: &str, budget: Duration) {
+        let streak = self
+            .streak
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        if streak >= LOG_CUTS_AFTER {
+            let _ = self.stopped.set(format!(
+                "not read: {streak} event reads in a row on this host were cut before their run's log ended (each may take its read budget of {} ms; the last: {reason}), so toolcert takes this host's logs never to end and reads no more of them; toolcert cannot witness the end of the run",
+                budget.as_millis()
+            ));
+        }
+    }
+
+    /// Why no more reads are made, once that is so.
+    pub fn stopped(&self) -> Option<String> {
+        self.stopped.get().cloned()
     }
 }
 
@@ -815,7 +864,10 @@ mod tests {
 
     use std::time::Duration;
 
-    use super::{Collected, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation, session_brackets};
+    use super::{
+        Collected, LOG_CUTS_AFTER, LogReads, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation,
+        session_brackets,
+    };
     use crate::host::{Budgets, Discovery, HostClient, WireMajor};
     use crate::observation::{Context, NotObserved, Unobserved};
     use crate::steps::ScenarioCtx;
@@ -990,6 +1042,7 @@ mod tests {
             exchanges: vec![],
         };
         let surfaces = crate::suite::Surfaces::default();
+        let log_reads = LogReads::default();
         let mut ctx = ScenarioCtx {
             client: &client,
             surfaces: &surfaces,
@@ -1006,6 +1059,7 @@ mod tests {
             tainted: Vec::new(),
             spawned: None,
             spawn_unavailable: None,
+            log_reads: &log_reads,
         };
         let step = Step::Events(EventsRead {
             name: "log".into(),
@@ -1014,6 +1068,28 @@ mod tests {
         });
         ctx.run(&step).await;
         (ctx.doc["steps"]["log"].clone(), ctx.transcript)
+    }
+
+    #[test]
+    fn reads_cut_in_a_row_stop_the_rest_and_one_that_ends_resets_the_count() {
+        let reads = LogReads::default();
+        let budget = Duration::from_secs(30);
+        reads.cut("cut one", budget);
+        reads.ended();
+        for _ in 1..LOG_CUTS_AFTER {
+            reads.cut("cut again", budget);
+        }
+        assert_eq!(reads.stopped(), None, "a read that ended broke the streak");
+        reads.cut("the last cut", budget);
+        let why = reads.stopped().unwrap();
+        assert!(
+            why.contains("the last cut") && why.contains("30000 ms"),
+            "{why}"
+        );
+        assert!(
+            why.contains("toolcert cannot witness the end of the run"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -30,6 +30,8 @@ use crate::template::{self, TemplateError};
 use crate::transcript::Transcript;
 use crate::witness::{McpServer, Receiver};
 
+pub use events::{LOG_CUTS_AFTER, LogReads};
+
 /// Everything a step may touch while a scenario runs.
 pub struct ScenarioCtx<'a> {
     /// The host.
@@ -64,6 +66,8 @@ pub struct ScenarioCtx<'a> {
     pub spawned: Option<crate::host::SpawnedHost>,
     /// Why there is no spawned host for a scenario that needs one.
     pub spawn_unavailable: Option<String>,
+    /// The run's event reads: after several cut in a row, no more are made.
+    pub log_reads: &'a LogReads,
 }
 
 /// Whether the scenario may go on after a step.
