@@ -311,14 +311,22 @@ pub(super) async fn run(
     ctx: &mut ScenarioCtx<'_>,
     read: &EventsRead,
 ) -> (Observation<EventsObservation>, Flow) {
-    if let Some(why) = ctx.log_reads.stopped() {
+    let log_reads = ctx.log_reads;
+    if let Some(why) = log_reads.stopped() {
         return (NotObserved::blocked(why).into(), Flow::Continue);
     }
-    match collect(ctx, read).await {
+    let budget = read_budget(ctx);
+    // A read under way when the other reads stop the run's reading stops too: it would only
+    // wait out its own budget on the same host.
+    let collected = tokio::select! {
+        collected = collect(ctx, read) => collected,
+        why = log_reads.stopping() => return (NotObserved::blocked(why).into(), Flow::Continue),
+    };
+    match collected {
         Ok((run_id, collected)) => {
             match &collected.cut {
-                Some(cut) => ctx.log_reads.cut(&cut.reason, read_budget(ctx)),
-                None => ctx.log_reads.ended(),
+                Some(cut) => log_reads.cut(&cut.reason, budget),
+                None => log_reads.ended(),
             }
             (observation(&run_id, collected), Flow::Continue)
         }
@@ -338,6 +346,8 @@ pub const LOG_CUTS_AFTER: usize = 3;
 pub struct LogReads {
     streak: std::sync::atomic::AtomicUsize,
     stopped: std::sync::OnceLock<String>,
+    /// Wakes the reads under way when reading stops.
+    stop: tokio::sync::Notify,
 }
 
 impl LogReads {
@@ -352,17 +362,31 @@ impl LogReads {
             .streak
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
             + 1;
-        if streak >= LOG_CUTS_AFTER {
+        if streak >= LOG_CUTS_AFTER && self.stopped.get().is_none() {
             let _ = self.stopped.set(format!(
                 "not read: {streak} event reads in a row on this host were cut before their run's log ended (each may take its read budget of {} ms; the last: {reason}), so toolcert takes this host's logs never to end and reads no more of them; toolcert cannot witness the end of the run",
                 budget.as_millis()
             ));
+            self.stop.notify_waiters();
         }
     }
 
     /// Why no more reads are made, once that is so.
     pub fn stopped(&self) -> Option<String> {
         self.stopped.get().cloned()
+    }
+
+    /// Resolves with [`LogReads::stopped`]'s reason once reading stops.
+    async fn stopping(&self) -> String {
+        loop {
+            let woken = self.stop.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if let Some(why) = self.stopped() {
+                return why;
+            }
+            woken.await;
+        }
     }
 }
 
