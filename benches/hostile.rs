@@ -347,21 +347,7 @@ fn recheck(exe: &Path, a: &Artifacts) -> Option<bool> {
 /// Processes the daemonizing row's command left (by the marker in their command line).
 fn daemons_left() -> usize {
     std::thread::sleep(Duration::from_millis(200));
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter(|e| {
-            let zombie = std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            });
-            !zombie
-                && std::fs::read(e.path().join("cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("toolcert-bench-daemon"))
-        })
-        .count()
+    hostile::alive_with("toolcert-bench-daemon").len()
 }
 
 /// PASS or FAIL against the goal, and the reasons of a FAIL.

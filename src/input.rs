@@ -128,9 +128,9 @@ fn too_large(size: u64, limit: u64) -> std::io::Error {
 /// A byte count as people write it (`4 MiB`, `64 KiB`).
 pub fn human(bytes: u64) -> String {
     const KIB: u64 = 1024;
-    if bytes >= KIB * KIB && bytes % (KIB * KIB) == 0 {
+    if bytes >= KIB * KIB && bytes.is_multiple_of(KIB * KIB) {
         format!("{} MiB", bytes / (KIB * KIB))
-    } else if bytes >= KIB && bytes % KIB == 0 {
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
         format!("{} KiB", bytes / KIB)
     } else {
         format!("{bytes} bytes")

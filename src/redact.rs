@@ -760,7 +760,7 @@ mod tests {
             let r = Redactor::new(vec![LONG.into()], vec![]);
             let mut chars: Vec<char> = LONG.chars().collect();
             let mut cuts = cuts;
-            cuts.sort_by(|a, b| b.0.cmp(&a.0));
+            cuts.sort_by_key(|c| std::cmp::Reverse(c.0));
             for (at, c) in cuts {
                 chars.insert(at.min(chars.len()), c);
             }

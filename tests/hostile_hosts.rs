@@ -543,6 +543,24 @@ fn assert_bounded(a: &Artifacts) {
     assert_eq!(out.status.code(), Some(0), "recheck of r.json: {text}");
 }
 
+/// Dispositions a host that answers (however wrongly) may earn; none passes.
+const ANSWERED: &[&str] = &["error", "blocked", "inapplicable", "fail", "warn"];
+
+/// A round-two run against `host`: contained ([`assert_contained`], rows only in `allowed`)
+/// and bounded ([`assert_bounded`]). Returns the artifacts and the parsed report.
+fn run_bounded(
+    name: &str,
+    host: &HostileHost,
+    scale: &str,
+    filters: &[&str],
+    allowed: &[&str],
+) -> (Artifacts, Value) {
+    let (a, secrets) = run(name, &host.url(), scale, filters);
+    let report = assert_contained(&a, &secrets, allowed);
+    assert_bounded(&a);
+    (a, report)
+}
+
 /// Rows whose detail says `needle`.
 fn rows_saying<'r>(report: &'r Value, needle: &str) -> Vec<&'r str> {
     details(report)
@@ -554,9 +572,13 @@ fn rows_saying<'r>(report: &'r Value, needle: &str) -> Vec<&'r str> {
 #[test]
 fn a_host_answering_every_request_just_under_the_body_cap_exhausts_the_memory_budget() {
     let host = HostileHost::start(Behaviour::BigBodies);
-    let (a, secrets) = run("big-bodies", &host.url(), "0.5", &SELECTION);
-    let report = assert_contained(&a, &secrets, &["error", "blocked", "inapplicable", "fail"]);
-    assert_bounded(&a);
+    let (_, report) = run_bounded(
+        "big-bodies",
+        &host,
+        "0.5",
+        &SELECTION,
+        &["error", "blocked", "inapplicable", "fail"],
+    );
     let spent = rows_saying(&report, "exceeded toolcert's memory budget of 8 MiB");
     assert!(
         !spent.is_empty(),
@@ -570,9 +592,7 @@ fn a_discovery_document_of_4_mb_is_refused_and_nothing_multiplies_it() {
     let discovery =
         hostile::DISCOVERY.replacen("{", &format!(r#"{{"pad":"{}","#, "d".repeat(4_000_000)), 1);
     let host = HostileHost::start_with_discovery(Behaviour::Plain, discovery);
-    let (a, secrets) = run("big-discovery", &host.url(), "0.5", &SELECTION);
-    let report = assert_contained(&a, &secrets, &["error"]);
-    assert_bounded(&a);
+    let (_, report) = run_bounded("big-discovery", &host, "0.5", &SELECTION, &["error"]);
     let why = report["host"]["discovery"]["error"].as_str().unwrap_or("");
     assert!(why.contains("more than the 1 MiB toolcert takes"), "{why}");
 }
@@ -580,13 +600,7 @@ fn a_discovery_document_of_4_mb_is_refused_and_nothing_multiplies_it() {
 #[test]
 fn template_placeholders_a_host_echoes_are_kept_as_data_never_expanded() {
     let host = HostileHost::start(Behaviour::EchoPlaceholders);
-    let (a, secrets) = run("placeholders", &host.url(), "0.5", &SELECTION);
-    let report = assert_contained(
-        &a,
-        &secrets,
-        &["error", "blocked", "inapplicable", "fail", "warn"],
-    );
-    assert_bounded(&a);
+    let (_, report) = run_bounded("placeholders", &host, "0.5", &SELECTION, ANSWERED);
     assert!(
         report.to_string().contains("{{steps.call.body}}"),
         "the host's placeholders are in the report as the host sent them"
@@ -650,24 +664,6 @@ fn a_spawned_host_that_writes_endlessly_after_its_url_costs_no_memory() {
     }
 }
 
-/// Processes alive whose command line holds `marker`.
-fn alive_with(marker: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter_map(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let zombie = stat
-                .rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            (cmd.contains(marker) && !zombie).then_some(cmd)
-        })
-        .collect()
-}
-
 #[test]
 fn a_spawned_command_that_daemonizes_leaves_no_process_behind() {
     let host = HostileHost::start(Behaviour::Plain);
@@ -683,21 +679,16 @@ fn a_spawned_command_that_daemonizes_leaves_no_process_behind() {
         &["hooks.authorization"],
     );
     assert_contained(&a, &secrets, &["error", "blocked", "inapplicable", "fail"]);
-    let alive = alive_with(&marker);
+    let alive = hostile::alive_with(&marker);
     assert!(alive.is_empty(), "left alive: {alive:?}");
 }
 
 #[test]
 fn a_host_whose_runs_never_settle_is_cut_by_the_caps_and_reads_blocked() {
     let host = HostileHost::start(Behaviour::NeverSettles);
-    let (a, secrets) = run("never-settles", &host.url(), "0.3", &SELECTION);
     // Answers that need no settled run (a replayed `runId`) may pass.
-    let report = assert_contained(
-        &a,
-        &secrets,
-        &["error", "blocked", "inapplicable", "fail", "pass"],
-    );
-    assert_bounded(&a);
+    let allowed = ["error", "blocked", "inapplicable", "fail", "pass"];
+    let (a, report) = run_bounded("never-settles", &host, "0.3", &SELECTION, &allowed);
     assert!(a.wall < Duration::from_secs(60), "{:?}", a.wall);
     // The event reads were cut at their cap and say so (the rows reading them are blocked,
     // by this or by a positive control this host does not meet).
@@ -716,26 +707,15 @@ fn a_host_whose_runs_never_settle_is_cut_by_the_caps_and_reads_blocked() {
 fn absurd_advertised_limits_cost_no_memory() {
     let absurd = r#"{"protocolVersion":"1.0","toolHooks":{"supported":true,"prePostEvents":true,"perToolAuthorization":true,"perToolRateLimit":true,"rateLimit":{"capacity":9223372036854775807,"refillPerSecond":1e308}},"idempotency":{"supported":true,"layer1RetentionSeconds":9223372036854775807},"mcp":{"mrtr":{"maxRounds":9223372036854775807}},"limits":{"maxRecordBytes":9223372036854775807,"maxEvents":18446744073709551615,"maxBodyBytes":1e300},"fixtures":["conformance-noop","conformance-idempotent"]}"#;
     let host = HostileHost::start_with_discovery(Behaviour::EchoAuth, absurd);
-    let (a, secrets) = run("absurd", &host.url(), "0.5", &SELECTION);
-    assert_contained(
-        &a,
-        &secrets,
-        &["error", "blocked", "inapplicable", "fail", "warn"],
-    );
-    assert_bounded(&a);
+    run_bounded("absurd", &host, "0.5", &SELECTION, ANSWERED);
 }
 
 #[test]
 fn json_nested_120_deep_in_every_answer_leaves_a_report_that_rechecks() {
     let host = HostileHost::start(Behaviour::Nested { depth: 120 });
-    let (a, secrets) = run("nested", &host.url(), "0.5", &SELECTION);
     // The answers are well-formed beside their deep member: a rule they meet may pass.
-    let report = assert_contained(
-        &a,
-        &secrets,
-        &["error", "blocked", "inapplicable", "fail", "warn", "pass"],
-    );
-    assert_bounded(&a);
+    let allowed = ["error", "blocked", "inapplicable", "fail", "warn", "pass"];
+    let (_, report) = run_bounded("nested", &host, "0.5", &SELECTION, &allowed);
     assert!(
         report.to_string().contains("\"$tooDeep\":32"),
         "the deep parts are cut where kept"
@@ -753,13 +733,7 @@ fn invisible_in(text: &str) -> Option<char> {
 #[test]
 fn markup_rtl_overrides_and_nuls_in_every_field_reach_no_output_raw() {
     let host = HostileHost::start(Behaviour::Markup);
-    let (a, secrets) = run("markup", &host.url(), "0.5", &SELECTION);
-    assert_contained(
-        &a,
-        &secrets,
-        &["error", "blocked", "inapplicable", "fail", "warn"],
-    );
-    assert_bounded(&a);
+    let (a, _) = run_bounded("markup", &host, "0.5", &SELECTION, ANSWERED);
     for (name, text) in a.texts() {
         if let Some(c) = invisible_in(text) {
             panic!("{name} carries a raw {c:?}");
@@ -776,14 +750,8 @@ fn markup_rtl_overrides_and_nuls_in_every_field_reach_no_output_raw() {
 #[test]
 fn a_token_echoed_in_pieces_and_encodings_reaches_no_output() {
     let host = HostileHost::start(Behaviour::EncodedEcho);
-    let (a, secrets) = run("encoded", &host.url(), "1", &SELECTION);
     // assert_contained also looks for every form of every token in every artifact.
-    let report = assert_contained(
-        &a,
-        &secrets,
-        &["error", "blocked", "inapplicable", "fail", "warn"],
-    );
-    assert_bounded(&a);
+    let (a, report) = run_bounded("encoded", &host, "1", &SELECTION, ANSWERED);
     assert!(
         report.to_string().contains("[redacted]"),
         "the echoed forms reached the report, scrubbed"
@@ -797,22 +765,12 @@ fn a_token_echoed_in_pieces_and_encodings_reaches_no_output() {
 #[test]
 fn event_ids_with_non_ascii_bytes_are_refused_and_the_host_is_not_lost() {
     let host = HostileHost::start(Behaviour::NonAsciiEventIds);
-    let (a, secrets) = run(
-        "event-ids",
-        &host.url(),
-        "0.5",
-        &[
-            "--exact",
-            "hooks.authorization-fail-closed",
-            "hooks.content-free-audit",
-        ],
-    );
-    let report = assert_contained(
-        &a,
-        &secrets,
-        &["error", "blocked", "inapplicable", "fail", "warn"],
-    );
-    assert_bounded(&a);
+    let readers = [
+        "--exact",
+        "hooks.authorization-fail-closed",
+        "hooks.content-free-audit",
+    ];
+    let (_, report) = run_bounded("event-ids", &host, "0.5", &readers, ANSWERED);
     assert!(
         rows_saying(&report, "stopped answering").is_empty(),
         "the host answered every request: {:#?}",

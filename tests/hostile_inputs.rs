@@ -4,7 +4,8 @@
 //! toolcert started, removes its scratch directories and leaves a partial report that
 //! rechecks (issue 30).
 
-use std::io::Read as _;
+mod hostile;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -97,18 +98,7 @@ fn toolcert(args: &[String]) -> (Option<i32>, String, Duration) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let o = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let e = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
+    let (o, e) = hostile::read_output(&mut child);
     let code = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status.code();
@@ -290,24 +280,6 @@ fn nonsense_numbers_urls_tokens_and_report_paths_are_refused_before_any_request(
     assert_eq!(host.seen(), 0, "a request was sent");
 }
 
-/// Processes whose command line holds `marker` (zombies excepted).
-fn alive_with(marker: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter_map(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let zombie = stat
-                .rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            (cmd.contains(marker) && !zombie).then_some(cmd)
-        })
-        .collect()
-}
-
 #[test]
 fn a_spawned_url_with_userinfo_is_refused_and_nothing_reaches_its_host() {
     // 127.0.0.2 is on loopback, but the parser-confusing URL must never be followed at all.
@@ -337,7 +309,10 @@ fn a_spawned_url_with_userinfo_is_refused_and_nothing_reaches_its_host() {
         0,
         "a request reached the host behind the userinfo"
     );
-    assert!(alive_with(&marker).is_empty(), "the command was ended");
+    assert!(
+        hostile::alive_with(&marker).is_empty(),
+        "the command was ended"
+    );
 }
 
 /// Scratch directories a toolcert process `pid` made (spawned hosts' data directories).
@@ -421,18 +396,7 @@ fn interrupt_and_check(dir: &Scratch, args: &[String]) {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let o = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let e = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
+    let (o, e) = hostile::read_output(&mut child);
     // Wait for a host process of toolcert's own, then give the run a moment to be under way.
     let started = Instant::now();
     let mut kids = Vec::new();

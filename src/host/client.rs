@@ -339,7 +339,10 @@ impl HostClient {
     ) -> (Result<HostResponse, TransportError>, Exchange) {
         let (builder, url, mut exchange) = match self.prepare(step, req) {
             Ok(prepared) => prepared,
-            Err((e, exchange)) => return (Err(e), exchange),
+            Err(refused) => {
+                let (e, exchange) = *refused;
+                return (Err(e), exchange);
+            }
         };
         let started = Instant::now();
         let result = tokio::time::timeout(self.budgets.request, self.exchange(builder, &url)).await;
@@ -367,7 +370,10 @@ impl HostClient {
     ) -> (Result<Sent, TransportError>, Exchange) {
         let (builder, url, mut exchange) = match self.prepare(step, req) {
             Ok(prepared) => prepared,
-            Err((e, exchange)) => return (Err(e), exchange),
+            Err(refused) => {
+                let (e, exchange) = *refused;
+                return (Err(e), exchange);
+            }
         };
         let started = Instant::now();
         let work = self.exchange(builder, &url);
@@ -404,12 +410,11 @@ impl HostClient {
 
     /// The request builder, its URL and the transcript entry of a request; a request whose
     /// URL would leave the host is refused, with its transcript entry saying so.
-    #[allow(clippy::type_complexity)]
     fn prepare(
         &self,
         step: &str,
         req: &HostRequest,
-    ) -> Result<(reqwest::RequestBuilder, String, Exchange), (TransportError, Exchange)> {
+    ) -> Result<(reqwest::RequestBuilder, String, Exchange), Box<(TransportError, Exchange)>> {
         let mut exchange = Exchange {
             step: step.to_string(),
             method: req.method.to_string(),
@@ -422,7 +427,7 @@ impl HostClient {
             Err(e) => {
                 exchange.url = super::loopback::masked(&exchange.url);
                 exchange.transport_error = Some(e.to_string());
-                return Err((e, exchange));
+                return Err(Box::new((e, exchange)));
             }
         };
         let mut builder = self.http.request(req.method.clone(), &url);

@@ -473,6 +473,17 @@ impl Session {
                 })
                 .collect()
         };
+        // A scenario not driven: every check takes the same status and reason.
+        let not_run = |status: CheckStatus, detail: String| -> ScenarioResult {
+            self.finish(
+                suite,
+                scenario,
+                blanket(status, detail),
+                Transcript::default(),
+                Value::Null,
+                started,
+            )
+        };
         // Nothing to drive: every check takes the same status and reason.
         let early = match &self.discovery {
             Err(e) => Some((
@@ -518,15 +529,7 @@ impl Session {
             (Ok(d), None) => d,
             (_, early) => {
                 let (status, reason) = early.unwrap_or((CheckStatus::Error, String::new()));
-                let checks = blanket(status, reason);
-                return self.finish(
-                    suite,
-                    scenario,
-                    checks,
-                    Transcript::default(),
-                    Value::Null,
-                    started,
-                );
+                return not_run(status, reason);
             }
         };
         let nonce = self.derive(seed, &scenario.id, "nonce");
@@ -552,15 +555,7 @@ impl Session {
         });
         // The scenario's copy of the discovery document is kept too.
         if let Err(e) = host_client.charge(json_len(&doc["discovery"]["document"])) {
-            let checks = blanket(CheckStatus::Error, format!("not run: {e}"));
-            return self.finish(
-                suite,
-                scenario,
-                checks,
-                Transcript::default(),
-                Value::Null,
-                started,
-            );
+            return not_run(CheckStatus::Error, format!("not run: {e}"));
         }
         for (name, value) in &scenario.vars {
             let rendered = template::render(value, &doc);
@@ -591,17 +586,9 @@ impl Session {
         if scenario.needs_spawned_host() {
             match &self.spawner {
                 None => {
-                    let checks = blanket(
+                    return not_run(
                         CheckStatus::Blocked,
                         "this scenario kills the host with SIGKILL and starts it again; toolcert can do that only to a host it starts itself: run with --spawn 'CMD' (CMD may use {port} and {data_dir})".into(),
-                    );
-                    return self.finish(
-                        suite,
-                        scenario,
-                        checks,
-                        Transcript::default(),
-                        Value::Null,
-                        started,
                     );
                 }
                 Some(command) => {

@@ -261,7 +261,7 @@ impl ScenarioCtx<'_> {
             let seen = ReceiverObservation {
                 url_via_unspecified: receiver::via_unspecified(&url),
                 url,
-                count: arrivals.len(),
+                count: self.receiver.count(&id),
                 idempotency_keys: Some(keys),
                 distinct_idempotency_keys: Some(distinct_count),
                 arrivals,
@@ -310,7 +310,7 @@ impl ScenarioCtx<'_> {
                 .receivers
                 .iter()
                 .find(|(n, _)| n == name)
-                .map_or(0, |(_, id)| self.receiver.arrivals(id).len());
+                .map_or(0, |(_, id)| self.receiver.count(id));
             return (format!("receiver {name}"), seen);
         }
         if let Some(name) = provider {

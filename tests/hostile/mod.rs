@@ -520,7 +520,7 @@ fn serve(
             });
             respond(
                 &mut conn,
-                if n % 2 == 0 { "200 OK" } else { "403 Forbidden" },
+                if n.is_multiple_of(2) { "200 OK" } else { "403 Forbidden" },
                 "application/json",
                 &[("x-markup", "<b>bold</b> <script>x</script>")],
                 body.to_string().as_bytes(),
@@ -550,7 +550,7 @@ fn serve(
             };
             respond(
                 &mut conn,
-                if n % 2 == 0 { "200 OK" } else { "403 Forbidden" },
+                if n.is_multiple_of(2) { "200 OK" } else { "403 Forbidden" },
                 "application/json",
                 &[("x-echo-b64", &b64), ("x-echo-rev", &bare.chars().rev().collect::<String>())],
                 body.to_string().as_bytes(),
@@ -568,7 +568,7 @@ fn serve(
                 let _ = conn.flush();
                 let _ = conn.shutdown(Shutdown::Both);
             } else {
-                let status = if n % 3 == 0 { "running" } else { "completed" };
+                let status = if n.is_multiple_of(3) { "running" } else { "completed" };
                 let body = format!(r#"{{"runId":"r1","status":"{status}","events":[]}}"#);
                 respond(&mut conn, "200 OK", "application/json", &[], body.as_bytes());
             }
@@ -1036,15 +1036,7 @@ pub fn run_toolcert_on(
         .spawn()
         .expect("toolcert starts");
     let pid = child.id();
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            String::from_utf8_lossy(&v).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let (out, err) = read_output(&mut child);
     let mut peak = 0u64;
     let status = loop {
         peak = peak.max(vm_hwm_kib(pid).unwrap_or(0));
@@ -1077,6 +1069,41 @@ pub fn run_toolcert_on(
         html: read(&html),
         dir: dir.to_path_buf(),
     }
+}
+
+/// Read a child's stdout and stderr to their ends on threads of their own (so neither pipe
+/// fills while the other is read); join the handles for the text.
+pub fn read_output(child: &mut std::process::Child) -> (JoinHandle<String>, JoinHandle<String>) {
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            String::from_utf8_lossy(&v).into_owned()
+        })
+    };
+    (
+        drain(Box::new(child.stdout.take().expect("stdout piped"))),
+        drain(Box::new(child.stderr.take().expect("stderr piped"))),
+    )
+}
+
+/// Processes alive (not zombies) whose command line holds `marker`.
+pub fn alive_with(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (cmd.contains(marker) && !zombie).then_some(cmd)
+        })
+        .collect()
 }
 
 /// `VmHWM` (peak resident set) of a live process, in KiB.
