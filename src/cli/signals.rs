@@ -34,17 +34,20 @@ pub fn install(rt: &tokio::runtime::Runtime) {
                 _ = int.recv() => ("SIGINT", 130u8),
                 _ = term.recv() => ("SIGTERM", 143u8),
             };
-            reap::end_everything();
             if !RUNNING.load(Ordering::SeqCst) || interrupt::raised().is_some() {
+                reap::end_everything();
                 crate::output::warn(&format!(
                     "toolcert: {name}: every process toolcert started is ended; exiting"
                 ));
                 std::process::exit(i32::from(code));
             }
+            // The scenarios stop first (a step under way is abandoned as interrupted, not
+            // failed by its host vanishing), then their hosts are ended.
+            interrupt::raise(name);
+            reap::end_everything();
             crate::output::warn(&format!(
                 "toolcert: {name}: every process toolcert started is ended; writing the reports of what was measured (marked partial)"
             ));
-            interrupt::raise(name);
         }
     });
 }
