@@ -808,3 +808,24 @@ fn the_leak_check_finds_every_form_the_encoding_host_sends() {
         assert!(!a.leaks(&secrets).is_empty(), "{form:?} was not found");
     }
 }
+
+#[test]
+fn an_endless_event_stream_costs_bounded_time_memory_and_report() {
+    let host = HostileHost::start(Behaviour::EndlessEvents { per_sec: 100 });
+    let readers = [
+        "--exact",
+        "hooks.authorization-fail-closed",
+        "hooks.content-free-audit",
+        "hooks.event-error-codes",
+        "hooks.secret-redaction",
+        "hooks.forbidden-at-load",
+    ];
+    let (a, report) = run_bounded("endless-events", &host, "0.3", &readers, UNWITNESSED);
+    assert!(a.wall < Duration::from_secs(60), "{:?}", a.wall);
+    assert!(
+        report
+            .to_string()
+            .contains("toolcert cannot witness the end of the run"),
+        "the cut reads name their cap"
+    );
+}

@@ -375,10 +375,14 @@ fn marks_of(pids: &[u32]) -> Vec<String> {
         .collect()
 }
 
-/// Start `toolcert run ARGS`, wait until it has started a child process, SIGINT it, and check
-/// what it leaves: exit 130, no process it started, no scratch directory, and a report marked
-/// partial that rechecks.
-fn interrupt_and_check(dir: &Scratch, args: &[String]) {
+/// Start `toolcert run ARGS`, wait until it has started a child process, send it `signal`
+/// (`SIGINT` or `SIGTERM`), and check what it leaves: exit 128 + the signal, no process it
+/// started, no scratch directory, and a report marked partial that rechecks.
+fn interrupt_and_check(dir: &Scratch, args: &[String], signal: &str) {
+    let (signo, code) = match signal {
+        "SIGTERM" => (libc::SIGTERM, 143),
+        _ => (libc::SIGINT, 130),
+    };
     let report = dir.path("r.json");
     let mut argv = args.to_vec();
     argv.extend(strings(&[
@@ -413,7 +417,7 @@ fn interrupt_and_check(dir: &Scratch, args: &[String]) {
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: signalling the child this test started.
     unsafe {
-        libc::kill(pid as i32, libc::SIGINT);
+        libc::kill(pid as i32, signo);
     }
     let signalled = Instant::now();
     let status = loop {
@@ -422,12 +426,12 @@ fn interrupt_and_check(dir: &Scratch, args: &[String]) {
         }
         assert!(
             signalled.elapsed() < Duration::from_secs(20),
-            "toolcert did not exit after SIGINT"
+            "toolcert did not exit after {signal}"
         );
         std::thread::sleep(Duration::from_millis(20));
     };
     let text = format!("{}{}", o.join().unwrap(), e.join().unwrap());
-    assert_eq!(status.code(), Some(130), "{text}");
+    assert_eq!(status.code(), Some(code), "{text}");
     assert!(!text.contains("panicked"), "{text}");
     // Nothing it started is left, and none of its scratch directories.
     std::thread::sleep(Duration::from_millis(100));
@@ -439,7 +443,7 @@ fn interrupt_and_check(dir: &Scratch, args: &[String]) {
     // The report of what was measured, marked partial, that rechecks.
     let text_report = std::fs::read_to_string(&report).expect("a partial report was written");
     let value: serde_json::Value = serde_json::from_str(&text_report).unwrap();
-    assert_eq!(value["partial"]["signal"], "SIGINT", "{}", value["partial"]);
+    assert_eq!(value["partial"]["signal"], signal, "{}", value["partial"]);
     // What was not measured says why (a row's detail may show another leg's reason).
     let interrupted = value["scenarios"]
         .as_array()
@@ -449,7 +453,7 @@ fn interrupt_and_check(dir: &Scratch, args: &[String]) {
         .filter(|c| {
             c["detail"]
                 .as_str()
-                .is_some_and(|d| d.contains("interrupted by SIGINT"))
+                .is_some_and(|d| d.contains(&format!("interrupted by {signal}")))
         })
         .count();
     assert!(interrupted > 0, "checks not judged say why");
@@ -470,7 +474,8 @@ fn sigint_during_an_embedded_run_ends_every_process_and_leaves_a_partial_report(
     let dir = Scratch::new("sigint-embedded");
     // The kill-and-restart scenarios run the reference host as child processes, one per
     // scenario and trial.
-    interrupt_and_check(&dir, &strings(&["run", "--repeat", "4", "--seed", "5"]));
+    let args = strings(&["run", "--repeat", "4", "--seed", "5"]);
+    interrupt_and_check(&dir, &args, "SIGINT");
 }
 
 #[test]
@@ -492,16 +497,17 @@ fn sigint_during_a_spawn_run_ends_the_host_and_leaves_a_partial_report() {
         "{} reference-host --port {{port}} --data-dir {{data_dir}} --enable-seams",
         exe().display()
     );
-    interrupt_and_check(
-        &dir,
-        &strings(&[
-            "run",
-            "--spawn",
-            &spawn,
-            "--profile",
-            &profile,
-            "--jobs",
-            "2",
-        ]),
-    );
+    let args = strings(&[
+        "run",
+        "--spawn",
+        &spawn,
+        "--profile",
+        &profile,
+        "--jobs",
+        "2",
+    ]);
+    interrupt_and_check(&dir, &args, "SIGINT");
+    // SIGTERM takes the same path, exiting 143.
+    let dir = Scratch::new("sigterm-spawn");
+    interrupt_and_check(&dir, &args, "SIGTERM");
 }
