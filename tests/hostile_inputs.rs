@@ -443,7 +443,11 @@ fn interrupt_and_check(dir: &Scratch, args: &[String], signal: &str) {
     // The report of what was measured, marked partial, that rechecks.
     let text_report = std::fs::read_to_string(&report).expect("a partial report was written");
     let value: serde_json::Value = serde_json::from_str(&text_report).unwrap();
-    assert_eq!(value["partial"]["signal"], signal, "{}", value["partial"]);
+    assert_eq!(
+        value["interrupted"]["signal"], signal,
+        "{}",
+        value["interrupted"]
+    );
     // What was not measured says why (a row's detail may show another leg's reason).
     let interrupted = value["scenarios"]
         .as_array()

@@ -88,5 +88,20 @@ async fn an_upstream_only_host_gets_no_fail_and_blocked_rows_name_the_surface() 
     ] {
         assert!(passed(id), "{id} should pass on an upstream host");
     }
+    // Each profile it claims certifies, at the tier printed, and the run exits 0: rows only
+    // toolcert's extensions could witness are reported, never held against it.
+    let c = &run.certification;
+    assert!(c.certified(), "{}", c.headline);
+    assert_eq!(c.exit_code, 0);
+    for p in c.profiles.iter().filter(|p| p.decides()) {
+        assert!(p.certified, "{}: {}", p.id, p.reason);
+        let _ = writeln!(
+            table,
+            "profile {:16} certified at {} ({} witnesses)",
+            p.id,
+            p.tier.map_or("-", |t| t.as_str()),
+            p.witnesses
+        );
+    }
     insta::assert_snapshot!("upstream_only_verdicts", table);
 }

@@ -57,10 +57,10 @@ pub fn running() {
     RUNNING.store(true, Ordering::SeqCst);
 }
 
-/// Mark a report partial when the run was interrupted.
+/// Mark a report interrupted (what it holds is partial) when the run was.
 pub fn mark_partial(report: &mut crate::report::Report) {
     if let Some(signal) = interrupt::raised() {
-        report.partial = Some(serde_json::json!({
+        report.interrupted = Some(serde_json::json!({
             "signal": signal,
             "reason": format!(
                 "toolcert was interrupted by {signal}: only what was measured before it is judged; every other row is error"
