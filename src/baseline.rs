@@ -173,10 +173,12 @@ impl Expectations {
     /// Read and validate an expectations file.
     pub fn load(path: &Path) -> Result<Expectations, BaselineError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Io {
-            path: shown.clone(),
-            source,
-        })?;
+        let text = crate::input::read_to_string(path, crate::input::MAX_BASELINE_BYTES).map_err(
+            |source| BaselineError::Io {
+                path: shown.clone(),
+                source,
+            },
+        )?;
         Expectations::parse(&text, &shown)
     }
 

@@ -24,7 +24,9 @@
 //! - [`bundle`] writes and verifies signed certification bundles;
 //! - [`partition`] splits the scenarios into stable shards;
 //! - [`repeat`] runs every scenario K times and folds the trials (pass^k, `flaky`);
-//! - [`redact`] scrubs every token and canary from whatever leaves toolcert.
+//! - [`redact`] scrubs every token and canary from whatever leaves toolcert;
+//! - [`input`] reads every file toolcert is given, bounded and only if it is a regular file;
+//! - [`output`] is the last step of everything written: made safe, redacted, written whole.
 //!
 //! The `reference` feature (default) builds the reference host in: the embedded target
 //! (`runner::Target::embedded`), its mutants and the matrix. Without it
@@ -46,10 +48,12 @@ pub mod canonical;
 pub mod cli;
 pub mod expect;
 pub mod host;
+pub mod input;
 #[cfg(feature = "reference")]
 pub mod matrix;
 pub mod mcp;
 pub mod observation;
+pub mod output;
 pub mod partition;
 pub mod recheck;
 pub mod redact;

@@ -125,10 +125,13 @@ pub fn verify(report: &Value, file: &str) -> Result<(), RecheckError> {
 /// Read a report, parse it strictly and verify its digest.
 pub fn load_sealed(path: &std::path::Path) -> Result<Value, RecheckError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| RecheckError::Io {
-        path: shown.clone(),
-        source,
-    })?;
+    let text =
+        crate::input::read_to_string(path, crate::input::MAX_REPORT_BYTES).map_err(|source| {
+            RecheckError::Io {
+                path: shown.clone(),
+                source,
+            }
+        })?;
     let value = crate::canonical::parse_strict(&text).map_err(|e| RecheckError::Json {
         path: shown.clone(),
         message: e.to_string(),

@@ -91,6 +91,22 @@ fn keys_of(m: &serde_json::Map<String, Value>) -> Value {
     Value::Array(m.keys().map(|k| Value::String(k.clone())).collect())
 }
 
+/// The member of an observation document that lists the scenario `vars` kept as macros
+/// (written by the runner only when there are any): the only values a placeholder expands.
+pub const MACROS: &str = "$macros";
+
+/// Whether `path` reads a scenario var kept as a macro (`vars.NAME…` with NAME in
+/// [`MACROS`]): toolcert's own scenario text, never a host's value.
+fn is_macro(doc: &Value, path: &str) -> bool {
+    let mut segments = path.split('.');
+    segments.next() == Some("vars")
+        && segments.next().is_some_and(|name| {
+            doc.get(MACROS)
+                .and_then(Value::as_array)
+                .is_some_and(|names| names.iter().any(|n| n == name))
+        })
+}
+
 /// How deep a placeholder may expand into values that hold placeholders themselves (scenario
 /// `vars` that refer to receivers or steps are kept as macros and expanded where used).
 const MAX_DEPTH: usize = 8;
@@ -132,8 +148,10 @@ fn render_str_at(s: &str, doc: &Value, depth: usize) -> Result<Value, TemplateEr
     {
         let path = inner.trim();
         let value = lookup(doc, path).ok_or_else(|| TemplateError::Missing(path.to_string()))?;
-        // A value that still holds placeholders is a macro: expand it here, boundedly.
-        if depth < MAX_DEPTH && value.to_string().contains("{{") {
+        // A scenario var kept as a macro (it refers to something made later) is expanded
+        // here, boundedly. Nothing else is: a value a host supplied is data, whatever `{{` it
+        // holds, so a host that echoes placeholders never gets them expanded.
+        if depth < MAX_DEPTH && is_macro(doc, path) {
             return render_at(&value, doc, depth + 1);
         }
         return Ok(value.into_owned());
@@ -225,8 +243,31 @@ mod tests {
     }
 
     #[test]
+    fn a_hosts_placeholders_are_data_never_expanded() {
+        // A host that echoes placeholders: each would double the value on every expansion.
+        let echo = "{{steps.a.body}}{{steps.a.body}}";
+        let doc =
+            json!({"steps": {"a": {"body": {"x": echo, "runId": echo}}}, "vars": {"v": echo}});
+        assert_eq!(
+            render_str("{{steps.a.body.runId}}", &doc).unwrap(),
+            json!(echo)
+        );
+        assert_eq!(
+            render_str("{{steps.a.body}}", &doc).unwrap(),
+            json!({"x": echo, "runId": echo})
+        );
+        // A var that is not listed as a macro (it rendered at the start) is data too.
+        assert_eq!(render_str("{{vars.v}}", &doc).unwrap(), json!(echo));
+        // A macro that reads a host value expands the macro, not the value.
+        let mut doc = doc;
+        doc["vars"]["m"] = json!("{{steps.a.body.runId}}");
+        doc[MACROS] = json!(["m"]);
+        assert_eq!(render_str("{{vars.m}}", &doc).unwrap(), json!(echo));
+    }
+
+    #[test]
     fn macros_expand_where_used_and_cycles_stop() {
-        let doc = json!({"vars": {"tool": {"url": "{{receivers.t.url}}"}, "loop": "{{vars.loop}}"}, "receivers": {"t": {"url": "http://x"}}});
+        let doc = json!({"vars": {"tool": {"url": "{{receivers.t.url}}"}, "loop": "{{vars.loop}}"}, "receivers": {"t": {"url": "http://x"}}, "$macros": ["tool", "loop"]});
         assert_eq!(
             render_str("{{vars.tool}}", &doc).unwrap(),
             json!({"url": "http://x"})

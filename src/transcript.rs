@@ -73,6 +73,10 @@ pub struct Transcript {
     /// between `exchanges[KEPT_HEAD - 1]` and `exchanges[KEPT_HEAD]`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_exchanges: usize,
+    /// The run's memory budget what this transcript keeps is charged to (none: unbounded
+    /// but for the per-entry and per-scenario bounds).
+    #[serde(skip)]
+    budget: Option<std::sync::Arc<crate::host::budget::MemoryBudget>>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -80,6 +84,14 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl Transcript {
+    /// An empty transcript whose entries are charged to `budget`.
+    pub fn charged_to(budget: Option<std::sync::Arc<crate::host::budget::MemoryBudget>>) -> Self {
+        Transcript {
+            budget,
+            ..Transcript::default()
+        }
+    }
+
     /// Record an exchange within the bounds: its bodies cut to [`MAX_KEPT_BODY_BYTES`], and
     /// once [`MAX_EXCHANGES`] are kept, the oldest of the latest ones dropped (counted in
     /// [`Transcript::dropped_exchanges`]).
@@ -87,7 +99,30 @@ impl Transcript {
         for body in [&mut exchange.request_body, &mut exchange.response_body] {
             if let Some(b) = body.as_mut() {
                 cap_in_place(b, MAX_KEPT_BODY_BYTES);
+                crate::host::budget::bound_depth(b, crate::host::budget::MAX_DEPTH);
             }
+        }
+        if let Some(budget) = &self.budget {
+            // The bodies first: once the budget is spent they are left out (counted), and
+            // what is left of the entry is kept anyway (the number of entries is bounded).
+            let bodies: usize = [&exchange.request_body, &exchange.response_body]
+                .into_iter()
+                .flatten()
+                .map(crate::host::budget::json_len)
+                .sum();
+            if budget.charge(bodies).is_err() {
+                for body in [&mut exchange.request_body, &mut exchange.response_body] {
+                    if let Some(b) = body.as_mut() {
+                        cap_in_place(b, 0);
+                    }
+                }
+            }
+            let rest = exchange.url.len()
+                + exchange.curl.len()
+                + exchange.transport_error.as_ref().map_or(0, String::len)
+                + serde_json::to_string(&exchange.response_headers).map_or(0, |s| s.len())
+                + serde_json::to_string(&exchange.request_headers).map_or(0, |s| s.len());
+            budget.charge_anyway(rest);
         }
         if self.exchanges.len() >= MAX_EXCHANGES {
             self.exchanges.remove(KEPT_HEAD);

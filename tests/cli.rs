@@ -305,9 +305,9 @@ fn nonsense_input_is_refused_up_front_with_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["--host", host, "--jobs", "0"],
-            "--jobs 0: expected at least 1",
+            "--jobs 0: expected from 1 to 256",
         ),
-        (vec!["--jobs", "0"], "--jobs 0: expected at least 1"),
+        (vec!["--jobs", "0"], "--jobs 0: expected from 1 to 256"),
         (
             vec!["--host", host, "--timeout-scale", "-1"],
             "--timeout-scale -1: expected a factor from 0.1 to 20",

@@ -24,8 +24,15 @@ const GENEROUS: Duration = Duration::from_secs(60);
 /// observation, not a consequence of the misbehaviour under test.
 const SELECTION: [&str; 4] = ["hooks.", "idem.", "--skip", "idem.l1-retention"];
 
+/// The toolcert under test: this build's, or `TOOLCERT_HOSTILE_EXE` (to show that a test
+/// fails against an older toolcert that lacks the bound it checks).
 fn exe() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_toolcert"))
+    static EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        std::env::var_os("TOOLCERT_HOSTILE_EXE")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_toolcert").into())
+    })
 }
 
 /// A run against `url` at `scale`, restricted to `filters`, with two fresh role tokens.
@@ -511,5 +518,319 @@ fn control_characters_a_host_puts_in_its_discovery_document_reach_no_console_or_
     assert!(
         !a.markdown.as_deref().unwrap_or("").contains("\n# injected"),
         "a host's newline starts no heading in r.md"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Round two: memory bounded per run, every wait bounded, spawned hosts reaped, no secret in any
+// form. Each test is one row of issue 30's table; the same hosts run at full scale in
+// `cargo bench --bench hostile`.
+// ---------------------------------------------------------------------------------------------
+
+/// The most a run may hold: the peak resident set of the toolcert process, as `VmHWM`.
+const PEAK_RSS: u64 = 100 * 1000 * 1000;
+
+/// The largest report a run against a hostile host may write.
+const REPORT_MAX: usize = 10 * 1000 * 1000;
+
+/// What every round-two run must also show: a report under [`REPORT_MAX`] that `toolcert
+/// recheck` accepts (exit 0: every row re-judges as stored), and a peak RSS under
+/// [`PEAK_RSS`].
+fn assert_bounded(a: &Artifacts) {
+    let json = a.json.as_deref().expect("r.json");
+    assert!(
+        json.len() < REPORT_MAX,
+        "r.json is {} bytes, over {REPORT_MAX}",
+        json.len()
+    );
+    assert!(
+        a.peak_rss_kib * 1024 < PEAK_RSS,
+        "peak RSS {} KiB, over {PEAK_RSS} bytes",
+        a.peak_rss_kib
+    );
+    let out = std::process::Command::new(exe())
+        .arg("recheck")
+        .arg(a.dir.join("r.json"))
+        .output()
+        .expect("recheck runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "recheck of r.json: {text}");
+}
+
+/// Dispositions a host that answers (however wrongly) may earn; none passes.
+const ANSWERED: &[&str] = &["error", "blocked", "inapplicable", "fail", "warn"];
+
+/// A round-two run against `host`: contained ([`assert_contained`], rows only in `allowed`)
+/// and bounded ([`assert_bounded`]). Returns the artifacts and the parsed report.
+fn run_bounded(
+    name: &str,
+    host: &HostileHost,
+    scale: &str,
+    filters: &[&str],
+    allowed: &[&str],
+) -> (Artifacts, Value) {
+    let (a, secrets) = run(name, &host.url(), scale, filters);
+    let report = assert_contained(&a, &secrets, allowed);
+    assert_bounded(&a);
+    (a, report)
+}
+
+/// Rows whose detail says `needle`.
+fn rows_saying<'r>(report: &'r Value, needle: &str) -> Vec<&'r str> {
+    details(report)
+        .into_iter()
+        .filter(|d| d.contains(needle))
+        .collect()
+}
+
+#[test]
+fn a_host_answering_every_request_just_under_the_body_cap_exhausts_the_memory_budget() {
+    let host = HostileHost::start(Behaviour::BigBodies);
+    let (_, report) = run_bounded(
+        "big-bodies",
+        &host,
+        "0.5",
+        &SELECTION,
+        &["error", "blocked", "inapplicable", "fail"],
+    );
+    let spent = rows_saying(&report, "exceeded toolcert's memory budget of 8 MiB");
+    assert!(
+        !spent.is_empty(),
+        "rows name the budget: {:#?}",
+        details(&report)
+    );
+}
+
+#[test]
+fn a_discovery_document_of_4_mb_is_refused_and_nothing_multiplies_it() {
+    let discovery =
+        hostile::DISCOVERY.replacen("{", &format!(r#"{{"pad":"{}","#, "d".repeat(4_000_000)), 1);
+    let host = HostileHost::start_with_discovery(Behaviour::Plain, discovery);
+    let (_, report) = run_bounded("big-discovery", &host, "0.5", &SELECTION, &["error"]);
+    let why = report["host"]["discovery"]["error"].as_str().unwrap_or("");
+    assert!(why.contains("more than the 1 MiB toolcert takes"), "{why}");
+}
+
+#[test]
+fn template_placeholders_a_host_echoes_are_kept_as_data_never_expanded() {
+    let host = HostileHost::start(Behaviour::EchoPlaceholders);
+    let (_, report) = run_bounded("placeholders", &host, "0.5", &SELECTION, ANSWERED);
+    assert!(
+        report.to_string().contains("{{steps.call.body}}"),
+        "the host's placeholders are in the report as the host sent them"
+    );
+}
+
+/// `--spawn` a shell command line against the host at `url` (a loopback hostile host): the
+/// command only prints that URL and then does what `then` says.
+fn spawn_printing(url: &str, then: &str) -> String {
+    format!("sh -c 'echo listening on {url}; {then}'")
+}
+
+fn run_spawned(name: &str, spawn: &str, filters: &[&str]) -> (Artifacts, Secrets) {
+    let secrets = Secrets::fresh();
+    let dir = hostile::scratch(name);
+    let mut extra = vec!["-q", "--seed", "11", "--timeout-scale", "0.5"];
+    extra.extend_from_slice(filters);
+    let a = hostile::run_toolcert_on(
+        exe(),
+        &["--spawn", spawn],
+        &extra,
+        &secrets,
+        &dir,
+        GENEROUS * 2,
+    );
+    (a, secrets)
+}
+
+#[test]
+fn a_spawned_command_writing_an_endless_line_before_its_url_is_refused_within_bounds() {
+    let (a, _) = run_spawned(
+        "spawn-endless-line",
+        "sh -c 'yes spam | tr -d \"\\n\"'",
+        &SELECTION,
+    );
+    assert_eq!(a.code, Some(2), "{}", a.stderr);
+    assert!(a.wall < Duration::from_secs(15), "{:?}", a.wall);
+    assert!(a.peak_rss_kib * 1024 < PEAK_RSS, "{} KiB", a.peak_rss_kib);
+    assert!(
+        a.stderr.contains("without printing its URL"),
+        "{}",
+        a.stderr
+    );
+    assert!(!a.stderr.contains("panicked"));
+}
+
+#[test]
+fn a_spawned_host_that_writes_endlessly_after_its_url_costs_no_memory() {
+    let host = HostileHost::start(Behaviour::Plain);
+    for (name, then) in [
+        ("spawn-chatty-out", "exec yes stdout-spam"),
+        ("spawn-chatty-err", "exec yes stderr-spam >&2"),
+    ] {
+        let (a, secrets) = run_spawned(
+            name,
+            &spawn_printing(&host.url(), then),
+            &["hooks.authorization"],
+        );
+        assert_contained(&a, &secrets, &["error", "blocked", "inapplicable", "fail"]);
+        assert_bounded(&a);
+    }
+}
+
+#[test]
+fn a_spawned_command_that_daemonizes_leaves_no_process_behind() {
+    let host = HostileHost::start(Behaviour::Plain);
+    let marker = format!("toolcert-daemon-{}", uuid::Uuid::new_v4().simple());
+    // The command forks a server into a new session, prints the URL, and exits.
+    let daemon = format!(
+        "(setsid sh -c \"sleep 300; echo {marker}\" </dev/null >/dev/null 2>&1 &); echo listening on {}",
+        host.url()
+    );
+    let (a, secrets) = run_spawned(
+        "spawn-daemon",
+        &format!("sh -c '{daemon}'"),
+        &["hooks.authorization"],
+    );
+    assert_contained(&a, &secrets, &["error", "blocked", "inapplicable", "fail"]);
+    let alive = hostile::alive_with(&marker);
+    assert!(alive.is_empty(), "left alive: {alive:?}");
+}
+
+#[test]
+fn a_host_whose_runs_never_settle_is_cut_by_the_caps_and_reads_blocked() {
+    let host = HostileHost::start(Behaviour::NeverSettles);
+    // Answers that need no settled run (a replayed `runId`) may pass.
+    let allowed = ["error", "blocked", "inapplicable", "fail", "pass"];
+    let (a, report) = run_bounded("never-settles", &host, "0.3", &SELECTION, &allowed);
+    assert!(a.wall < Duration::from_secs(60), "{:?}", a.wall);
+    // The event reads were cut at their cap and say so (the rows reading them are blocked,
+    // by this or by a positive control this host does not meet).
+    let cut = report["scenarios"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["observations"]["steps"].as_object().into_iter().flatten())
+        .filter_map(|(_, o)| o["$blocked"].as_str())
+        .filter(|why| why.contains("toolcert cannot witness the end of the run"))
+        .count();
+    assert!(cut > 0, "an events read names its cap");
+}
+
+#[test]
+fn absurd_advertised_limits_cost_no_memory() {
+    let absurd = r#"{"protocolVersion":"1.0","toolHooks":{"supported":true,"prePostEvents":true,"perToolAuthorization":true,"perToolRateLimit":true,"rateLimit":{"capacity":9223372036854775807,"refillPerSecond":1e308}},"idempotency":{"supported":true,"layer1RetentionSeconds":9223372036854775807},"mcp":{"mrtr":{"maxRounds":9223372036854775807}},"limits":{"maxRecordBytes":9223372036854775807,"maxEvents":18446744073709551615,"maxBodyBytes":1e300},"fixtures":["conformance-noop","conformance-idempotent"]}"#;
+    let host = HostileHost::start_with_discovery(Behaviour::EchoAuth, absurd);
+    run_bounded("absurd", &host, "0.5", &SELECTION, ANSWERED);
+}
+
+#[test]
+fn json_nested_120_deep_in_every_answer_leaves_a_report_that_rechecks() {
+    let host = HostileHost::start(Behaviour::Nested { depth: 120 });
+    // The answers are well-formed beside their deep member: a rule they meet may pass.
+    let allowed = ["error", "blocked", "inapplicable", "fail", "warn", "pass"];
+    let (_, report) = run_bounded("nested", &host, "0.5", &SELECTION, &allowed);
+    assert!(
+        report.to_string().contains("\"$tooDeep\":32"),
+        "the deep parts are cut where kept"
+    );
+}
+
+/// Bidirectional overrides and other invisible characters a host sent.
+fn invisible_in(text: &str) -> Option<char> {
+    text.chars().find(|c| {
+        (c.is_control() && *c != '\n' && *c != '\t')
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+#[test]
+fn markup_rtl_overrides_and_nuls_in_every_field_reach_no_output_raw() {
+    let host = HostileHost::start(Behaviour::Markup);
+    let (a, _) = run_bounded("markup", &host, "0.5", &SELECTION, ANSWERED);
+    for (name, text) in a.texts() {
+        if let Some(c) = invisible_in(text) {
+            panic!("{name} carries a raw {c:?}");
+        }
+    }
+    // The JSON report keeps the host's text as data, escaped.
+    let json = a.json.as_deref().unwrap_or("");
+    assert!(
+        json.contains("\\u202e"),
+        "r.json keeps the override escaped"
+    );
+}
+
+#[test]
+fn a_token_echoed_in_pieces_and_encodings_reaches_no_output() {
+    let host = HostileHost::start(Behaviour::EncodedEcho);
+    // assert_contained also looks for every form of every token in every artifact.
+    let (a, report) = run_bounded("encoded", &host, "1", &SELECTION, ANSWERED);
+    assert!(
+        report.to_string().contains("[redacted]"),
+        "the echoed forms reached the report, scrubbed"
+    );
+    assert!(
+        a.stdout.contains("[redacted]"),
+        "the console quoted an echoed form, scrubbed"
+    );
+}
+
+#[test]
+fn event_ids_with_non_ascii_bytes_are_refused_and_the_host_is_not_lost() {
+    let host = HostileHost::start(Behaviour::NonAsciiEventIds);
+    let (_, report) = run_bounded("event-ids", &host, "0.5", &SELECTION, ANSWERED);
+    assert!(
+        rows_saying(&report, "stopped answering").is_empty(),
+        "the host answered every request: {:#?}",
+        details(&report)
+    );
+    assert!(
+        exchanges(&report)
+            .iter()
+            .any(|e| e["responseBody"]["refusedEventIds"].as_u64() > Some(0)),
+        "the refused ids are in the transcript"
+    );
+}
+
+/// The leak check itself can fail: every form the encoding host sends, and the same forms in a
+/// JSON report's escapes, is found when it is not scrubbed.
+#[test]
+fn the_leak_check_finds_every_form_the_encoding_host_sends() {
+    let secrets = Secrets::fresh();
+    let token = &secrets.operator;
+    let mut forms = hostile::encoded_forms(token);
+    forms.push(serde_json::to_string(&format!("{}\u{7f}{}", &token[..20], &token[20..])).unwrap());
+    for form in forms {
+        let a = Artifacts {
+            code: Some(1),
+            wall: Duration::ZERO,
+            peak_rss_kib: 0,
+            stdout: format!("quoted: {form} here"),
+            stderr: String::new(),
+            json: None,
+            junit: None,
+            markdown: None,
+            html: None,
+            dir: std::env::temp_dir().join("toolcert-hostile-leak-check-none"),
+        };
+        assert!(!a.leaks(&secrets).is_empty(), "{form:?} was not found");
+    }
+}
+
+#[test]
+fn an_endless_event_stream_costs_bounded_time_memory_and_report() {
+    let host = HostileHost::start(Behaviour::EndlessEvents { per_sec: 100 });
+    let (a, report) = run_bounded("endless-events", &host, "0.3", &SELECTION, UNWITNESSED);
+    assert!(a.wall < Duration::from_secs(60), "{:?}", a.wall);
+    assert!(
+        report
+            .to_string()
+            .contains("toolcert cannot witness the end of the run"),
+        "the cut reads name their cap"
     );
 }

@@ -153,9 +153,11 @@ fn key_bytes(path: &Path, hex_text: &str, want: &str) -> Result<[u8; 32], KeyErr
 }
 
 fn read(path: &Path) -> Result<String, KeyError> {
-    std::fs::read_to_string(path).map_err(|cause| KeyError::Read {
-        path: path.display().to_string(),
-        cause,
+    crate::input::read_to_string(path, crate::input::MAX_KEY_BYTES).map_err(|cause| {
+        KeyError::Read {
+            path: path.display().to_string(),
+            cause,
+        }
     })
 }
 

@@ -466,19 +466,23 @@ fn claimed_profiles(report: &Value) -> Value {
 
 /// Write a bundle (pretty JSON; the digest is over the canonical form, so layout is free).
 pub fn write(path: &Path, bundle: &Value) -> Result<(), BundleError> {
-    let text = serde_json::to_string_pretty(bundle).unwrap_or_default();
-    std::fs::write(path, text + "\n").map_err(|cause| BundleError::Write {
-        path: path.display().to_string(),
-        cause,
+    let text = crate::output::json_text(bundle);
+    crate::output::write_atomic(path, &text, crate::output::Format::Json).map_err(|cause| {
+        BundleError::Write {
+            path: path.display().to_string(),
+            cause,
+        }
     })
 }
 
 /// Read and parse a bundle; a cut file is [`BundleError::Truncated`].
 pub fn load(path: &Path) -> Result<Value, BundleError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|cause| BundleError::Io {
-        path: shown.clone(),
-        cause,
+    let bytes = crate::input::read(path, crate::input::MAX_REPORT_BYTES).map_err(|cause| {
+        BundleError::Io {
+            path: shown.clone(),
+            cause,
+        }
     })?;
     let text = std::str::from_utf8(&bytes).map_err(|e| BundleError::Json {
         path: shown.clone(),

@@ -16,6 +16,11 @@ pub(super) fn run(args: BaselineArgs) -> anyhow::Result<ExitCode> {
     let report = crate::recheck::load_sealed(&args.report)?;
     let shown = args.report.display().to_string();
     let baseline = crate::baseline::Expectations::from_report(&report, &shown)?;
-    println!("{}", serde_json::to_string_pretty(&baseline)?);
+    // The reasons quote the report's details: no raw control character reaches the console.
+    let text = serde_json::to_string_pretty(&baseline)?;
+    println!(
+        "{}",
+        crate::output::finish(&text, crate::output::Format::Json)
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -20,8 +20,9 @@ pub fn print_conclusion(
     judgement: Option<&crate::baseline::Judgement>,
     strict_baseline_note: bool,
 ) {
+    // Cleaned like every output: a row's reason quotes what the host sent.
     for line in conclusion_lines(suite, run) {
-        println!("{line}");
+        crate::output::say(&line);
     }
     if let Some(j) = judgement {
         print_judgement(j, strict_baseline_note || run.strict);

@@ -170,20 +170,32 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     report.expectations = judgement.clone();
     crate::report::write_json(&suite, &report, &args.output)?;
     if let Some(path) = &args.junit {
-        std::fs::write(path, crate::report::render_junit(&report))
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write_atomic(
+            path,
+            &crate::report::render_junit(&report),
+            crate::output::Format::Text,
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.markdown {
-        std::fs::write(path, crate::report::render_markdown(&report))
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write_atomic(
+            path,
+            &crate::report::render_markdown(&report),
+            crate::output::Format::Text,
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.html {
         // The shards' secrets are not known here; the shards' reports were scrubbed when
         // written, and the default redactor still scrubs any `Bearer` value.
         let value = crate::report::to_value(&suite, &report)?;
         let redactor = crate::redact::Redactor::default();
-        std::fs::write(path, crate::report::render_html(&value, &redactor))
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write_atomic(
+            path,
+            &crate::report::render_html(&value, &redactor),
+            crate::output::Format::Text,
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
     }
     let counts = crate::report::counts_for(&run.rows);
     let line: Vec<String> = counts.iter().map(|(d, n)| format!("{n} {d}")).collect();

@@ -17,6 +17,7 @@ mod recheck;
 #[cfg(feature = "reference")]
 mod reference_host;
 mod run;
+mod signals;
 mod suite;
 
 use std::process::ExitCode;
@@ -104,7 +105,8 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("toolcert: error: {e:#}");
+            // Cleaned like every output: an error may quote what a host or a file held.
+            crate::output::warn(&format!("toolcert: error: {e:#}"));
             ExitCode::from(2)
         }
     }

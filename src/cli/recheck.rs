@@ -68,7 +68,8 @@ pub(super) fn conclude(outcome: &crate::recheck::Recheck, label: &str) -> ExitCo
 }
 
 /// Print every row (marking those that differ), every changed check and what could not be
-/// rechecked; `bundle verify` prints the same lines.
+/// rechecked; `bundle verify` prints the same lines. Cleaned like every output: a report
+/// given to recheck may hold anything.
 pub(super) fn print_outcome(outcome: &crate::recheck::Recheck) {
     // Under `--repeat` each trial of a scenario is rechecked on its own, and named.
     let at = |id: &str, trial: Option<u32>| match trial {
@@ -78,14 +79,14 @@ pub(super) fn print_outcome(outcome: &crate::recheck::Recheck) {
     let word = |d: Option<crate::verdict::Disposition>| d.map_or("absent", |d| d.as_str());
     for r in &outcome.rows {
         if r.stored == r.now {
-            println!("{} {}", r.row, word(r.now));
+            crate::output::say(&format!("{} {}", r.row, word(r.now)));
         } else {
-            println!(
+            crate::output::say(&format!(
                 "{} {} (DIFFERS: the report says {})",
                 r.row,
                 word(r.now),
                 word(r.stored)
-            );
+            ));
         }
     }
     for c in &outcome.checks {
@@ -97,22 +98,26 @@ pub(super) fn print_outcome(outcome: &crate::recheck::Recheck) {
                     .unwrap_or_default()
             })
         };
-        println!(
+        crate::output::say(&format!(
             "check {} {}: {} in the report, {} now",
             at(&c.scenario_id, c.trial),
             c.check_id,
             s(c.stored),
             s(c.now)
-        );
+        ));
     }
     for n in &outcome.not_rechecked {
         match &n.check_id {
-            Some(check) => println!(
+            Some(check) => crate::output::say(&format!(
                 "not rechecked: {} {check}: {}",
                 at(&n.scenario_id, n.trial),
                 n.why
-            ),
-            None => println!("not rechecked: {}: {}", at(&n.scenario_id, n.trial), n.why),
+            )),
+            None => crate::output::say(&format!(
+                "not rechecked: {}: {}",
+                at(&n.scenario_id, n.trial),
+                n.why
+            )),
         }
     }
 }

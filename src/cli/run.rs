@@ -2,7 +2,7 @@
 //! line per row that did not pass, then the one verdict line (see `super::console`); the exit
 //! status is the run's certification's (`crate::verdict::certify`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
@@ -153,6 +153,10 @@ fn parse_repeat(s: &str) -> Result<u32, String> {
     crate::repeat::parse_repeat(s).map_err(|e| e.to_string())
 }
 
+/// The most scenarios `--jobs` lets run at once per host: beyond it a run only queues more
+/// requests at one host (and `--jobs 18446744073709551615` once panicked in the scheduler).
+pub const MAX_JOBS: usize = 256;
+
 /// The range `--timeout-scale` accepts: below 0.1 a connect budget is under 200 ms, above 20 a
 /// hung request holds a scenario for over 3 minutes (and `1e300` would wait forever).
 pub const TIMEOUT_SCALE: std::ops::RangeInclusive<f64> = 0.1..=20.0;
@@ -161,10 +165,19 @@ pub const TIMEOUT_SCALE: std::ops::RangeInclusive<f64> = 0.1..=20.0;
 /// (The profile, `--token`, `--ca-cert` and the `--host` URL are checked when read, still
 /// before any host is contacted.)
 fn validate(args: &RunArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.jobs != Some(0),
-        "--jobs 0: expected at least 1 (--jobs 1 runs the scenarios one at a time)"
-    );
+    if let Some(jobs) = args.jobs {
+        anyhow::ensure!(
+            (1..=MAX_JOBS).contains(&jobs),
+            "--jobs {jobs}: expected from 1 to {MAX_JOBS} (--jobs 1 runs the scenarios one at a time)"
+        );
+    }
+    if let Some(host) = &args.host {
+        crate::host::loopback::parse_base_url(host, true)
+            .map_err(|e| anyhow::anyhow!("--host {e}"))?;
+    }
+    for flag in &args.tokens {
+        HostProfile::default().set_token_flag(flag)?;
+    }
     anyhow::ensure!(
         TIMEOUT_SCALE.contains(&args.timeout_scale),
         "--timeout-scale {}: expected a factor from {} to {} (it multiplies every timeout: connect 2 s, read 5 s, request 10 s; 1 is the default)",
@@ -205,55 +218,8 @@ fn validate(args: &RunArgs) -> anyhow::Result<()> {
                 path.display()
             );
         }
-        check_writable(flag, path)?;
+        crate::output::check_report_path(flag, path)?;
         seen.push((flag, absolute));
-    }
-    Ok(())
-}
-
-/// A report path is usable: its directory exists and a file can be written there. An existing
-/// report is opened without truncation, so it survives until this run replaces it.
-fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
-    let shown = path.display();
-    anyhow::ensure!(
-        !path.is_dir(),
-        "{flag} {shown}: is a directory; expected a file path, e.g. {flag} {}",
-        path.join("report").display()
-    );
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !parent.is_dir() {
-        let what = if parent.exists() {
-            "is not a directory"
-        } else {
-            "does not exist"
-        };
-        anyhow::bail!(
-            "{flag} {shown}: {} {what}; create the directory first or write the report elsewhere",
-            parent.display()
-        );
-    }
-    if path.exists() {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|e| anyhow::anyhow!("{flag} {shown}: cannot write it: {e}"))?;
-    } else {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-        {
-            Ok(_) => std::fs::remove_file(path)
-                .with_context(|| format!("{flag} {shown}: removing the probe file"))?,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => anyhow::bail!(
-                "{flag} {shown}: cannot create a file in {}: {e}",
-                parent.display()
-            ),
-        }
     }
     Ok(())
 }
@@ -276,6 +242,9 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
     for flag in &args.tokens {
         profile.set_token_flag(flag)?;
     }
+    // From here on every output is scrubbed of the run's tokens (a spawned host's stderr may
+    // already quote one).
+    crate::output::guard(crate::redact::Redactor::new(profile.secrets(), Vec::new()));
     #[cfg(feature = "reference")]
     if let (Some(url), None, None, Some(file)) =
         (&profile.base_url, &args.host, &args.spawn, &args.profile)
@@ -305,11 +274,14 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
     let url = args.host.clone().or_else(|| profile.base_url.clone());
     match url {
         Some(url) => {
-            anyhow::ensure!(
-                url.starts_with("http://") || url.starts_with("https://"),
-                "--host {url:?}: expected an http:// or https:// base URL"
-            );
-            Ok(Target::remote(&url, profile))
+            let flag = if args.host.is_some() {
+                "--host"
+            } else {
+                "the profile's baseUrl"
+            };
+            let base = crate::host::loopback::parse_base_url(&url, true)
+                .map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+            Ok(Target::remote(&base.as_base(), profile))
         }
         None => embedded_target(args, rt),
     }
@@ -409,6 +381,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let rt = super::runtime()?;
+    super::signals::install(&rt);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -447,21 +420,23 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(target.prepare_trials(args.repeat))?;
     let started = std::time::Instant::now();
     let session = Arc::new(rt.block_on(Session::open(&target, &opts))?);
+    super::signals::running();
     let redactor = session.redactor(&suite);
+    crate::output::guard(redactor.clone());
     if !args.quiet {
-        println!(
+        crate::output::say(&format!(
             "toolcert {}: certifying {} (seed {seed})",
             env!("CARGO_PKG_VERSION"),
             target.base_url
-        );
+        ));
         if let Ok(d) = session.discovery() {
-            // The reason quotes what the host served: scrubbed like everything else.
-            println!(
+            // The reason quotes what the host served: cleaned like everything else.
+            crate::output::say(&format!(
                 "discovery: wire major {} ({}), sha256 {}",
                 d.wire.number(),
-                redactor.text(&d.wire_reason),
+                d.wire_reason,
                 d.sha256
-            );
+            ));
         }
         if args.repeat > 1 {
             let seeds: Vec<String> = session.trial_seeds().iter().map(u64::to_string).collect();
@@ -476,10 +451,9 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // A host that fails discovery stops there, with one clear error: no scenario can be
         // gated or addressed without it.
         Err(e) => {
-            println!(
-                "toolcert: discovery failed, no scenario was run: {}",
-                redactor.text(e)
-            );
+            crate::output::say(&format!(
+                "toolcert: discovery failed, no scenario was run: {e}"
+            ));
             Vec::new()
         }
         Ok(_) => run_scenarios(&args, &rt, &suite, &session, &selected, opts.jobs),
@@ -502,22 +476,35 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut report = crate::report::build(&suite, &run);
     report.expectations = judgement.clone();
     report.partition = args.partition;
+    super::signals::mark_partial(&mut report);
     if let Some(path) = &args.report {
         crate::report::write_json(&suite, &report, path)?;
     }
     if let Some(path) = &args.junit {
-        std::fs::write(path, crate::report::render_junit(&report))
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write_atomic(
+            path,
+            &crate::report::render_junit(&report),
+            crate::output::Format::Text,
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.markdown {
-        std::fs::write(path, crate::report::render_markdown(&report))
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write_atomic(
+            path,
+            &crate::report::render_markdown(&report),
+            crate::output::Format::Text,
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.html {
         // From the sealed JSON value, so the page shows exactly what `--report` holds.
         let value = crate::report::to_value(&suite, &report)?;
-        std::fs::write(path, crate::report::render_html(&value, &redactor))
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write_atomic(
+            path,
+            &crate::report::render_html(&value, &redactor),
+            crate::output::Format::Text,
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.bundle {
         let sealed = crate::report::to_value(&suite, &report)?;
@@ -543,6 +530,9 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     drop(session);
     rt.block_on(target.shutdown());
+    if let Some(interrupted) = super::signals::finish() {
+        return Ok(interrupted);
+    }
     // The one verdict: the certification's (with --expect, the gate's) exit status.
     Ok(ExitCode::from(run.certification.exit_code))
 }

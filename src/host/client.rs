@@ -81,6 +81,18 @@ pub enum TransportError {
         /// The cap.
         cap: usize,
     },
+    /// toolcert refused to send the request: its URL would leave the host (a path a host
+    /// supplied that moves the request elsewhere), or the memory budget is spent.
+    #[error("toolcert did not send a request to {url}: {reason}")]
+    Refused {
+        /// URL (credentials masked).
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The run's memory budget is spent ([`super::budget`]): the answer was not kept.
+    #[error("{0}")]
+    OverBudget(#[from] super::budget::Exhausted),
     /// The connection broke mid-exchange or the request could not be built.
     #[error("exchange with {url} failed: {message}")]
     Broken {
@@ -183,6 +195,8 @@ pub struct HostClient {
     wire: WireMajor,
     /// Whether `--ca-cert` roots replace the system's (for the hint on certificate errors).
     tls_roots_given: bool,
+    /// The run's memory budget every kept answer is charged to, once a session sets it.
+    budget: Option<std::sync::Arc<super::budget::MemoryBudget>>,
 }
 
 impl HostClient {
@@ -208,24 +222,52 @@ impl HostClient {
             url: base_url.to_string(),
             message: error_chain(&e),
         };
+        // Tokens go to loopback only: the base URL is checked whole (no userinfo, a loopback
+        // host), and the name `localhost` is resolved by toolcert, not the system's resolver.
+        let base = super::loopback::parse_base_url(base_url, true).map_err(|e| {
+            TransportError::Refused {
+                url: super::loopback::masked(base_url),
+                reason: e.to_string(),
+            }
+        })?;
         let builder = reqwest::Client::builder()
             .no_proxy()
             .connect_timeout(budgets.connect)
             .read_timeout(budgets.read)
-            .redirect(reqwest::redirect::Policy::none());
+            .redirect(reqwest::redirect::Policy::none())
+            .resolve("localhost", std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let http = ca_certs
             .apply(builder)
             .map_err(broken)?
             .build()
             .map_err(broken)?;
         Ok(HostClient {
-            base_url: base_url.trim_end_matches('/').to_string(),
+            base_url: base.as_base(),
             http,
             tokens,
             budgets,
             wire: WireMajor::V2,
             tls_roots_given: !ca_certs.is_empty(),
+            budget: None,
         })
+    }
+
+    /// Charge every answer this client (and each client made from it) keeps to `budget`.
+    pub fn set_budget(&mut self, budget: std::sync::Arc<super::budget::MemoryBudget>) {
+        self.budget = Some(budget);
+    }
+
+    /// The run's memory budget, once set.
+    pub fn budget(&self) -> Option<&std::sync::Arc<super::budget::MemoryBudget>> {
+        self.budget.as_ref()
+    }
+
+    /// Charge `bytes` kept to the run's budget (nothing to charge without one).
+    pub(crate) fn charge(&self, bytes: usize) -> Result<(), TransportError> {
+        match &self.budget {
+            Some(b) => b.charge(bytes).map_err(TransportError::OverBudget),
+            None => Ok(()),
+        }
     }
 
     /// The same client (tokens, budgets, wire) for another base URL: a spawned host.
@@ -271,13 +313,37 @@ impl HostClient {
         self.tokens.contains_key(role)
     }
 
+    /// The URL of `path` on the host; refused when it would not go where the base URL goes
+    /// ([`super::loopback::same_origin`]): a path holding a host-supplied value such as
+    /// `@198.51.100.7/x` must not move a request, and its token, off the host.
+    pub(crate) fn url_for(&self, path: &str) -> Result<String, TransportError> {
+        let url = format!("{}{}", self.base_url, path);
+        if super::loopback::same_origin(&self.base_url, &url) {
+            Ok(url)
+        } else {
+            Err(TransportError::Refused {
+                url: super::loopback::masked(&url),
+                reason: format!(
+                    "the path {path:?} would send it off the host {}",
+                    self.base_url
+                ),
+            })
+        }
+    }
+
     /// Send a request; returns the response (or transport error) and the transcript entry.
     pub async fn send(
         &self,
         step: &str,
         req: &HostRequest,
     ) -> (Result<HostResponse, TransportError>, Exchange) {
-        let (builder, url, mut exchange) = self.prepare(step, req);
+        let (builder, url, mut exchange) = match self.prepare(step, req) {
+            Ok(prepared) => prepared,
+            Err(refused) => {
+                let (e, exchange) = *refused;
+                return (Err(e), exchange);
+            }
+        };
         let started = Instant::now();
         let result = tokio::time::timeout(self.budgets.request, self.exchange(builder, &url)).await;
         exchange.elapsed_ms = started.elapsed().as_millis() as u64;
@@ -302,7 +368,13 @@ impl HostClient {
         req: &HostRequest,
         point: impl std::future::Future<Output = String>,
     ) -> (Result<Sent, TransportError>, Exchange) {
-        let (builder, url, mut exchange) = self.prepare(step, req);
+        let (builder, url, mut exchange) = match self.prepare(step, req) {
+            Ok(prepared) => prepared,
+            Err(refused) => {
+                let (e, exchange) = *refused;
+                return (Err(e), exchange);
+            }
+        };
         let started = Instant::now();
         let work = self.exchange(builder, &url);
         let point = tokio::time::timeout(self.budgets.request, point);
@@ -336,19 +408,27 @@ impl HostClient {
         (sent, exchange)
     }
 
-    /// The request builder, its URL and the transcript entry of a request.
+    /// The request builder, its URL and the transcript entry of a request; a request whose
+    /// URL would leave the host is refused, with its transcript entry saying so.
     fn prepare(
         &self,
         step: &str,
         req: &HostRequest,
-    ) -> (reqwest::RequestBuilder, String, Exchange) {
-        let url = format!("{}{}", self.base_url, req.path);
+    ) -> Result<(reqwest::RequestBuilder, String, Exchange), Box<(TransportError, Exchange)>> {
         let mut exchange = Exchange {
             step: step.to_string(),
             method: req.method.to_string(),
-            url: url.clone(),
+            url: format!("{}{}", self.base_url, req.path),
             request_body: req.body.as_ref().map(kept_body),
             ..Exchange::default()
+        };
+        let url = match self.url_for(&req.path) {
+            Ok(url) => url,
+            Err(e) => {
+                exchange.url = super::loopback::masked(&exchange.url);
+                exchange.transport_error = Some(e.to_string());
+                return Err(Box::new((e, exchange)));
+            }
         };
         let mut builder = self.http.request(req.method.clone(), &url);
         let mut curl = format!("curl -sS -X {} '{}'", req.method, url);
@@ -372,7 +452,7 @@ impl HostClient {
             curl.push_str(&format!(" -H 'content-type: application/json' -d '{body}'"));
         }
         exchange.curl = curl;
-        (builder, url, exchange)
+        Ok((builder, url, exchange))
     }
 
     /// Record an answer (or the transport error) in its transcript entry.
@@ -449,6 +529,7 @@ impl HostClient {
             }
             bytes.extend_from_slice(&chunk);
         }
+        self.charge(bytes.len())?;
         Ok(HostResponse {
             status,
             headers,
@@ -473,6 +554,15 @@ pub(crate) fn parse_body(bytes: &[u8]) -> Value {
         return Value::Null;
     }
     let text = String::from_utf8_lossy(bytes);
+    // Refused before parsing: what would take far more memory parsed than it took to send.
+    let (values, _) = super::budget::shape_of(bytes);
+    if values > super::budget::MAX_BODY_VALUES {
+        let prefix: String = text.chars().take(512).collect();
+        return json!({"$nonJson": prefix, "$parseError": format!(
+            "not parsed: the body holds more than {} JSON values, toolcert's bound for one answer",
+            super::budget::MAX_BODY_VALUES
+        )});
+    }
     match crate::canonical::parse_strict(&text) {
         Ok(v) => v,
         Err(e) => {

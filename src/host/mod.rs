@@ -1,10 +1,13 @@
 //! Talking to a host: the HTTP client with its budgets, discovery and the wire major,
 //! paths per major, and bearer tokens per role.
 
+pub mod budget;
 mod client;
 mod discovery;
+pub mod loopback;
 mod paths;
 mod profile;
+pub mod reap;
 mod spawn;
 mod sse;
 mod tls;
@@ -16,7 +19,9 @@ pub use profile::{HostProfile, ProfileError, RoleProfile};
 pub use spawn::{
     DataDir, STARTUP_BUDGET, SpawnCommand, SpawnError, SpawnedHost, reference_host_exe,
 };
-pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseCap, SseEnd, SseEvent, SseLimits, SseParser, SseRead};
+pub use sse::{
+    DEFAULT_MAX_EVENT_BYTES, SseCap, SseEnd, SseEvent, SseLimits, SseParser, SseRead, resumable_id,
+};
 pub use tls::{CaCertError, CaCerts};
 
 /// Parse a body a double received, with the same leniency as host responses.

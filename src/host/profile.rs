@@ -71,6 +71,22 @@ pub struct HostProfile {
     pub fixtures: BTreeMap<String, String>,
 }
 
+/// What is wrong with a token, if anything: a bearer token is one header value, so a control
+/// character (a newline would end the header, a DEL hides in it) or a token only of spaces is
+/// refused. The message never quotes the token.
+pub fn token_problem(token: &str) -> Option<String> {
+    if let Some(c) = token.chars().find(|c| c.is_control()) {
+        return Some(format!(
+            "the token holds the control character U+{:04X}; a bearer token is one line of visible characters",
+            u32::from(c)
+        ));
+    }
+    if token.trim().is_empty() {
+        return Some("the token is empty or only spaces".to_string());
+    }
+    None
+}
+
 /// Every provider wire format toolcert's mock provider speaks.
 pub fn all_provider_wires() -> Vec<String> {
     vec!["openai-chat".into(), "anthropic-messages".into()]
@@ -168,10 +184,12 @@ impl HostProfile {
     /// `schemas/profile.schema.json`, then deserialized.
     pub fn load(path: &Path) -> Result<HostProfile, ProfileError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|cause| ProfileError::Io {
-            file: file.clone(),
-            cause,
-        })?;
+        let text = crate::input::read_to_string(path, crate::input::MAX_PROFILE_BYTES).map_err(
+            |cause| ProfileError::Io {
+                file: file.clone(),
+                cause,
+            },
+        )?;
         let value = crate::canonical::parse_strict(&text).map_err(|e| ProfileError::Json {
             file: file.clone(),
             message: e.to_string(),
@@ -203,14 +221,23 @@ impl HostProfile {
         {
             return Err(invalid(v.pointer, v.message));
         }
-        serde_json::from_value(value).map_err(|e| {
+        let profile: HostProfile = serde_json::from_value(value).map_err(|e| {
             invalid(
                 String::new(),
                 format!(
                     "{e} (the profile schema and the HostProfile type disagree: a toolcert bug)"
                 ),
             )
-        })
+        })?;
+        for (role, r) in &profile.roles {
+            if let Some(why) = r.token.as_deref().and_then(token_problem) {
+                return Err(invalid(
+                    format!("/roles/{}/token", pointer_token(role)),
+                    why,
+                ));
+            }
+        }
+        Ok(profile)
     }
 
     /// Apply a `--token ROLE=TOKEN` flag.
@@ -222,13 +249,17 @@ impl HostProfile {
                 // Echo the role, never the token.
                 ProfileError::TokenFlag(match flag.split_once('=') {
                     Some((role, _)) => format!("{role:?}=…"),
-                    None => format!("{flag:?}"),
+                    // No `=`: the value may be a token given without its role.
+                    None => "(a value without `=`)".to_string(),
                 })
             })?;
         if !ROLES.contains(&role) {
             return Err(ProfileError::UnknownRole {
                 role: role.to_string(),
             });
+        }
+        if let Some(why) = token_problem(token) {
+            return Err(ProfileError::TokenFlag(format!("{role:?}=…: {why}")));
         }
         self.roles.entry(role.to_string()).or_default().token = Some(token.to_string());
         Ok(())

@@ -4,14 +4,19 @@
 //!
 //! A spawned host gets a port and a data directory from toolcert: `{port}` and `{data_dir}` in
 //! the command are replaced before it runs, and a restart runs the same command with the same
-//! values. Its base URL is the first `http://127.0.0.1:…` or `http://localhost:…` URL it prints
-//! on stdout; every wait for it is bounded.
+//! values. Its base URL is the first loopback `http://` URL it prints on stdout, parsed whole
+//! ([`super::loopback`]: userinfo or a host off loopback is refused); every wait for it is
+//! bounded, and so is what toolcert reads of its output: at most [`MAX_STDOUT_BEFORE_URL`]
+//! before the URL (a line is kept up to [`MAX_LINE`]), then stdout is drained and dropped and
+//! stderr drained into a short tail for error messages, so a host that writes without end costs
+//! no memory. It runs in a process group of its own and is ended as a whole, a command that
+//! daemonizes included ([`super::reap`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::AsyncRead;
 use tokio::process::{Child, Command};
 
 /// How long a spawned host may take to print its URL.
@@ -19,6 +24,15 @@ pub const STARTUP_BUDGET: Duration = Duration::from_secs(15);
 
 /// How long a killed host may take to be reaped.
 const REAP_BUDGET: Duration = Duration::from_secs(5);
+
+/// The most a host may write to stdout before its URL line.
+pub const MAX_STDOUT_BEFORE_URL: usize = 1024 * 1024;
+
+/// The longest line of a host's output toolcert keeps (the rest of the line is dropped).
+pub const MAX_LINE: usize = 8 * 1024;
+
+/// Lines of a host's stderr kept for error messages (the last ones).
+const STDERR_TAIL: usize = 8;
 
 /// Why a spawned host could not be started, stopped or restarted.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -54,6 +68,15 @@ pub enum SpawnError {
         before: String,
         /// URL after it.
         now: String,
+    },
+    /// It printed a URL meant for loopback that is not one: userinfo before the host
+    /// (`http://127.0.0.1:1@198.51.100.7/`), a host off loopback, or no URL at all.
+    #[error("`{command}` printed a URL toolcert refuses: {reason}")]
+    BadUrl {
+        /// The command as run.
+        command: String,
+        /// Why (the URL's credentials masked).
+        reason: String,
     },
     /// The data directory could not be made.
     #[error("could not create the data directory {path}: {reason}")]
@@ -162,6 +185,7 @@ impl DataDir {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
+        super::reap::track_dir(&path);
         Ok(DataDir { path })
     }
 
@@ -174,6 +198,7 @@ impl DataDir {
 impl Drop for DataDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+        super::reap::untrack_dir(&self.path);
     }
 }
 
@@ -185,8 +210,21 @@ pub struct SpawnedHost {
     data_dir: DataDir,
     budget: Duration,
     child: Option<Child>,
+    /// The mark of the current start ([`super::reap::MARK_VAR`]).
+    mark: String,
     base_url: String,
     starts: u32,
+}
+
+impl Drop for SpawnedHost {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            super::reap::end_tree(child.id(), &self.mark);
+            if let Some(pid) = child.id() {
+                super::reap::untrack(pid);
+            }
+        }
+    }
 }
 
 impl SpawnedHost {
@@ -205,6 +243,7 @@ impl SpawnedHost {
             data_dir,
             budget,
             child: None,
+            mark: String::new(),
             base_url: String::new(),
             starts: 0,
         };
@@ -234,11 +273,17 @@ impl SpawnedHost {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
-    /// SIGKILL the host and reap it (bounded). Killing a host that is not running is a no-op.
+    /// SIGKILL the host, its process group and whatever it forked that carries its mark,
+    /// and reap it (bounded). Killing a host that is not running is a no-op.
     pub async fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
+            let pid = child.id();
+            super::reap::end_tree(pid, &self.mark);
             let _ = child.start_kill();
             let _ = tokio::time::timeout(REAP_BUDGET, child.wait()).await;
+            if let Some(pid) = pid {
+                super::reap::untrack(pid);
+            }
         }
     }
 
@@ -255,14 +300,22 @@ impl SpawnedHost {
 
     async fn launch(&mut self) -> Result<String, SpawnError> {
         let (shown, mut cmd) = self.command.render(self.port, self.data_dir.path());
+        self.mark = uuid::Uuid::new_v4().simple().to_string();
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .env(super::reap::MARK_VAR, &self.mark)
             .kill_on_drop(true);
+        // A process group of its own, ended as one.
+        #[cfg(unix)]
+        cmd.process_group(0);
         let mut child = cmd.spawn().map_err(|e| SpawnError::Start {
             command: shown.clone(),
             reason: e.to_string(),
         })?;
+        if let Some(pid) = child.id() {
+            super::reap::track(pid, &self.mark);
+        }
         self.starts += 1;
         let stderr_tail = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
         if let Some(err) = child.stderr.take() {
@@ -271,37 +324,53 @@ impl SpawnedHost {
         let stdout = child.stdout.take();
         let found = async {
             let Some(out) = stdout else {
-                return Err("its stdout could not be read".to_string());
+                return Err(Failed::Silent("its stdout could not be read".to_string()));
             };
-            let mut lines = BufReader::new(out).lines();
+            let mut lines = BoundedLines::new(out).limited(MAX_STDOUT_BEFORE_URL);
             loop {
                 match lines.next_line().await {
                     Ok(Some(line)) => {
-                        if let Some(url) = loopback_url(&line) {
+                        if let Some(url) = loopback_url(&line).map_err(Failed::Refused)? {
                             // Keep reading so a chatty host never blocks on a full pipe.
-                            tokio::spawn(async move {
-                                while let Ok(Some(_)) = lines.next_line().await {}
-                            });
+                            tokio::spawn(drain_lines(lines.unlimited(), None));
                             return Ok(url);
                         }
                     }
-                    Ok(None) => return Err("it closed stdout (exited?)".to_string()),
-                    Err(e) => return Err(format!("reading its stdout failed: {e}")),
+                    Ok(None) => {
+                        return Err(Failed::Silent("it closed stdout (exited?)".to_string()));
+                    }
+                    Err(e) => {
+                        return Err(Failed::Silent(format!("reading its stdout failed: {e}")));
+                    }
                 }
             }
         };
         let outcome = match tokio::time::timeout(self.budget, found).await {
             Ok(r) => r,
-            Err(_) => Err("it stayed silent".to_string()),
+            Err(_) => Err(Failed::Silent("it stayed silent".to_string())),
         };
         match outcome {
             Ok(url) => {
                 self.child = Some(child);
                 Ok(url)
             }
-            Err(how) => {
+            Err(failed) => {
+                let pid = child.id();
+                super::reap::end_tree(pid, &self.mark);
                 let _ = child.start_kill();
                 let _ = tokio::time::timeout(REAP_BUDGET, child.wait()).await;
+                if let Some(pid) = pid {
+                    super::reap::untrack(pid);
+                }
+                let how = match failed {
+                    Failed::Refused(reason) => {
+                        return Err(SpawnError::BadUrl {
+                            command: shown,
+                            reason,
+                        });
+                    }
+                    Failed::Silent(how) => how,
+                };
                 // Give the stderr reader a moment to collect the reason.
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 let stderr = stderr_tail
@@ -323,36 +392,142 @@ impl SpawnedHost {
     }
 }
 
-/// Reads a pipe to its end, keeping the last few lines when asked.
+/// Why no URL was taken from a host's stdout.
+enum Failed {
+    /// None came (what happened instead).
+    Silent(String),
+    /// One came that is refused (why).
+    Refused(String),
+}
+
+/// Lines of a pipe, each kept up to [`MAX_LINE`] bytes (the rest of a longer line is read and
+/// dropped), so a host writing one endless line costs a bounded buffer.
+struct BoundedLines<R> {
+    pipe: R,
+    buf: Vec<u8>,
+    start: usize,
+    consumed: usize,
+    /// Reading more than this from the pipe is an error (what a host may write before its
+    /// URL).
+    limit: Option<usize>,
+    eof: bool,
+}
+
+impl<R: AsyncRead + Unpin> BoundedLines<R> {
+    fn new(pipe: R) -> Self {
+        BoundedLines {
+            pipe,
+            buf: Vec::new(),
+            start: 0,
+            consumed: 0,
+            limit: None,
+            eof: false,
+        }
+    }
+
+    /// Fail once more than `limit` bytes were read.
+    fn limited(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Read on without a limit (only a line's length is bounded).
+    fn unlimited(mut self) -> Self {
+        self.limit = None;
+        self
+    }
+
+    /// The next line (lossy UTF-8, at most [`MAX_LINE`] bytes of it), `None` at the end.
+    async fn next_line(&mut self) -> std::io::Result<Option<String>> {
+        use tokio::io::AsyncReadExt as _;
+        let mut line: Vec<u8> = Vec::new();
+        let mut dropping = false;
+        loop {
+            if let Some(nl) = self.buf[self.start..].iter().position(|b| *b == b'\n') {
+                let end = self.start + nl;
+                if !dropping {
+                    let room = MAX_LINE.saturating_sub(line.len());
+                    line.extend_from_slice(&self.buf[self.start..end.min(self.start + room)]);
+                }
+                self.start = end + 1;
+                return Ok(Some(String::from_utf8_lossy(&line).into_owned()));
+            }
+            if !dropping {
+                let room = MAX_LINE.saturating_sub(line.len());
+                let take = (self.buf.len() - self.start).min(room);
+                line.extend_from_slice(&self.buf[self.start..self.start + take]);
+                dropping = line.len() >= MAX_LINE;
+            }
+            self.buf.clear();
+            self.start = 0;
+            if self.eof {
+                return Ok((!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned()));
+            }
+            if let Some(limit) = self.limit.filter(|l| self.consumed > *l) {
+                return Err(std::io::Error::other(format!(
+                    "it wrote more than {} without printing its URL",
+                    crate::input::human(limit as u64)
+                )));
+            }
+            let mut chunk = [0u8; 8192];
+            let n = self.pipe.read(&mut chunk).await?;
+            self.consumed += n;
+            if n == 0 {
+                self.eof = true;
+            } else {
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+    }
+}
+
+/// Reads a pipe to its end, keeping the last few lines (each at most [`MAX_LINE`]) when asked.
 async fn drain<R: AsyncRead + Unpin>(
     pipe: R,
     tail: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
 ) {
-    let mut lines = BufReader::new(pipe).lines();
+    drain_lines(BoundedLines::new(pipe), tail).await;
+}
+
+async fn drain_lines<R: AsyncRead + Unpin>(
+    mut lines: BoundedLines<R>,
+    tail: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
+) {
     while let Ok(Some(line)) = lines.next_line().await {
         if let Some(tail) = &tail
             && let Ok(mut t) = tail.lock()
         {
-            t.push(line);
-            if t.len() > 8 {
+            t.push(line.chars().take(512).collect());
+            if t.len() > STDERR_TAIL {
                 t.remove(0);
             }
         }
     }
 }
 
-/// The first loopback http URL in a line, without a trailing slash.
-fn loopback_url(line: &str) -> Option<String> {
-    for prefix in ["http://127.0.0.1:", "http://localhost:"] {
-        if let Some(at) = line.find(prefix) {
-            let rest = &line[at..];
-            let end = rest
-                .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
-                .unwrap_or(rest.len());
-            return Some(rest[..end].trim_end_matches('/').to_string());
+/// The first URL in a line that is meant for loopback (`http://` then `127.`, `localhost`,
+/// `[::1]` or `[::ffff:127.`), parsed whole and without a trailing slash; `Err` when such a
+/// URL is refused (userinfo, a host off loopback once parsed), `Ok(None)` when the line has
+/// none. Other URLs (a host logging `http://example.com/docs`) are not its URL and are skipped.
+fn loopback_url(line: &str) -> Result<Option<String>, String> {
+    for (at, _) in line.match_indices("http://") {
+        let rest = &line[at..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '<' || c == '>')
+            .unwrap_or(rest.len());
+        let candidate = &rest[..end];
+        let after = candidate["http://".len()..].to_ascii_lowercase();
+        let meant = ["127.", "localhost", "[::1]", "[::ffff:127."]
+            .iter()
+            .any(|p| after.starts_with(p));
+        if !meant {
+            continue;
         }
+        return super::loopback::parse_base_url(candidate, false)
+            .map(|u| Some(u.as_base()))
+            .map_err(|e| e.to_string());
     }
-    None
+    Ok(None)
 }
 
 /// A port on 127.0.0.1 that was free a moment ago.
@@ -389,14 +564,43 @@ mod tests {
     #[test]
     fn finds_the_loopback_url_in_a_startup_line() {
         assert_eq!(
-            loopback_url("reference-host listening on http://127.0.0.1:4242/").as_deref(),
-            Some("http://127.0.0.1:4242")
+            loopback_url("reference-host listening on http://127.0.0.1:4242/"),
+            Ok(Some("http://127.0.0.1:4242".into()))
         );
         assert_eq!(
-            loopback_url("up at \"http://localhost:8080\" now").as_deref(),
-            Some("http://localhost:8080")
+            loopback_url("up at \"http://localhost:8080\" now"),
+            Ok(Some("http://localhost:8080".into()))
         );
-        assert_eq!(loopback_url("listening on https://example.com"), None);
+        assert_eq!(loopback_url("listening on https://example.com"), Ok(None));
+        assert_eq!(
+            loopback_url("docs at http://example.com/x, up on http://127.0.0.1:9"),
+            Ok(Some("http://127.0.0.1:9".into()))
+        );
+    }
+
+    #[test]
+    fn a_url_that_only_looks_like_loopback_is_refused() {
+        for line in [
+            "http://127.0.0.1:1@127.0.0.2:8080/",
+            "listening on http://127.0.0.1:1@198.51.100.7:80/",
+            "http://localhost:1@example.com/",
+            "http://127.0.0.1:99999",
+        ] {
+            assert!(loopback_url(line).is_err(), "{line}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_endless_line_before_the_url_costs_a_bounded_read() {
+        // `yes` without newlines: one line without end.
+        let cmd = SpawnCommand::Shell("sh -c 'yes spam | tr -d \"\\n\"'".into());
+        let started = std::time::Instant::now();
+        let err = SpawnedHost::start(&cmd, "t", Duration::from_secs(10))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("without printing its URL"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
     }
 
     #[test]

@@ -238,6 +238,13 @@ impl SseParser {
     }
 }
 
+/// Whether an SSE event's `id` can be sent back as `Last-Event-ID`: visible ASCII (and
+/// spaces) only. A host's id with other bytes (non-ASCII, control characters) is refused as a
+/// resumption point, so a read never turns a host's odd id into a request that cannot be sent.
+pub fn resumable_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 1024 && id.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
 impl HostClient {
     /// Open `path` as an event stream (as `role`, resuming after `last_event_id`) and read
     /// until the server ends it, no byte arrives for `idle`, `total` elapses or a bound of
@@ -253,12 +260,13 @@ impl HostClient {
         total: Duration,
         limits: SseLimits,
     ) -> Result<SseRead, TransportError> {
-        let url = format!("{}{}", self.base_url(), path);
+        let url = self.url_for(path)?;
         let mut req = self.http().get(&url).header("accept", "text/event-stream");
         if let Some(role) = role {
             req = req.bearer_auth(self.token(role).unwrap_or_default());
         }
         if let Some(id) = last_event_id {
+            // The caller resumes only with an id a header can carry ([`resumable_id`]).
             req = req.header("last-event-id", id);
         }
         let deadline = Instant::now() + total;
@@ -269,9 +277,20 @@ impl HostClient {
                 url: url.clone(),
                 budget_ms: self.budgets().request.as_millis(),
             })?
-            .map_err(|e| TransportError::Connect {
-                url: url.clone(),
-                message: e.to_string(),
+            .map_err(|e| {
+                // Only a failure to connect says the host is gone; a request toolcert could
+                // not build, or a connection that broke, does not.
+                if e.is_connect() {
+                    TransportError::Connect {
+                        url: url.clone(),
+                        message: e.to_string(),
+                    }
+                } else {
+                    TransportError::Broken {
+                        url: url.clone(),
+                        message: e.to_string(),
+                    }
+                }
             })?;
         let mut read = SseRead {
             status: response.status().as_u16(),
@@ -318,6 +337,7 @@ impl HostClient {
                 }
             }
         };
+        self.charge(read.bytes)?;
         Ok(read)
     }
 }

@@ -113,9 +113,11 @@ impl CaCerts {
 impl CaFile {
     fn load(path: &Path) -> Result<CaFile, CaCertError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| CaCertError::Unreadable {
-            path: shown.clone(),
-            error: e.to_string(),
+        let bytes = crate::input::read(path, crate::input::MAX_PEM_BYTES).map_err(|e| {
+            CaCertError::Unreadable {
+                path: shown.clone(),
+                error: e.to_string(),
+            }
         })?;
         let mut certs = Vec::new();
         let mut others: Vec<&'static str> = Vec::new();

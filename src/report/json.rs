@@ -90,6 +90,9 @@ pub struct Report {
     /// `--repeat K` with K > 1: K and every trial's seed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat: Option<crate::repeat::Repeat>,
+    /// A run interrupted by a signal: `{signal, reason}` (what was not measured is `error`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Value>,
 }
 
 /// Count dispositions.
@@ -163,6 +166,7 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
         expectations: None,
         partition: None,
         repeat: run.repeat.clone(),
+        interrupted: None,
     }
 }
 
@@ -199,9 +203,11 @@ pub fn write_json(
     path: &std::path::Path,
 ) -> Result<(), ReportError> {
     let value = to_value(suite, report)?;
-    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    std::fs::write(path, text + "\n").map_err(|source| ReportError::Io {
-        path: path.display().to_string(),
-        source,
+    let text = crate::output::json_text(&value);
+    crate::output::write_atomic(path, &text, crate::output::Format::Json).map_err(|source| {
+        ReportError::Io {
+            path: path.display().to_string(),
+            source,
+        }
     })
 }

@@ -28,6 +28,7 @@ mod embedded_host {
         }
     }
 }
+pub mod interrupt;
 pub mod schedule;
 mod target;
 
@@ -44,6 +45,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::host::budget::{MAX_DEPTH, MAX_DISCOVERY_BYTES, MemoryBudget, bound_depth, json_len};
 use crate::host::{
     Budgets, Discovery, HostClient, HostProfile, STARTUP_BUDGET, SpawnCommand, SpawnedHost,
     discover,
@@ -212,6 +214,8 @@ pub struct Session {
     lost_streak: AtomicUsize,
     /// Why the host is taken to have stopped answering, once it is.
     host_lost: OnceLock<String>,
+    /// The event reads of the run (several cut in a row stop the rest).
+    log_reads: crate::steps::LogReads,
 }
 
 impl Session {
@@ -227,12 +231,26 @@ impl Session {
         let mut client =
             HostClient::new_with_ca_certs(&target.base_url, tokens, opts.budgets, &opts.ca_certs)
                 .map_err(|e| TargetError::Client(e.to_string()))?;
+        // One budget for everything the run keeps of what hosts send, every trial's client
+        // included ([`crate::host::budget`]); set once discovery is read, which keeps only
+        // the document it takes (bounded on its own, [`bounded_discovery`]).
+        let budget = std::sync::Arc::new(MemoryBudget::for_trials(opts.repeat));
         let receiver = Receiver::start().await.map_err(TargetError::Receiver)?;
         let provider = mock_provider::MockProvider::start()
             .await
             .map_err(TargetError::Provider)?;
         let mcp = McpServer::start().await.map_err(TargetError::Receiver)?;
-        let discovery = discover(&client).await.map_err(|e| e.to_string());
+        let discovery = discover(&client)
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(bounded_discovery)
+            .and_then(|d| {
+                budget
+                    .charge(json_len(&d.document))
+                    .map(|()| d)
+                    .map_err(|e| e.to_string())
+            });
+        client.set_budget(budget.clone());
         if let Ok(d) = &discovery {
             client.set_wire(d.wire);
         }
@@ -252,6 +270,7 @@ impl Session {
             run_deadline: opts.deadline.map(|d| Instant::now() + d),
             lost_streak: AtomicUsize::new(0),
             host_lost: OnceLock::new(),
+            log_reads: crate::steps::LogReads::default(),
             client,
             receiver,
             provider,
@@ -317,11 +336,7 @@ impl Session {
             Ok(d) => d,
             Err(e) => return json!({"error": e}),
         };
-        let reads_document = scenario
-            .steps
-            .iter()
-            .any(|s| matches!(s, crate::suite::Step::FireEffectSeams(_)))
-            || serde_json::to_string(scenario).is_ok_and(|text| text.contains("discovery"));
+        let reads_document = reads_discovery(scenario);
         json!({
             "inapplicable": self.inapplicable_reason(scenario),
             "wire": d.wire.number(),
@@ -334,7 +349,9 @@ impl Session {
     /// taken to have stopped answering. A scenario with its own host process (kill and
     /// restart) says nothing about the target, and any answer from the host resets the count.
     fn note_host_answers(&self, scenario: &Scenario, lost: Option<&str>, transcript: &Transcript) {
-        if scenario.needs_spawned_host() {
+        // A spent budget is toolcert's bound, not the host going away (every later scenario
+        // is `error` for it anyway).
+        if scenario.needs_spawned_host() || self.budget_spent().is_some() {
             return;
         }
         match lost {
@@ -351,6 +368,14 @@ impl Session {
             }
             None => {}
         }
+    }
+
+    /// Why nothing more is kept, once the run's memory budget is spent.
+    pub fn budget_spent(&self) -> Option<String> {
+        self.client
+            .budget()
+            .and_then(|b| b.exhausted())
+            .map(|e| e.to_string())
     }
 
     /// The canary secret of a scenario's trial: seeded by the scenario and the trial seed,
@@ -455,6 +480,17 @@ impl Session {
                 })
                 .collect()
         };
+        // A scenario not driven: every check takes the same status and reason.
+        let not_run = |status: CheckStatus, detail: String| -> ScenarioResult {
+            self.finish(
+                suite,
+                scenario,
+                blanket(status, detail),
+                Transcript::default(),
+                Value::Null,
+                started,
+            )
+        };
         // Nothing to drive: every check takes the same status and reason.
         let early = match &self.discovery {
             Err(e) => Some((
@@ -464,6 +500,18 @@ impl Session {
             Ok(_) => self
                 .inapplicable_reason(scenario)
                 .map(|reason| (CheckStatus::Inapplicable, reason))
+                .or_else(|| {
+                    interrupt::raised().map(|signal| {
+                        (
+                            CheckStatus::Error,
+                            format!("not run: {}", interrupt::reason(signal)),
+                        )
+                    })
+                })
+                .or_else(|| {
+                    self.budget_spent()
+                        .map(|why| (CheckStatus::Error, format!("not run: {why}")))
+                })
                 .or_else(|| {
                     self.host_lost.get().map(|why| {
                         (
@@ -488,15 +536,7 @@ impl Session {
             (Ok(d), None) => d,
             (_, early) => {
                 let (status, reason) = early.unwrap_or((CheckStatus::Error, String::new()));
-                let checks = blanket(status, reason);
-                return self.finish(
-                    suite,
-                    scenario,
-                    checks,
-                    Transcript::default(),
-                    Value::Null,
-                    started,
-                );
+                return not_run(status, reason);
             }
         };
         let nonce = self.derive(seed, &scenario.id, "nonce");
@@ -509,7 +549,7 @@ impl Session {
             "facts": self.profile.facts,
             "fixtures": self.fixtures(discovery),
             "discovery": {
-                "document": discovery.document,
+                "document": if reads_discovery(scenario) { discovery.document.clone() } else { Value::Null },
                 "etag": discovery.etag,
                 "wireMajor": discovery.wire.number(),
                 // toolcert's clock, recorded so a re-check judges date windows (MCP-4) alike.
@@ -520,6 +560,10 @@ impl Session {
             "providers": {},
             "steps": {},
         });
+        // The scenario's copy of the discovery document is kept too.
+        if let Err(e) = host_client.charge(json_len(&doc["discovery"]["document"])) {
+            return not_run(CheckStatus::Error, format!("not run: {e}"));
+        }
         for (name, value) in &scenario.vars {
             let rendered = template::render(value, &doc);
             doc["vars"][name] = match rendered {
@@ -533,6 +577,10 @@ impl Session {
                             .any(|k| p.starts_with(k))
                     }) =>
                 {
+                    match doc[template::MACROS].as_array_mut() {
+                        Some(names) => names.push(json!(name)),
+                        None => doc[template::MACROS] = json!([name]),
+                    }
                     value.clone()
                 }
                 Err(e) => crate::steps::error(format!("scenario data: vars.{name}: {e}")),
@@ -545,17 +593,9 @@ impl Session {
         if scenario.needs_spawned_host() {
             match &self.spawner {
                 None => {
-                    let checks = blanket(
+                    return not_run(
                         CheckStatus::Blocked,
                         "this scenario kills the host with SIGKILL and starts it again; toolcert can do that only to a host it starts itself: run with --spawn 'CMD' (CMD may use {port} and {data_dir})".into(),
-                    );
-                    return self.finish(
-                        suite,
-                        scenario,
-                        checks,
-                        Transcript::default(),
-                        Value::Null,
-                        started,
                     );
                 }
                 Some(command) => {
@@ -580,12 +620,13 @@ impl Session {
             providers: Vec::new(),
             discovery,
             doc,
-            transcript: Transcript::default(),
+            transcript: Transcript::charged_to(host_client.budget().cloned()),
             nonce: nonce.clone(),
             receivers: Vec::new(),
             tainted: Vec::new(),
             spawned,
             spawn_unavailable,
+            log_reads: &self.log_reads,
         };
         let budget_end = started + self.scenario_budget;
         let (deadline, out_of_time) = match self.run_deadline {
@@ -598,6 +639,10 @@ impl Session {
         let mut lost: Option<String> = None;
         let mut timed_out = false;
         for step in &scenario.steps {
+            if let Some(signal) = interrupt::raised() {
+                ctx.abandon(step, &format!("not run: {}", interrupt::reason(signal)));
+                continue;
+            }
             if let Some(reason) = &lost {
                 ctx.skip(step, reason);
                 continue;
@@ -608,10 +653,23 @@ impl Session {
                 continue;
             }
             let until = tokio::time::Instant::from_std(deadline);
-            match tokio::time::timeout_at(until, ctx.run(step)).await {
-                Ok(Flow::HostLost(reason)) => lost = Some(reason),
-                Ok(Flow::Continue) => {}
-                Err(_) => {
+            // A signal stops the step where it is: the run concludes with what it measured.
+            let ran = tokio::select! {
+                biased;
+                _ = interrupt::wait() => None,
+                ran = tokio::time::timeout_at(until, ctx.run(step)) => Some(ran),
+            };
+            match ran {
+                None => {
+                    let signal = interrupt::raised().unwrap_or("a signal");
+                    ctx.abandon(
+                        step,
+                        &format!("not finished: {}", interrupt::reason(signal)),
+                    );
+                }
+                Some(Ok(Flow::HostLost(reason))) => lost = Some(reason),
+                Some(Ok(Flow::Continue)) => {}
+                Some(Err(_)) => {
                     timed_out = true;
                     ctx.abandon(
                         step,
@@ -785,6 +843,35 @@ impl Session {
             Err(e) => json!({"error": e}),
         }
     }
+}
+
+/// Whether a scenario reads the discovery document itself (a `/discovery/…` pointer, a
+/// `{{discovery.…}}` template, a `discovery` step, or `fireEffectSeams`, which reads the
+/// effect-seams path): only such a scenario's observations hold a copy of it.
+fn reads_discovery(scenario: &Scenario) -> bool {
+    scenario
+        .steps
+        .iter()
+        .any(|s| matches!(s, crate::suite::Step::FireEffectSeams(_)))
+        || serde_json::to_string(scenario).is_ok_and(|text| text.contains("discovery"))
+}
+
+/// A discovery document toolcert takes: at most [`MAX_DISCOVERY_BYTES`] and no deeper than
+/// [`MAX_DEPTH`] (scenarios that read it keep a copy each, and a report holds it).
+fn bounded_discovery(d: Discovery) -> Result<Discovery, String> {
+    let size = json_len(&d.document);
+    if size > MAX_DISCOVERY_BYTES {
+        return Err(format!(
+            "the discovery document is {size} bytes, more than the {} toolcert takes (an OpenWOP discovery document is a few kilobytes)",
+            crate::input::human(MAX_DISCOVERY_BYTES as u64)
+        ));
+    }
+    if bound_depth(&mut d.document.clone(), MAX_DEPTH) {
+        return Err(format!(
+            "the discovery document nests deeper than {MAX_DEPTH} levels, more than toolcert takes"
+        ));
+    }
+    Ok(d)
 }
 
 /// Fold scenario results into a run outcome.

@@ -311,9 +311,82 @@ pub(super) async fn run(
     ctx: &mut ScenarioCtx<'_>,
     read: &EventsRead,
 ) -> (Observation<EventsObservation>, Flow) {
-    match collect(ctx, read).await {
-        Ok((run_id, collected)) => (observation(&run_id, collected), Flow::Continue),
+    let log_reads = ctx.log_reads;
+    if let Some(why) = log_reads.stopped() {
+        return (NotObserved::blocked(why).into(), Flow::Continue);
+    }
+    let budget = read_budget(ctx);
+    // A read under way when the other reads stop the run's reading stops too: it would only
+    // wait out its own budget on the same host.
+    let collected = tokio::select! {
+        collected = collect(ctx, read) => collected,
+        why = log_reads.stopping() => return (NotObserved::blocked(why).into(), Flow::Continue),
+    };
+    match collected {
+        Ok((run_id, collected)) => {
+            match &collected.cut {
+                Some(cut) => log_reads.cut(&cut.reason, budget),
+                None => log_reads.ended(),
+            }
+            (observation(&run_id, collected), Flow::Continue)
+        }
         Err((not_made, flow)) => (not_made.into(), flow),
+    }
+}
+
+/// After this many event reads in a row were cut before their run's log ended, a host's logs
+/// are taken never to end: the run's later reads are `blocked` at once, naming the cap,
+/// instead of each waiting out its read budget (a host whose runs stay `running` for ever
+/// otherwise held the whole suite for 755 s).
+pub const LOG_CUTS_AFTER: usize = 3;
+
+/// The event reads of one run: how many in a row were cut, and once [`LOG_CUTS_AFTER`] were,
+/// why no more are made. Shared by every scenario of a session.
+#[derive(Debug, Default)]
+pub struct LogReads {
+    streak: std::sync::atomic::AtomicUsize,
+    stopped: std::sync::OnceLock<String>,
+    /// Wakes the reads under way when reading stops.
+    stop: tokio::sync::Notify,
+}
+
+impl LogReads {
+    /// A read reached the end of its run's log: the streak starts again.
+    fn ended(&self) {
+        self.streak.store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A read was cut (`reason`) after up to `budget` of reading.
+    fn cut(&self, reason: &str, budget: Duration) {
+        let streak = self
+            .streak
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        if streak >= LOG_CUTS_AFTER && self.stopped.get().is_none() {
+            let _ = self.stopped.set(format!(
+                "not read: {streak} event reads in a row on this host were cut before their run's log ended (each may take its read budget of {} ms; the last: {reason}), so toolcert takes this host's logs never to end and reads no more of them; toolcert cannot witness the end of the run",
+                budget.as_millis()
+            ));
+            self.stop.notify_waiters();
+        }
+    }
+
+    /// Why no more reads are made, once that is so.
+    pub fn stopped(&self) -> Option<String> {
+        self.stopped.get().cloned()
+    }
+
+    /// Resolves with [`LogReads::stopped`]'s reason once reading stops.
+    async fn stopping(&self) -> String {
+        loop {
+            let woken = self.stop.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if let Some(why) = self.stopped() {
+                return why;
+            }
+            woken.await;
+        }
     }
 }
 
@@ -601,9 +674,14 @@ async fn via_sse(
         // poll): they cannot be placed in the log, and dropping them would leave a log that
         // looks short.
         let mut not_envelopes = 0usize;
+        // Ids a header cannot carry back (non-ASCII, control characters) are not resumed
+        // from: the host is not lost for an odd id, the read goes on without it.
+        let mut refused_ids = 0usize;
         for event in sse.events {
-            if event.id.is_some() {
-                last_id = event.id;
+            match event.id {
+                Some(id) if crate::host::resumable_id(&id) => last_id = Some(id),
+                Some(_) => refused_ids += 1,
+                None => {}
             }
             let Ok(envelope) = crate::canonical::parse_strict(&event.data) else {
                 continue;
@@ -620,6 +698,14 @@ async fn via_sse(
                 None if is_run_event(&envelope, run_id) => not_envelopes += 1,
                 None => {}
             }
+        }
+        if refused_ids > 0
+            && let Some(Exchange {
+                response_body: Some(Value::Object(body)),
+                ..
+            }) = ctx.transcript.exchanges.last_mut()
+        {
+            body.insert("refusedEventIds".into(), json!(refused_ids));
         }
         if let Some(cut) = Cut::sse(&sse.end, run_id, max_bytes) {
             // A bound reached: stop at once.
@@ -802,7 +888,10 @@ mod tests {
 
     use std::time::Duration;
 
-    use super::{Collected, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation, session_brackets};
+    use super::{
+        Collected, LOG_CUTS_AFTER, LogReads, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation,
+        session_brackets,
+    };
     use crate::host::{Budgets, Discovery, HostClient, WireMajor};
     use crate::observation::{Context, NotObserved, Unobserved};
     use crate::steps::ScenarioCtx;
@@ -977,6 +1066,7 @@ mod tests {
             exchanges: vec![],
         };
         let surfaces = crate::suite::Surfaces::default();
+        let log_reads = LogReads::default();
         let mut ctx = ScenarioCtx {
             client: &client,
             surfaces: &surfaces,
@@ -993,6 +1083,7 @@ mod tests {
             tainted: Vec::new(),
             spawned: None,
             spawn_unavailable: None,
+            log_reads: &log_reads,
         };
         let step = Step::Events(EventsRead {
             name: "log".into(),
@@ -1001,6 +1092,28 @@ mod tests {
         });
         ctx.run(&step).await;
         (ctx.doc["steps"]["log"].clone(), ctx.transcript)
+    }
+
+    #[test]
+    fn reads_cut_in_a_row_stop_the_rest_and_one_that_ends_resets_the_count() {
+        let reads = LogReads::default();
+        let budget = Duration::from_secs(30);
+        reads.cut("cut one", budget);
+        reads.ended();
+        for _ in 1..LOG_CUTS_AFTER {
+            reads.cut("cut again", budget);
+        }
+        assert_eq!(reads.stopped(), None, "a read that ended broke the streak");
+        reads.cut("the last cut", budget);
+        let why = reads.stopped().unwrap();
+        assert!(
+            why.contains("the last cut") && why.contains("30000 ms"),
+            "{why}"
+        );
+        assert!(
+            why.contains("toolcert cannot witness the end of the run"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -118,7 +118,7 @@ async fn fire_all(
         };
         row.parent_run_id = Some(parent.clone());
         row.parent_run_status = Some(settle(ctx, &spec.name, &spec.role, &parent).await);
-        let delivered_at_fire = ctx.receiver.arrivals(&receiver_id).len();
+        let delivered_at_fire = ctx.receiver.count(&receiver_id);
         row.delivered_at_fire = Some(delivered_at_fire);
         let parent_effects = effects(ctx, &spec.name, &spec.role, &parent).await;
         row.parent_effects = Some(parent_effects.len());
@@ -133,7 +133,7 @@ async fn fire_all(
             row.re_fires = Some(re_fires(&parent_effects, &fork_effects));
             row.fork_run_id = Some(fork_id);
         }
-        let total = ctx.receiver.arrivals(&receiver_id).len();
+        let total = ctx.receiver.count(&receiver_id);
         row.delivered_by_fork = Some(total.saturating_sub(delivered_at_fire));
         rows.push(row);
     }

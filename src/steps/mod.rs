@@ -30,6 +30,8 @@ use crate::template::{self, TemplateError};
 use crate::transcript::Transcript;
 use crate::witness::{McpServer, Receiver};
 
+pub use events::{LOG_CUTS_AFTER, LogReads};
+
 /// Everything a step may touch while a scenario runs.
 pub struct ScenarioCtx<'a> {
     /// The host.
@@ -64,6 +66,8 @@ pub struct ScenarioCtx<'a> {
     pub spawned: Option<crate::host::SpawnedHost>,
     /// Why there is no spawned host for a scenario that needs one.
     pub spawn_unavailable: Option<String>,
+    /// The run's event reads: after several cut in a row, no more are made.
+    pub log_reads: &'a LogReads,
 }
 
 /// Whether the scenario may go on after a step.
@@ -136,8 +140,21 @@ impl ScenarioCtx<'_> {
         if let Some((state @ (Unobserved::Blocked | Unobserved::Error), reason)) = &obs.not_made {
             self.taint_doubles_of(step, *state, reason);
         }
-        self.doc["steps"][step.name()] = obs.value;
+        let mut value = obs.value;
+        // Judged as the report keeps it: no deeper than a report can be read back.
+        crate::host::budget::bound_depth(&mut value, crate::host::budget::MAX_DEPTH);
+        self.doc["steps"][step.name()] = value;
         flow
+    }
+
+    /// What a double saw, as kept: bounded in depth and charged to the run's memory budget
+    /// (an `error` observation naming the budget once it is spent).
+    fn keep_double(&self, mut seen: Value) -> Value {
+        crate::host::budget::bound_depth(&mut seen, crate::host::budget::MAX_DEPTH);
+        match self.client.charge(crate::host::budget::json_len(&seen)) {
+            Ok(()) => seen,
+            Err(e) => NotObserved::error(e.to_string()).to_value(),
+        }
     }
 
     /// Mark every double the step refers to (`{{receivers.NAME.…}}`, `{{providers.NAME.…}}`)
@@ -192,8 +209,10 @@ impl ScenarioCtx<'_> {
                 Some((_, state)) => state.to_value(),
                 None => {
                     let url = self.doc["mcpServers"][&name]["url"].clone();
-                    serde_json::to_value(mcp_server::observe(self.mcp, &id, url))
-                        .unwrap_or(Value::Null)
+                    self.keep_double(
+                        serde_json::to_value(mcp_server::observe(self.mcp, &id, url))
+                            .unwrap_or(Value::Null),
+                    )
                 }
             };
             self.doc["mcpServers"][&name] = obs;
@@ -209,7 +228,7 @@ impl ScenarioCtx<'_> {
                 .find(|(n, _)| n == &format!("providers.{name}"));
             let obs = match tainted {
                 Some((_, state)) => state.to_value(),
-                None => provider::observe(self.provider, &model).to_value(),
+                None => self.keep_double(provider::observe(self.provider, &model).to_value()),
             };
             self.doc["providers"][&name] = obs;
         }
@@ -217,17 +236,17 @@ impl ScenarioCtx<'_> {
 
     /// Refresh every receiver's observation (`/receivers/<name>`: url, count, arrivals).
     pub fn observe_receivers(&mut self) {
-        for (name, id) in &self.receivers {
+        for (name, id) in self.receivers.clone() {
             if let Some((_, state)) = self
                 .tainted
                 .iter()
                 .find(|(n, _)| n == &format!("receivers.{name}"))
             {
-                self.doc["receivers"][name] = state.to_value();
+                self.doc["receivers"][&name] = state.to_value();
                 continue;
             }
-            let arrivals = self.receiver.arrivals(id);
-            let url = self.doc["receivers"][name]["url"].clone();
+            let arrivals = self.receiver.arrivals(&id);
+            let url = self.doc["receivers"][&name]["url"].clone();
             // The provider key per arrival (EFF-5), and how many distinct ones there were.
             let keys: Vec<Value> = arrivals
                 .iter()
@@ -242,12 +261,13 @@ impl ScenarioCtx<'_> {
             let seen = ReceiverObservation {
                 url_via_unspecified: receiver::via_unspecified(&url),
                 url,
-                count: arrivals.len(),
+                count: self.receiver.count(&id),
                 idempotency_keys: Some(keys),
                 distinct_idempotency_keys: Some(distinct_count),
                 arrivals,
             };
-            self.doc["receivers"][name] = Observation::Made(seen).to_value();
+            let kept = self.keep_double(Observation::Made(seen).to_value());
+            self.doc["receivers"][&name] = kept;
         }
     }
 
@@ -290,7 +310,7 @@ impl ScenarioCtx<'_> {
                 .receivers
                 .iter()
                 .find(|(n, _)| n == name)
-                .map_or(0, |(_, id)| self.receiver.arrivals(id).len());
+                .map_or(0, |(_, id)| self.receiver.count(id));
             return (format!("receiver {name}"), seen);
         }
         if let Some(name) = provider {
@@ -372,6 +392,9 @@ fn transport_failure(e: &TransportError) -> (NotObserved, Flow) {
         TransportError::Connect { .. } | TransportError::Timeout { .. } => {
             Flow::HostLost(e.to_string())
         }
+        // Nothing more is kept once the budget is spent: the scenario's other steps are not
+        // made either.
+        TransportError::OverBudget(_) => Flow::HostLost(e.to_string()),
         _ => Flow::Continue,
     };
     (

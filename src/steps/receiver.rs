@@ -8,6 +8,9 @@ use super::ScenarioCtx;
 use crate::observation::{NotObserved, Observation, ReceiverObservation};
 use crate::suite::ReceiverSpec;
 
+/// The largest pad toolcert puts in a receiver's answer (`padBytes`): 16 MiB.
+pub const MAX_PAD_BYTES: u64 = 16 << 20;
+
 /// Register the receiver and record its first observation at `/receivers/NAME`.
 pub(super) fn run(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) {
     let obs = register(ctx, spec);
@@ -28,14 +31,23 @@ fn register(ctx: &mut ScenarioCtx<'_>, spec: &ReceiverSpec) -> Observation<Recei
             Ok(_) => None,
             Err(e) => return ctx.template_failure(&e).into(),
         };
-        // Bounded: a pad is for crossing a record limit, not for load.
-        let Some(bytes) = bytes.filter(|b| *b <= 16 << 20) else {
+        let Some(bytes) = bytes else {
             return NotObserved::error(format!(
-                "scenario data: receiver {}: padBytes must be a byte count up to 16 MiB",
+                "scenario data: receiver {}: padBytes must be a byte count",
                 spec.name
             ))
             .into();
         };
+        // Clamped: a pad is for crossing a record limit, not for load. A limit past what
+        // toolcert pads (a profile stating 2^63 bytes) cannot be exercised, and says so.
+        if bytes > MAX_PAD_BYTES {
+            return NotObserved::blocked(format!(
+                "receiver {}: the answer must be padded to {bytes} bytes to cross the limit, more than the {} toolcert pads a tool answer to; the limit cannot be exercised",
+                spec.name,
+                crate::input::human(MAX_PAD_BYTES)
+            ))
+            .into();
+        }
         if let Value::Object(map) = &mut body {
             map.insert("pad".into(), Value::String("x".repeat(bytes as usize)));
         }

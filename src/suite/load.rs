@@ -49,10 +49,11 @@ fn walk(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) -> Result<(), 
                 .unwrap_or(&path)
                 .to_string_lossy()
                 .replace('\\', "/");
-            let text = std::fs::read_to_string(&path).map_err(|source| SuiteError::Io {
-                file: rel.clone(),
-                source,
-            })?;
+            let text = crate::input::read_to_string(&path, crate::input::MAX_SUITE_FILE_BYTES)
+                .map_err(|source| SuiteError::Io {
+                    file: rel.clone(),
+                    source,
+                })?;
             out.push((rel, text));
         }
     }

@@ -16,6 +16,13 @@ use serde_json::{Value, json};
 /// Longest an endpoint may delay its answer.
 const MAX_DELAY: Duration = Duration::from_secs(30);
 
+/// The most arrivals one endpoint records (later ones are only counted): a scenario expects
+/// a handful, so a host flooding an endpoint costs no memory.
+pub const MAX_ARRIVALS: usize = 1_000;
+
+/// The most body bytes one endpoint keeps; later arrivals keep `{"$notKept": …}` instead.
+pub const MAX_KEPT_BYTES: usize = 4 * 1024 * 1024;
+
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -41,8 +48,12 @@ pub struct Endpoint {
     pub delay: Duration,
     /// The first `n` calls get this status instead (a transient failure).
     pub fail_first: Option<(u32, u16)>,
-    /// Calls seen.
+    /// Calls seen (the first [`MAX_ARRIVALS`]).
     pub arrivals: Vec<Arrival>,
+    /// Calls seen past [`MAX_ARRIVALS`], counted only.
+    pub uncounted_beyond: usize,
+    /// Body bytes kept so far.
+    pub kept_bytes: usize,
     /// Only the first call is delayed (a re-execution answers at once, so its measured
     /// duration can never equal the first one's).
     pub delay_first_only: bool,
@@ -53,7 +64,8 @@ pub struct Endpoint {
 #[derive(Default)]
 struct Inner {
     endpoints: HashMap<String, Endpoint>,
-    strays: Vec<(String, Arrival)>,
+    /// Calls to ids nobody registered (counted only).
+    strays: usize,
 }
 
 struct Shared {
@@ -100,6 +112,8 @@ impl Receiver {
             delay: delay.min(MAX_DELAY),
             fail_first,
             arrivals: Vec::new(),
+            uncounted_beyond: 0,
+            kept_bytes: 0,
             delay_first_only: false,
             hold: None,
         };
@@ -142,9 +156,17 @@ impl Receiver {
             .unwrap_or_default()
     }
 
+    /// How many calls an endpoint has seen (recorded or only counted).
+    pub fn count(&self, id: &str) -> usize {
+        self.lock()
+            .endpoints
+            .get(id)
+            .map_or(0, |e| e.arrivals.len() + e.uncounted_beyond)
+    }
+
     /// Calls to ids nobody registered (a host calling a stale URL).
     pub fn strays(&self) -> usize {
-        self.lock().strays.len()
+        self.lock().strays
     }
 
     /// Forget endpoints whose id starts with `prefix` (a finished scenario's).
@@ -185,13 +207,28 @@ async fn arrive(shared: Arc<Shared>, request: Request) -> Response {
         let mut inner = shared.inner.lock().unwrap_or_else(|p| p.into_inner());
         match inner.endpoints.get_mut(&id) {
             Some(endpoint) => {
-                endpoint.arrivals.push(arrival);
+                let mut arrival = arrival;
+                let size = crate::host::budget::json_len(&arrival.body);
+                if endpoint.kept_bytes + size > MAX_KEPT_BYTES {
+                    arrival.body = json!({"$notKept": format!(
+                        "a body of {size} bytes: this endpoint already keeps {} of bodies, toolcert's bound",
+                        crate::input::human(MAX_KEPT_BYTES as u64)
+                    )});
+                } else {
+                    endpoint.kept_bytes += size;
+                }
+                if endpoint.arrivals.len() < MAX_ARRIVALS {
+                    endpoint.arrivals.push(arrival);
+                } else {
+                    endpoint.uncounted_beyond += 1;
+                }
+                let seen = endpoint.arrivals.len() + endpoint.uncounted_beyond;
                 let status = match endpoint.fail_first {
-                    Some((n, failing)) if endpoint.arrivals.len() <= n as usize => failing,
+                    Some((n, failing)) if seen <= n as usize => failing,
                     _ => endpoint.status,
                 };
                 let held = endpoint.hold.as_ref().map(|h| h.subscribe());
-                let delay = if endpoint.delay_first_only && endpoint.arrivals.len() > 1 {
+                let delay = if endpoint.delay_first_only && seen > 1 {
                     Duration::ZERO
                 } else {
                     endpoint.delay
@@ -199,7 +236,7 @@ async fn arrive(shared: Arc<Shared>, request: Request) -> Response {
                 Some((status, endpoint.body.clone(), delay, held))
             }
             None => {
-                inner.strays.push((id, arrival));
+                inner.strays += 1;
                 None
             }
         }
@@ -244,5 +281,24 @@ mod tests {
         assert_eq!(receiver.strays(), 1);
         receiver.forget("s1-");
         assert!(receiver.arrivals("s1-tool").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_flooded_endpoint_keeps_bounded_bodies_and_counts_every_call() {
+        let receiver = Receiver::start().await.unwrap();
+        let url = receiver.register("s2-tool", 200, json!({}), Duration::ZERO, None);
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let big = json!({"pad": "x".repeat(MAX_KEPT_BYTES / 2 - 64)});
+        for _ in 0..3 {
+            client.post(&url).json(&big).send().await.unwrap();
+        }
+        let arrivals = receiver.arrivals("s2-tool");
+        assert_eq!(receiver.count("s2-tool"), 3);
+        assert_eq!(arrivals[1].body, big);
+        assert!(
+            arrivals[2].body["$notKept"].is_string(),
+            "{}",
+            arrivals[2].body
+        );
     }
 }

@@ -29,6 +29,52 @@ pub const DISCOVERY: &str = r#"{"protocolVersion":"1.0","toolHooks":{"supported"
 /// a carriage return and a newline starting a Markdown heading, and a `<script>`.
 pub const DISCOVERY_WITH_CONTROLS: &str = r#"{"protocolVersion":"1.0\u001b]0;owned\u0007\u001b[2J\r\n# injected <script>alert(1)</script>","toolHooks":{"supported":true,"prePostEvents":true,"perToolAuthorization":true,"perToolRateLimit":true},"idempotency":{"supported":true},"fixtures":["conformance-noop","conformance-idempotent"]}"#;
 
+/// What the markup host puts in every string: markup, an RTL override, a NUL, an escape, a
+/// bell, a DEL and a line break that would start a Markdown heading.
+pub const MARKUP: &str = "<img src=x onerror=alert(1)>\u{202e}evil\u{0}\u{1b}[2J\u{7}\u{7f}\r\n# injected <script>alert(2)</script>";
+
+/// The steps of the hooks and idempotency scenarios, which the placeholder host names.
+const STEP_NAMES: &[&str] = &[
+    "again",
+    "blocked",
+    "blockedLog",
+    "call",
+    "denied",
+    "deniedCall",
+    "first",
+    "granted",
+    "grantedCall",
+    "log",
+    "run",
+    "second",
+    "tool",
+    "limited",
+    "held",
+    "valid",
+    "okCall",
+];
+
+/// The forms of a token the encoding host echoes: reversed, upper-cased, hex (both cases),
+/// base64 and base64url, `Basic base64(operator:token)`, and split by invisible characters.
+pub fn encoded_forms(token: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let (a, b) = token.split_at(token.len() / 2);
+    vec![
+        token.chars().rev().collect(),
+        token.to_ascii_uppercase(),
+        hex::encode(token),
+        hex::encode_upper(token),
+        STANDARD.encode(token),
+        URL_SAFE_NO_PAD.encode(token),
+        format!("Basic {}", STANDARD.encode(format!("operator:{token}"))),
+        format!("{a}\u{7f}{b}"),
+        format!("{a}\u{0}{b}"),
+        format!("{a}\u{1b}{b}"),
+        format!("{a}\u{200b}{b}"),
+    ]
+}
+
 /// A `<script>` the HTML and echo hosts put into what they send; no report may carry it raw.
 pub const SCRIPT: &str = "<script>alert('toolcert')</script>";
 
@@ -79,6 +125,34 @@ pub enum Behaviour {
         /// Events a second.
         per_sec: u32,
     },
+    /// 200 `{"runId":"r1","status":"completed"}` to everything: a plain host (for the
+    /// behaviours that live in its discovery document).
+    Plain,
+    /// Every answer a valid JSON body just under the client's 4 MiB cap: a run that keeps
+    /// every answer would hold gigabytes.
+    BigBodies,
+    /// Echoes template placeholders naming the scenarios' own steps into every field, so a
+    /// harness that expanded host values would expand them again and again.
+    EchoPlaceholders,
+    /// Every run stays `running` for ever: runs answer `running`, polls bring nothing new and
+    /// say `running`, and event streams send one event then a comment every 200 ms, never
+    /// ending and never quiet.
+    NeverSettles,
+    /// Every answer is JSON nested `depth` levels deep (in arrays) beside the usual fields.
+    Nested {
+        /// Nesting depth.
+        depth: usize,
+    },
+    /// Every string field holds markup, an RTL override (U+202E), a NUL and other controls.
+    Markup,
+    /// Echoes the request's bearer token in pieces and encodings: split across two adjacent
+    /// fields, reversed, upper-cased, in hex, base64 and base64url, as `Basic
+    /// base64(operator:token)`, and split by a DEL, a NUL, an escape and a zero-width space;
+    /// in the fields checks compare and quote, and in headers.
+    EncodedEcho,
+    /// Runs read `running` once, then `completed`; their event streams send events whose
+    /// `id:` holds non-ASCII and invalid UTF-8 bytes, then end.
+    NonAsciiEventIds,
 }
 
 /// One parsed request.
@@ -136,7 +210,11 @@ impl HostileHost {
     }
 
     /// Start a host with this behaviour, serving `discovery` as its discovery document.
-    pub fn start_with_discovery(behaviour: Behaviour, discovery: &'static str) -> HostileHost {
+    pub fn start_with_discovery(
+        behaviour: Behaviour,
+        discovery: impl Into<Arc<str>>,
+    ) -> HostileHost {
+        let discovery: Arc<str> = discovery.into();
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
         let stop = Arc::new(AtomicBool::new(false));
@@ -189,7 +267,7 @@ pub fn closed_port_url() -> String {
 fn accept_loop(
     listener: TcpListener,
     behaviour: Behaviour,
-    discovery: &'static str,
+    discovery: Arc<str>,
     stop: Arc<AtomicBool>,
     seen: Arc<Seen>,
 ) {
@@ -200,11 +278,11 @@ fn accept_loop(
         }
         let Ok(conn) = conn else { continue };
         seen.connections.fetch_add(1, Ordering::SeqCst);
-        let (stop, seen) = (stop.clone(), seen.clone());
+        let (stop, seen, discovery) = (stop.clone(), seen.clone(), discovery.clone());
         workers.retain(|w| !w.is_finished());
         if let Ok(w) = std::thread::Builder::new()
             .name("hostile-conn".into())
-            .spawn(move || serve(conn, behaviour, discovery, &stop, &seen))
+            .spawn(move || serve(conn, behaviour, &discovery, &stop, &seen))
         {
             workers.push(w);
         }
@@ -359,6 +437,142 @@ fn serve(
             &[("location", "http://example.com/")],
             b"",
         ),
+        Behaviour::Plain => respond(
+            &mut conn,
+            "200 OK",
+            "application/json",
+            &[],
+            br#"{"runId":"r1","status":"completed"}"#,
+        ),
+        Behaviour::BigBodies => {
+            // Half a long string, half many short ones: just under 4 MiB in all.
+            let item = format!("\"{}\"", "y".repeat(1022));
+            let items = vec![item; 2040].join(",");
+            let pad = "x".repeat(4 * 1024 * 1024 - items.len() - 200);
+            let body = format!(
+                r#"{{"runId":"r1","status":"running","pad":"{pad}","items":[{items}]}}"#
+            );
+            respond(&mut conn, "200 OK", "application/json", &[], body.as_bytes());
+        }
+        Behaviour::EchoPlaceholders => {
+            let all: String = STEP_NAMES
+                .iter()
+                .map(|n| format!("{{{{steps.{n}.body}}}}{{{{steps.{n}}}}}"))
+                .collect();
+            let echoed = serde_json::json!({
+                "runId": all, "status": all, "id": all, "callId": all,
+                "error": {"code": all, "message": all},
+                "toolReturned": {"status": all, "error": {"code": all}},
+                "events": [{"sequence": 1, "type": all, "payload": {"x": all}}],
+                "echo": String::from_utf8_lossy(&req.body),
+            });
+            respond(
+                &mut conn,
+                "200 OK",
+                "application/json",
+                &[],
+                echoed.to_string().as_bytes(),
+            );
+        }
+        Behaviour::NeverSettles => {
+            if req.path_only().ends_with("/events") {
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+                if conn.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                let first = "id: 1\ndata: {\"sequence\":1,\"runId\":\"r1\",\"type\":\"run.started\",\"payload\":{}}\n\n";
+                if conn.write_all(first.as_bytes()).is_err() {
+                    return;
+                }
+                while !stop.load(Ordering::SeqCst) {
+                    if conn.write_all(b": still running\n\n").is_err() {
+                        return;
+                    }
+                    if !sleep_unless_stopped(Duration::from_millis(200), stop) {
+                        return;
+                    }
+                }
+            } else {
+                let body = if req.path_only().ends_with("/poll") {
+                    r#"{"events":[],"status":"running","runStatus":"running"}"#
+                } else {
+                    r#"{"runId":"r1","status":"running"}"#
+                };
+                let status = if req.method == "POST" { "201 Created" } else { "200 OK" };
+                respond(&mut conn, status, "application/json", &[], body.as_bytes());
+            }
+        }
+        Behaviour::Nested { depth } => {
+            let deep = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+            let body = format!(
+                r#"{{"runId":"r1","status":"completed","deep":{deep},"toolReturned":{{"status":"ok","output":{deep}}},"events":[{{"sequence":1,"payload":{deep}}}]}}"#
+            );
+            respond(&mut conn, "200 OK", "application/json", &[], body.as_bytes());
+        }
+        Behaviour::Markup => {
+            let m = MARKUP;
+            let body = serde_json::json!({
+                "runId": m, "status": m, "id": m,
+                "error": {"code": m, "message": m, "details": {m: m}},
+                "toolReturned": {"status": m, "error": {"code": m, "message": m}},
+                "events": [{"sequence": 1, "type": m, "payload": {"m": m}}],
+                m: [m, m],
+            });
+            respond(
+                &mut conn,
+                if n.is_multiple_of(2) { "200 OK" } else { "403 Forbidden" },
+                "application/json",
+                &[("x-markup", "<b>bold</b> <script>x</script>")],
+                body.to_string().as_bytes(),
+            );
+        }
+        Behaviour::EncodedEcho => {
+            let auth = req.header("authorization").unwrap_or("");
+            let bare = auth.strip_prefix("Bearer ").unwrap_or(auth);
+            let forms = encoded_forms(bare);
+            let (head, tail) = bare.split_at(bare.len() / 2);
+            let pick = |i: usize| forms[(n + i) % forms.len()].clone();
+            let mut body = serde_json::json!({
+                "runId": pick(0),
+                "status": pick(1),
+                "tokenHead": head,
+                "tokenTail": tail,
+                "error": {"code": pick(2), "message": format!("{} {}", pick(3), pick(4))},
+                "toolReturned": {"status": pick(5), "error": {"code": pick(6), "message": pick(7)}},
+                "events": [{"sequence": 1, "type": pick(8), "payload": {"a": head, "b": tail}}],
+            });
+            for (i, f) in forms.iter().enumerate() {
+                body[format!("form{i}")] = serde_json::json!(f);
+            }
+            let b64 = {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD.encode(bare)
+            };
+            respond(
+                &mut conn,
+                if n.is_multiple_of(2) { "200 OK" } else { "403 Forbidden" },
+                "application/json",
+                &[("x-echo-b64", &b64), ("x-echo-rev", &bare.chars().rev().collect::<String>())],
+                body.to_string().as_bytes(),
+            );
+        }
+        Behaviour::NonAsciiEventIds => {
+            if req.path_only().ends_with("/events") {
+                let mut stream: Vec<u8> = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n".to_vec();
+                for seq in 1..=2 {
+                    stream.extend_from_slice("id: \u{e9}\u{2603}-".as_bytes());
+                    stream.extend_from_slice(&[0xff, 0xfe, b'0' + seq as u8]);
+                    stream.extend_from_slice(format!("\ndata: {{\"sequence\":{seq},\"runId\":\"r1\",\"type\":\"run.started\",\"payload\":{{}}}}\n\n").as_bytes());
+                }
+                let _ = conn.write_all(&stream);
+                let _ = conn.flush();
+                let _ = conn.shutdown(Shutdown::Both);
+            } else {
+                let status = if n.is_multiple_of(3) { "running" } else { "completed" };
+                let body = format!(r#"{{"runId":"r1","status":"{status}","events":[]}}"#);
+                respond(&mut conn, "200 OK", "application/json", &[], body.as_bytes());
+            }
+        }
         Behaviour::EndlessEvents { per_sec } => {
             if req.path_only().ends_with("/events") {
                 endless_events(&mut conn, per_sec.max(1), stop);
@@ -663,9 +877,17 @@ impl Artifacts {
     /// Every place a secret shows: `(artifact, what)` for each token, each `Bearer <token>`,
     /// each run of 8 random characters of a token (a secret cut in half by a truncation is still a
     /// leak) and each `tc-canary-` prefix.
+    ///
+    /// Every form the encoding host sends counts too, looked for in the text with every
+    /// invisible character (raw, or as a JSON `\u` escape) taken out and in any letter case:
+    /// the token reversed, 8-character runs of it, its hex, base64 and base64url encodings
+    /// (the part that depends only on the token, at each byte alignment, so `Basic
+    /// base64(role:token)` is found too).
     pub fn leaks(&self, secrets: &Secrets) -> Vec<String> {
         let mut found = Vec::new();
         for (name, text) in self.texts() {
+            let visible = visible_text(text);
+            let folded = visible.to_ascii_lowercase();
             for token in secrets.all() {
                 if text.contains(&format!("Bearer {token}")) {
                     found.push(format!("{name}: Bearer {token}"));
@@ -673,6 +895,20 @@ impl Artifacts {
                     found.push(format!("{name}: token {token}"));
                 } else if let Some(part) = fragments(token, 8).find(|p| text.contains(p)) {
                     found.push(format!("{name}: a fragment {part:?} of token {token}"));
+                } else if let Some(part) =
+                    fragments(token, 8).find(|p| folded.contains(&p.to_ascii_lowercase()))
+                {
+                    found.push(format!(
+                        "{name}: a fragment {part:?} of token {token}, split or re-cased"
+                    ));
+                } else if let Some(form) = encoded(token).into_iter().find(|f| {
+                    if f.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        folded.contains(&f.to_ascii_lowercase())
+                    } else {
+                        visible.contains(f.as_str())
+                    }
+                }) {
+                    found.push(format!("{name}: the form {form:?} of token {token}"));
                 }
             }
             let canaries = text.matches("tc-canary-").count();
@@ -684,6 +920,54 @@ impl Artifacts {
         }
         found
     }
+}
+
+/// `text` without invisible characters, raw or written as JSON `\uXXXX` escapes.
+fn visible_text(text: &str) -> String {
+    let invisible = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("\\u") {
+        out.extend(rest[..at].chars().filter(|c| !invisible(*c)));
+        let code = rest
+            .get(at + 2..at + 6)
+            .and_then(|h| u32::from_str_radix(h, 16).ok());
+        match code.and_then(char::from_u32) {
+            Some(c) if invisible(c) => rest = &rest[at + 6..],
+            _ => {
+                out.push_str("\\u");
+                rest = &rest[at + 2..];
+            }
+        }
+    }
+    out.extend(rest.chars().filter(|c| !invisible(*c)));
+    out
+}
+
+/// The reversed token's random part, and the hex, base64 and base64url forms of a token (the
+/// characters of base64 that depend only on the token, at each of the three alignments).
+fn encoded(token: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let random = &token[TOKEN_PREFIX.min(token.len())..];
+    let mut forms = vec![
+        random.chars().rev().collect::<String>(),
+        hex::encode(random),
+    ];
+    for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+        for align in 0..3usize {
+            let mut input = vec![0u8; align];
+            input.extend_from_slice(token.as_bytes());
+            let text = engine.encode(&input);
+            let first = (8 * align).div_ceil(6);
+            let end = (8 * (align + token.len())) / 6;
+            forms.push(text[first..end].to_string());
+        }
+    }
+    forms
 }
 
 /// Every window of `n` characters of a token's random part (its 9-character prefix is the
@@ -704,6 +988,18 @@ pub fn run_toolcert(
     dir: &Path,
     kill_after: Duration,
 ) -> Artifacts {
+    run_toolcert_on(exe, &["--host", url], extra, secrets, dir, kill_after)
+}
+
+/// [`run_toolcert`] against the host `target` names: `["--host", URL]` or `["--spawn", CMD]`.
+pub fn run_toolcert_on(
+    exe: &Path,
+    target: &[&str],
+    extra: &[&str],
+    secrets: &Secrets,
+    dir: &Path,
+    kill_after: Duration,
+) -> Artifacts {
     std::fs::create_dir_all(dir).expect("scratch dir");
     let (json, xml, md, html) = (
         dir.join("r.json"),
@@ -716,7 +1012,8 @@ pub fn run_toolcert(
     }
     let profile = dir.join("profile.json");
     std::fs::write(&profile, secrets.profile_json().to_string()).expect("profile written");
-    let mut args: Vec<String> = vec!["run".into(), "--host".into(), url.into()];
+    let mut args: Vec<String> = vec!["run".into()];
+    args.extend(target.iter().map(|s| s.to_string()));
     args.push("--profile".into());
     args.push(profile.display().to_string());
     args.extend(secrets.flags());
@@ -739,15 +1036,7 @@ pub fn run_toolcert(
         .spawn()
         .expect("toolcert starts");
     let pid = child.id();
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            String::from_utf8_lossy(&v).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let (out, err) = read_output(&mut child);
     let mut peak = 0u64;
     let status = loop {
         peak = peak.max(vm_hwm_kib(pid).unwrap_or(0));
@@ -780,6 +1069,41 @@ pub fn run_toolcert(
         html: read(&html),
         dir: dir.to_path_buf(),
     }
+}
+
+/// Read a child's stdout and stderr to their ends on threads of their own (so neither pipe
+/// fills while the other is read); join the handles for the text.
+pub fn read_output(child: &mut std::process::Child) -> (JoinHandle<String>, JoinHandle<String>) {
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            String::from_utf8_lossy(&v).into_owned()
+        })
+    };
+    (
+        drain(Box::new(child.stdout.take().expect("stdout piped"))),
+        drain(Box::new(child.stderr.take().expect("stderr piped"))),
+    )
+}
+
+/// Processes alive (not zombies) whose command line holds `marker`.
+pub fn alive_with(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (cmd.contains(marker) && !zombie).then_some(cmd)
+        })
+        .collect()
 }
 
 /// `VmHWM` (peak resident set) of a live process, in KiB.
