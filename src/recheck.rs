@@ -473,13 +473,18 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
             .iter()
             .map(|s| s.scenario_id.as_str())
             .collect();
-        out.certification = Some(Certification::compute(
+        let mut c = Certification::compute(
             suite,
             &rows,
             &ran,
             certify_options_of(report),
             selection_of(report),
-        ));
+        );
+        // An interrupted run stays what it was: partial, whatever its rows say.
+        if let Some(signal) = report["certification"]["interrupted"].as_str() {
+            c = c.interrupted(signal);
+        }
+        out.certification = Some(c);
     }
     Ok(out)
 }

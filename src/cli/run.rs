@@ -472,6 +472,9 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(j) = &judgement {
         run.certification = run.certification.clone().with_gate(j.gate_passed);
     }
+    if let Some(signal) = crate::runner::interrupt::raised() {
+        run.certification = run.certification.clone().interrupted(signal);
+    }
     super::console::print_conclusion(&suite, &run, judgement.as_ref(), false);
     let mut report = crate::report::build(&suite, &run);
     report.expectations = judgement.clone();

@@ -208,7 +208,7 @@ pub struct Certification {
     /// The verdict in one line, as every output prints it.
     pub headline: String,
     /// The exit status of the run: 0 certified, or partial with no denying row, or the
-    /// baseline gate passed; 1 otherwise.
+    /// baseline gate passed; 1 otherwise; 130 or 143 when a signal interrupted it.
     pub exit_code: u8,
     /// What was asked.
     pub options: CertifyOptions,
@@ -224,6 +224,9 @@ pub struct Certification {
     /// Why the run could not judge the host at all (discovery failed), when so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// The signal that interrupted the run, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl Certification {
@@ -363,6 +366,7 @@ impl Certification {
             rows: standings,
             gate: None,
             stopped: None,
+            interrupted: None,
         }
     }
 
@@ -381,10 +385,26 @@ impl Certification {
         c
     }
 
+    /// A run a signal interrupted: what it measured is reported, it certifies nothing, and it
+    /// exits 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), whatever a baseline
+    /// says of the rows it reached.
+    pub fn interrupted(mut self, signal: &str) -> Certification {
+        self.verdict = Verdict::Partial;
+        self.headline = format!(
+            "partial: interrupted by {signal} after {} of {} rows were judged; an interrupted run certifies nothing",
+            self.selection.rows_judged, self.selection.rows_total
+        );
+        self.exit_code = if signal == "SIGTERM" { 143 } else { 130 };
+        self.interrupted = Some(signal.to_string());
+        self
+    }
+
     /// Record the baseline gate's verdict: with `--expect` it is the exit status.
     pub fn with_gate(mut self, gate_passed: bool) -> Certification {
         self.gate = Some(gate_passed);
-        self.exit_code = u8::from(!gate_passed);
+        if self.interrupted.is_none() {
+            self.exit_code = u8::from(!gate_passed);
+        }
         self
     }
 
@@ -409,8 +429,11 @@ impl Certification {
     }
 
     /// The last line every output ends with: the gate's verdict when there is a baseline,
-    /// the certification's otherwise.
+    /// the certification's otherwise (an interrupted run says so first).
     pub fn final_line(&self) -> String {
+        if self.interrupted.is_some() {
+            return self.headline.clone();
+        }
         match self.gate {
             Some(true) => format!(
                 "gate passed (the baseline accepts this run; {})",
