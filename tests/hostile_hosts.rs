@@ -453,7 +453,7 @@ fn a_host_advertising_nothing_is_not_certified_on_zero_observations() {
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         use std::io::{Read, Write};
-        for mut s in listener.incoming().flatten().take(32) {
+        for mut s in listener.incoming().flatten().take(1024) {
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
             let body = br#"{"protocolVersions":["2.0"],"preferredVersion":"2.0"}"#;
