@@ -89,7 +89,7 @@ async fn serves_after_one_startup_line_and_stops_on_sigterm() {
 
     let doc = discovery(&client(WAIT), url).await;
     assert_eq!(
-        doc["metadata"]["conformance.seamsProfile"],
+        doc["conformance"]["seamsProfile"],
         "openwop-conformance-seams-v2"
     );
 
@@ -138,7 +138,7 @@ async fn upstream_only_flag_serves_the_v1_host() {
     let doc = discovery(&client, &url).await;
     assert_eq!(doc["protocolVersion"], "1.0", "{doc}");
     assert_eq!(doc["implementation"]["mode"], "upstream-only", "{doc}");
-    assert!(doc.get("metadata").is_none(), "{doc}");
+    assert!(doc.get("conformance").is_none(), "{doc}");
     let seam = client
         .post(format!("{url}/v1/host/sample/toolhooks/invoke"))
         .bearer_auth(common::OPERATOR)

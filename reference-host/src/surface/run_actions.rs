@@ -38,10 +38,10 @@ use crate::domain::effects::ledger;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::json_body::{Fields, body_rejection, parse_object};
 use crate::domain::runs::{authorize_reader, find_visible_run};
-use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunRecord, RunStatus};
 use crate::surface::seams::effect_fire::{self, BranchEffect, BranchSource, FireRequest, FireSeam};
 use crate::surface::seams::packs::{self, PackRunRequest};
+use crate::surface::workflow_fork;
 use crate::turn::control::cancelled_by;
 use crate::turn::driver;
 use crate::turn::ownership::cancel_run;
@@ -135,11 +135,41 @@ fn fork(
         .events_after(&source.run_id, -1)?
         .last()
         .map_or(-1, |event| event.sequence);
-    let from_seq = request.from_seq.unwrap_or(last_seq);
+    let stored = records::plan(state.storage(), &source.run_id)?;
+    let fixture = workflow_fork::fixture_of(
+        state,
+        &source.run_id,
+        stored.as_ref().map(|plan| plan.request.as_str()),
+    )?;
+    // runs.md §Fork: `fromSeq` defaults to 0 for a replay. The turn, fire
+    // and pack forks of this host re-state their source's whole log, so
+    // theirs defaults to its last sequence.
+    let from_seq = request
+        .from_seq
+        .unwrap_or(if fixture.is_some() { 0 } else { last_seq });
     if from_seq > last_seq {
-        return Err(ApiError::validation(format!(
-            "field `fromSeq` is {from_seq}, beyond the source run's last sequence {last_seq}; send a sequence the run has"
-        )));
+        // runs.md §Fork: a `fromSeq` not in the source log is 422
+        // `fork_point_invalid`.
+        return Err(ApiError::new(
+            ErrorCode::ForkPointInvalid,
+            format!(
+                "field `fromSeq` is {from_seq}, beyond the source run's last sequence {last_seq}; send a sequence the run has"
+            ),
+        )
+        .with_details(serde_json::Map::from_iter([(
+            "lastSequence".to_owned(),
+            json!(last_seq),
+        )])));
+    }
+    if let Some(workflow) = fixture {
+        if branch {
+            return Err(ApiError::new(
+                ErrorCode::CapabilityNotProvided,
+                effect_fire::BRANCH_SOURCE_UNSUPPORTED,
+            ));
+        }
+        let run_id = state.new_run_id(&source.tenant);
+        return workflow_fork::fork_fixture_run(state, &source, workflow, &run_id, from_seq);
     }
     let branch_unsupported = || {
         ApiError::new(
@@ -147,7 +177,7 @@ fn fork(
             effect_fire::BRANCH_SOURCE_UNSUPPORTED,
         )
     };
-    let Some(source_plan) = records::plan(state.storage(), &source.run_id)? else {
+    let Some(source_plan) = stored else {
         if branch {
             return Err(branch_unsupported());
         }
@@ -224,7 +254,7 @@ fn fork(
             "fromSeq": from_seq,
             "mode": "replay",
             "status": "running",
-            "eventsUrl": format!("/runs/{run_id}/events"),
+            "eventsUrl": format!("/runs/{}/events", crate::base::ids::project(&run_id)),
         }),
     ))
 }
@@ -239,7 +269,7 @@ fn create_fork_run(
     mode: RunMode,
     from_seq: i64,
 ) -> Result<String, ApiError> {
-    let run_id = new_run_id();
+    let run_id = state.new_run_id(&source.tenant);
     state
         .storage()
         .create_run_in(&run_id, &source.principal, &source.tenant)?;
@@ -295,7 +325,7 @@ fn fork_branch(
             "fromSeq": from_seq,
             "mode": "branch",
             "status": status.as_str(),
-            "eventsUrl": format!("/runs/{run_id}/events"),
+            "eventsUrl": format!("/runs/{}/events", crate::base::ids::project(&run_id)),
         }),
     ))
 }
