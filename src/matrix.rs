@@ -736,9 +736,23 @@ impl Matrix {
             .collect()
     }
 
-    /// Scenarios with a check that failed or warned against this mutant.
+    /// Scenarios with a check that failed or warned against this mutant; a v1 scenario, which
+    /// the default (v2) host never runs, counts where it killed the mutant on the upstream-only
+    /// v1 host, marked `(v1)`.
     pub fn killed_by(&self, column: &Column) -> Vec<String> {
-        column.killing.iter().cloned().collect()
+        let mut out: Vec<String> = column.killing.iter().cloned().collect();
+        if let Some(v1) = self
+            .upstream_mode(UpstreamMajor::V1)
+            .and_then(|mode| mode.mutants.iter().find(|c| c.name == column.name))
+        {
+            out.extend(
+                v1.killing
+                    .iter()
+                    .filter(|s| self.clean.scenarios.get(*s) == Some(&Disposition::Inapplicable))
+                    .map(|s| format!("{s} (v1)")),
+            );
+        }
+        out
     }
 
     /// Mutants that made this check fail or warn.
@@ -769,6 +783,17 @@ impl Matrix {
             .filter(|(s, c)| !self.killers_of_check(s, c).is_empty())
             .count();
         (killed, all.len())
+    }
+
+    /// Whether `scenario`, which the default (v2) host never runs (a v1 scenario), kills
+    /// `mutant` on the upstream-only v1 host, which speaks v1.
+    fn killed_as_v1(&self, mutant: &str, scenario: &str) -> bool {
+        self.clean.scenarios.get(scenario) == Some(&Disposition::Inapplicable)
+            && self.upstream_mode(UpstreamMajor::V1).is_some_and(|mode| {
+                mode.mutants
+                    .iter()
+                    .any(|c| c.name == mutant && c.killing.contains(scenario))
+            })
     }
 
     /// The columns of upstream-only mode `major`.
@@ -825,7 +850,7 @@ impl Matrix {
                     ));
                     continue;
                 };
-                if !col.killing.contains(&s.id) {
+                if !col.killing.contains(&s.id) && !self.killed_as_v1(m, &s.id) {
                     let seen = col.scenarios.get(&s.id).copied();
                     let how = match seen {
                         Some(d) if only_disturbs(d) => {
@@ -843,7 +868,16 @@ impl Matrix {
         }
         for row in &suite.registry.rows {
             let covered = suite.scenarios.iter().any(|s| s.rows.contains(&row.id));
-            if covered && row.unwitnessable.is_none() && self.killers_of_row(&row.id).is_empty() {
+            let killed_upstream = self.upstream.iter().any(|mode| {
+                mode.mutants
+                    .iter()
+                    .any(|c| c.rows.get(&row.id).is_some_and(|d| kills(*d)))
+            });
+            if covered
+                && row.unwitnessable.is_none()
+                && self.killers_of_row(&row.id).is_empty()
+                && !killed_upstream
+            {
                 out.push(format!(
                     "row {} has a scenario but no mutant turns it to fail or warn",
                     row.id
@@ -870,7 +904,12 @@ impl Matrix {
                     col.name
                 ));
             }
-            if col.killing.is_empty() {
+            let killed_upstream = self.upstream.iter().any(|mode| {
+                mode.mutants
+                    .iter()
+                    .any(|c| c.name == col.name && !c.killing.is_empty())
+            });
+            if col.killing.is_empty() && !killed_upstream {
                 out.push(format!(
                     "mutant {} is killed by no scenario (no check fails or warns)",
                     col.name

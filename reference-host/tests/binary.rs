@@ -158,3 +158,59 @@ async fn upstream_only_flag_serves_the_v1_host() {
     child.start_kill().expect("kill");
     let _ = tokio::time::timeout(WAIT, child.wait()).await;
 }
+
+#[tokio::test]
+async fn upstream_only_v2_flag_serves_the_v2_host_and_a_bad_major_is_a_usage_error() {
+    let mut child = Command::new(BIN)
+        .args(["--port", "0", "--enable-seams", "--upstream-only=v2"])
+        .env_remove("OPENWOP_TEST_SEAM_ENABLED")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawns");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("line in time")
+        .expect("readable")
+        .expect("a line");
+    let url = line
+        .strip_prefix("reference-host listening on ")
+        .expect("startup line format")
+        .to_owned();
+    let client = client(WAIT);
+    let doc = discovery(&client, &url).await;
+    assert_eq!(doc["protocolVersions"], serde_json::json!(["2.0"]), "{doc}");
+    assert_eq!(
+        doc["conformance"]["seamsProfile"],
+        "openwop-conformance-seams-v2"
+    );
+    let turn = client
+        .post(format!("{url}/conformance/seams/sample/turn/run"))
+        .bearer_auth(common::OPERATOR)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(
+        turn.status(),
+        404,
+        "toolcert's turn seam is no upstream seam"
+    );
+    child.start_kill().expect("kill");
+    let _ = tokio::time::timeout(WAIT, child.wait()).await;
+
+    let refused = Command::new(BIN)
+        .args(["--port", "0", "--upstream-only=v3"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("use v1 or v2"));
+}

@@ -356,7 +356,8 @@ async fn unresolved_allowlist_refs_are_refused_at_load_without_a_call_event() {
 
         // GET /tools lists only the offered tool of the run.
         let (_, tools) = get_json(&client, &format!("{}/tools", host.base_url), ALICE).await;
-        let listed: Vec<&str> = tools["tools"]
+        // The v2 list is a bare ToolDescriptor[].
+        let listed: Vec<&str> = tools
             .as_array()
             .into_iter()
             .flatten()

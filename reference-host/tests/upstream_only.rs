@@ -226,20 +226,17 @@ async fn discovery_is_the_v1_document_whatever_version_is_asked_for() {
             doc["authorization"],
             json!({"supported": true, "failClosed": true})
         );
+        assert_eq!(
+            doc["toolCatalog"],
+            json!({"supported": true, "sources": ["host-extension"], "compactView": true})
+        );
         // The deprecated wrapper mirrors the root families.
-        for family in ["toolHooks", "idempotency", "authorization"] {
+        for family in ["toolHooks", "idempotency", "authorization", "toolCatalog"] {
             assert_eq!(doc["capabilities"][family], doc[family], "{family}");
         }
         assert_eq!(
             doc["refusedCapabilities"],
-            json!([
-                "replay",
-                "mcp",
-                "a2a",
-                "toolCatalog",
-                "httpClient",
-                "aiProviders"
-            ])
+            json!(["replay", "mcp", "a2a", "httpClient", "aiProviders"])
         );
         assert_eq!(
             doc["fixtures"],
@@ -253,7 +250,7 @@ async fn discovery_is_the_v1_document_whatever_version_is_asked_for() {
         assert_eq!(doc["implementation"]["mode"], "upstream-only");
         assert!(doc["implementation"]["version"].is_string());
         // No v2 family at the root.
-        for v2 in ["replay", "mcp", "toolCatalog", "httpClient", "memory"] {
+        for v2 in ["replay", "mcp", "httpClient", "memory"] {
             assert!(doc.get(v2).is_none(), "{v2} in {doc}");
         }
 
@@ -293,7 +290,6 @@ async fn v2_paths_are_unknown_and_unknown_routes_are_flat_404s() {
             format!("/runs/{run_id}/events/poll"),
             "/tools".to_owned(),
             "/host/effect-seams".to_owned(),
-            "/v1/tools".to_owned(),
             "/v1/nope".to_owned(),
         ] {
             get(&client, &host, &path, ALICE)

@@ -251,9 +251,10 @@ fn shape_mutants(root: &mut Value, mutant: Option<Mutant>) {
 /// The `idempotency` capability record.
 ///
 /// The closed v2 record's facets are `multiRegion` and `crossRegion`
-/// (spec/v2/declaration.json), so effect-record retention (≥ 14 days) is not
-/// advertised here; `layer1RetentionSeconds` stays until IDEM-L1-9 stops
-/// reading it on v2 (a v1 key the closed record cannot carry). `crossRegion:
+/// (spec/v2/declaration.json), so neither retention (Layer-1 ≥ 24 h, effect
+/// records ≥ 14 days) is advertised here: those are v1 keys
+/// (`layer1RetentionSeconds`, `layer2RetentionSeconds`, the upstream-only v1
+/// document's). `crossRegion:
 /// "single-region"` is the honest answer for one in-memory store; the claim's
 /// atomicity holds within it and nowhere else.
 fn idempotency_record(mutant: Option<Mutant>) -> Value {
@@ -262,7 +263,6 @@ fn idempotency_record(mutant: Option<Mutant>) -> Value {
         "since": "2.0",
         "witness": "witnessable-gated",
         "crossRegion": cross_region_facet(mutant),
-        "layer1RetentionSeconds": layer1_retention_facet(mutant),
     })
 }
 
@@ -286,7 +286,8 @@ pub fn fail_closed_facet(mutant: Option<Mutant>) -> bool {
     mutant != Some(Mutant::AuthorizationFailclosedFalse)
 }
 
-/// `idempotency.layer1RetentionSeconds`: 24 h.
+/// `idempotency.layer1RetentionSeconds`: 24 h (a v1 key: only the
+/// upstream-only v1 document carries it).
 pub fn layer1_retention_facet(mutant: Option<Mutant>) -> u64 {
     if mutant == Some(Mutant::L1RetentionShort) {
         // Bug: advertises a retention below the 24 h Layer-1 floor.
@@ -443,7 +444,7 @@ pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::L1RetentionShort,
         name: "l1-retention-short",
-        breaks: "discovery advertises idempotency.layer1RetentionSeconds 3600 (below 24 h)",
+        breaks: "the v1 discovery advertises idempotency.layer1RetentionSeconds 3600 (below 24 h)",
     },
     MutantInfo {
         mutant: Mutant::CrossRegionUnknown,
@@ -483,7 +484,7 @@ mod tests {
         assert_eq!(
             value["idempotency"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                   "crossRegion": "single-region", "layer1RetentionSeconds": 86400})
+                   "crossRegion": "single-region"})
         );
         assert_eq!(
             value["httpClient"],
@@ -560,14 +561,15 @@ mod tests {
             Some(Mutant::AuthorizationFailclosedFalse),
         ));
         assert_eq!(value["authorization"]["failClosed"], false);
+        // The v2 record carries no retention: that mutant acts on the v1
+        // document only (crate::surface::upstream::discovery).
         let value = parsed(&DiscoveryDoc::render(false, Some(Mutant::L1RetentionShort)));
-        assert_eq!(value["idempotency"]["layer1RetentionSeconds"], 3600);
+        assert!(value["idempotency"].get("layer1RetentionSeconds").is_none());
         assert_eq!(value["idempotency"]["crossRegion"], "single-region");
         let value = parsed(&DiscoveryDoc::render(
             false,
             Some(Mutant::CrossRegionUnknown),
         ));
         assert_eq!(value["idempotency"]["crossRegion"], "multi-master");
-        assert_eq!(value["idempotency"]["layer1RetentionSeconds"], 86400);
     }
 }

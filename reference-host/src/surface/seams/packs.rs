@@ -1033,6 +1033,7 @@ mod tests {
         assert!(crate::base::event_codes::is_conformant(PACK_NODE_FAILED));
         assert!(is_pack_id(FIRE_PACK_ID));
         assert!(is_node_type(FIRE_NODE_TYPE));
-        assert_eq!(manifest_row()["kind"], "pack");
+        assert_eq!(manifest_row()["kind"], "http");
+        assert_eq!(manifest_row()["seam"], PACK_NODE_SEAM);
     }
 }

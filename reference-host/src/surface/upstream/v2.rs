@@ -7,8 +7,7 @@
 //! - discovery is the closed v2 root ([`document`]): the default document
 //!   without the records this mode has no upstream surface for (`mcp`,
 //!   `a2a`, `agents`, `memory`, `httpClient`), without the facets and keys
-//!   the closed records do not define (`toolHooks.turnReplay`, the v1 key
-//!   `idempotency.layer1RetentionSeconds`) and without
+//!   the closed records do not define (`toolHooks.turnReplay`) and without
 //!   `toolCatalog.sessionLifecycle` (its seam is no part of the seams
 //!   profile); `conformance.seamsProfile` when the seams are on, and
 //!   `fixtures`;
@@ -81,9 +80,6 @@ pub fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
     }
     if let Some(hooks) = doc["toolHooks"].as_object_mut() {
         hooks.remove("turnReplay");
-    }
-    if let Some(idempotency) = doc["idempotency"].as_object_mut() {
-        idempotency.remove("layer1RetentionSeconds");
     }
     if let Some(catalog) = doc["toolCatalog"].as_object_mut() {
         if catalog.get("sessionLifecycle") == Some(&json!(true)) {
@@ -340,7 +336,6 @@ mod tests {
             assert!(doc.get(*gone).is_none(), "{gone}");
         }
         assert!(doc["toolHooks"].get("turnReplay").is_none());
-        assert!(doc["idempotency"].get("layer1RetentionSeconds").is_none());
         assert!(doc["toolCatalog"].get("sessionLifecycle").is_none());
         assert_eq!(doc["toolCatalog"]["sources"], json!(["host-extension"]));
         assert_eq!(doc["conformance"]["seamsProfile"], seams::SEAMS_PROFILE);
