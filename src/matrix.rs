@@ -937,7 +937,7 @@ impl Matrix {
         let _ = writeln!(out, "\n## {title}\n");
         let _ = writeln!(
             out,
-            "The same mutants with the reference host in upstream-only mode `{}` (`--reference-upstream-only {}`): {what}. A mutant is caught when some row fails or warns. The clean upstream-only {} host: {} rows pass, {} blocked, {} inapplicable, {} fail.\n",
+            "The same mutants with the reference host in upstream-only mode `{}` (`--reference-upstream-only={}`): {what}. A mutant is caught when some row fails or warns. The clean upstream-only {} host: {} rows pass, {} blocked, {} inapplicable, {} fail.\n",
             mode.major,
             mode.major,
             mode.major,

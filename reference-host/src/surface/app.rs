@@ -185,18 +185,8 @@ pub fn router(state: AppState) -> Router {
         Some(UpstreamMajor::V2) => return upstream::v2::router(state),
         None => {}
     }
-    let mut router = Router::new()
-        .route("/.well-known/openwop", get(discovery::get_discovery))
+    let mut router = v2_routes()
         .route("/runs", post(workflows::post_runs))
-        // `POST /runs/{runId}:fork` and `:cancel` share the segment (axum
-        // cannot match `{runId}:fork` in one segment).
-        .route(
-            "/runs/{runId}",
-            get(runs::get_run).post(run_actions::post_run_action),
-        )
-        .route("/runs/{runId}/effects", get(effects::list_run_effects))
-        .route("/runs/{runId}/events", get(sse::stream_events))
-        .route("/runs/{runId}/events/poll", get(runs::poll_events))
         .route(
             "/runs/{runId}/interrupts/{nodeId}",
             post(interrupt_routes::resolve_at_node),
@@ -205,12 +195,8 @@ pub fn router(state: AppState) -> Router {
             "/interrupts/{token}",
             post(interrupt_routes::resolve_by_link),
         )
-        .route("/host/effect-seams", get(effect_seams::get_effect_seams))
-        .route("/tools", get(catalog_routes::list_tools))
-        .route(
-            "/tools/{toolId}",
-            get(catalog_routes::get_tool).delete(catalog_routes::delete_tool),
-        )
+        // CAT-4: the refused DELETE (the reads are in `v2_routes`).
+        .route("/tools/{toolId}", delete(catalog_routes::delete_tool))
         .route("/webhooks", post(webhook_routes::post_webhook))
         // The manifest-agent inventory (RFC 0072 §A), per tenant (RFC 0074),
         // each entry with its A2A routing value (A2A-8, RFC 0202).
@@ -247,6 +233,27 @@ pub fn router(state: AppState) -> Router {
             error_shape::shape_errors,
         ))
         .with_state(state)
+}
+
+/// The v2 routes both the default mode and the v2 upstream-only mode serve
+/// ([`upstream::v2`]): discovery, run reads, `:cancel` and `:fork`, the
+/// event stream and poll, the effect ledger, the catalog's reads and the
+/// effect-seam manifest.
+pub(crate) fn v2_routes() -> Router<AppState> {
+    Router::new()
+        .route("/.well-known/openwop", get(discovery::get_discovery))
+        // `POST /runs/{runId}:fork` and `:cancel` share the segment (axum
+        // cannot match `{runId}:fork` in one segment).
+        .route(
+            "/runs/{runId}",
+            get(runs::get_run).post(run_actions::post_run_action),
+        )
+        .route("/runs/{runId}/effects", get(effects::list_run_effects))
+        .route("/runs/{runId}/events", get(sse::stream_events))
+        .route("/runs/{runId}/events/poll", get(runs::poll_events))
+        .route("/host/effect-seams", get(effect_seams::get_effect_seams))
+        .route("/tools", get(catalog_routes::list_tools))
+        .route("/tools/{toolId}", get(catalog_routes::get_tool))
 }
 
 /// The 404 of a route this host does not serve (also upstream-only mode's).

@@ -246,17 +246,36 @@ fn fork(
             driver::start(state.clone(), plan)?;
         }
     }
-    Ok(json_response(
+    Ok(fork_created(
+        &run_id,
+        &source.run_id,
+        from_seq,
+        RunMode::Replay,
+        RunStatus::Running,
+    ))
+}
+
+/// The `201` of a fork (runs.md §Fork): `{runId, sourceRunId, fromSeq, mode,
+/// status, eventsUrl}`, the link carrying the run id projected into one
+/// segment (identity.md §5).
+pub(crate) fn fork_created(
+    run_id: &str,
+    source_run_id: &str,
+    from_seq: i64,
+    mode: RunMode,
+    status: RunStatus,
+) -> Response {
+    json_response(
         StatusCode::CREATED,
         &json!({
             "runId": run_id,
-            "sourceRunId": source.run_id,
+            "sourceRunId": source_run_id,
             "fromSeq": from_seq,
-            "mode": "replay",
-            "status": "running",
-            "eventsUrl": format!("/runs/{}/events", crate::base::ids::project(&run_id)),
+            "mode": mode.as_str(),
+            "status": status.as_str(),
+            "eventsUrl": format!("/runs/{}/events", crate::base::ids::project(run_id)),
         }),
-    ))
+    )
 }
 
 /// Create a fork's run, owned by the source's principal and tenant, and store its plan with
@@ -317,16 +336,12 @@ fn fork_branch(
         branch,
         point,
     )?;
-    Ok(json_response(
-        StatusCode::CREATED,
-        &json!({
-            "runId": run_id,
-            "sourceRunId": source.run_id,
-            "fromSeq": from_seq,
-            "mode": "branch",
-            "status": status.as_str(),
-            "eventsUrl": format!("/runs/{}/events", crate::base::ids::project(&run_id)),
-        }),
+    Ok(fork_created(
+        &run_id,
+        &source.run_id,
+        from_seq,
+        RunMode::Branch,
+        status,
     ))
 }
 

@@ -14,14 +14,13 @@
 //! fork is one too and the webhook fan-out never re-delivers the prefix
 //! (RPL-8).
 
-use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::base::events::{NewEvent, RUN_COMPLETED, RUN_STARTED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
-use crate::domain::error::{ApiError, json_response};
+use crate::domain::error::ApiError;
 use crate::domain::workflows::{IDEMPOTENT_WORKFLOW, NOOP_WORKFLOW};
 use crate::store::storage::{RunRecord, RunStatus};
 use crate::turn::records::{self, RunMode};
@@ -100,16 +99,12 @@ pub fn fork_fixture_run(
         None,
         NewEvent::new(RUN_COMPLETED, json!({ "result": Value::Null })),
     )?;
-    Ok(json_response(
-        StatusCode::CREATED,
-        &json!({
-            "runId": run_id,
-            "sourceRunId": source.run_id,
-            "fromSeq": from_seq,
-            "mode": "replay",
-            "status": RunStatus::Completed.as_str(),
-            "eventsUrl": format!("/runs/{}/events", crate::base::ids::project(run_id)),
-        }),
+    Ok(crate::surface::run_actions::fork_created(
+        run_id,
+        &source.run_id,
+        from_seq,
+        RunMode::Replay,
+        RunStatus::Completed,
     ))
 }
 

@@ -35,7 +35,7 @@ use axum::extract::{Request, State};
 use axum::http::Uri;
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use serde_json::{Value, json};
 
 use crate::base::ids;
@@ -43,18 +43,12 @@ use crate::base::mutant::Mutant;
 use crate::domain::Domain;
 use crate::domain::auth::authenticate;
 use crate::domain::catalog::{SOURCE_HOST_EXTENSION, SOURCE_MCP};
-use crate::domain::effects;
 use crate::domain::error::{ApiError, ErrorCode};
 use crate::domain::json_body::parse_object;
-use crate::domain::runs;
-use crate::surface::app::{AppState, unknown_route};
-use crate::surface::catalog_routes;
+use crate::surface::app::{AppState, unknown_route, v2_routes};
 use crate::surface::discovery::{self, DiscoveryDoc};
-use crate::surface::effect_seams;
 use crate::surface::error_shape;
-use crate::surface::run_actions;
 use crate::surface::seams::{self, SeamRequest};
-use crate::surface::sse;
 use crate::surface::upstream::{seams as upstream_seams, toolhooks, workflows};
 
 /// The families of the default document this mode has no upstream
@@ -111,22 +105,7 @@ fn seam_routes() -> Router<AppState> {
 /// `state.seams_enabled()`, behind the tenant-bound id projection
 /// ([`tenant_bound_paths`]). Anything else is 404 `not_found`.
 pub fn router(state: AppState) -> Router {
-    let mut routes = Router::new()
-        .route(
-            "/.well-known/openwop",
-            get(crate::surface::discovery::get_discovery),
-        )
-        .route("/runs", post(workflows::post_runs_v2))
-        .route(
-            "/runs/{runId}",
-            get(runs::get_run).post(run_actions::post_run_action),
-        )
-        .route("/runs/{runId}/effects", get(effects::list_run_effects))
-        .route("/runs/{runId}/events", get(sse::stream_events))
-        .route("/runs/{runId}/events/poll", get(runs::poll_events))
-        .route("/host/effect-seams", get(effect_seams::get_effect_seams))
-        .route("/tools", get(catalog_routes::list_tools))
-        .route("/tools/{toolId}", get(catalog_routes::get_tool));
+    let mut routes = v2_routes().route("/runs", post(workflows::post_runs_v2));
     if state.seams_enabled() {
         routes = routes.merge(seam_routes());
     }

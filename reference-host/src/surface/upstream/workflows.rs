@@ -121,11 +121,7 @@ pub async fn post_runs(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let shared = state.clone();
-    crate::domain::workflows::serve_post_runs(&state, &headers, body, |caller, body| async move {
-        start(&shared, &caller, &body)
-    })
-    .await
+    serve(state, headers, body, ErrorCode::WorkflowNotFound).await
 }
 
 /// Handler for `POST /runs` of the v2 upstream-only mode
@@ -136,11 +132,21 @@ pub async fn post_runs_v2(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    serve(state, headers, body, ErrorCode::NotFound).await
+}
+
+/// Both majors' `POST …/runs`, an unknown workflow answered with `unknown`.
+async fn serve(
+    state: LoopState,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    unknown: ErrorCode,
+) -> Response {
     let shared = state.clone();
     crate::domain::workflows::serve_post_runs(&state, &headers, body, |caller, body| async move {
         start(&shared, &caller, &body).map_err(|mut err| {
             if err.code == ErrorCode::WorkflowNotFound {
-                err.code = ErrorCode::NotFound;
+                err.code = unknown;
             }
             err
         })
