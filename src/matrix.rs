@@ -356,16 +356,15 @@ async fn probe_reach(
         .into_iter()
         .flat_map(|mode| suite.scenarios.iter().map(move |s| (mode, s)))
         .collect();
-    let ran: Vec<Result<(Option<UpstreamMajor>, String, Window), TargetError>> =
-        futures_util::stream::iter(windows)
-            .map(|(upstream_only, scenario)| async move {
-                let slot = ProbeSlot::take().await;
-                let window = probe_window(suite, opts, upstream_only, scenario, slot.0).await?;
-                Ok((upstream_only, scenario.id.clone(), window))
-            })
-            .buffer_unordered(windows_at_once(parallel))
-            .collect()
-            .await;
+    let ran: Vec<Result<ProbedWindow, TargetError>> = futures_util::stream::iter(windows)
+        .map(|(upstream_only, scenario)| async move {
+            let slot = ProbeSlot::take().await;
+            let window = probe_window(suite, opts, upstream_only, scenario, slot.0).await?;
+            Ok((upstream_only, scenario.id.clone(), window))
+        })
+        .buffer_unordered(windows_at_once(parallel))
+        .collect()
+        .await;
     let mut both: [Probed; 3] = Default::default();
     for window in ran {
         let (upstream_only, id, window) = window?;
@@ -390,6 +389,9 @@ async fn probe_reach(
 fn windows_at_once(columns: usize) -> usize {
     columns.clamp(1, reference_host::mutants::PROBE_SLOTS)
 }
+
+/// One probe window's mode, scenario id and what it saw.
+type ProbedWindow = (Option<UpstreamMajor>, String, Window);
 
 /// What one probe window saw.
 struct Window {

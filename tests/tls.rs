@@ -2,6 +2,9 @@
 //! loopback TLS listener whose certificate comes from a private CA (`--ca-cert`), and without
 //! that CA it fails with a certificate error, not a panic.
 
+#[path = "support/rows.rs"]
+mod rows;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -168,6 +171,9 @@ fn an_https_host_certifies_with_its_private_ca_and_fails_clearly_without_it() {
     let rows = report["rows"].as_array().unwrap();
     assert!(rows.len() >= 50, "{} rows judged", rows.len());
     for row in rows {
+        if rows::other_major(row) {
+            continue;
+        }
         assert_eq!(row["disposition"], "pass", "{row}");
         assert!(row["assertions"].as_u64().unwrap() >= 1, "{row}");
     }
