@@ -9,7 +9,12 @@
 //!   Measured on the stdio double and on mcp-server-time (strict policy), and on
 //!   server-everything, which needs the explicit `settle` policy (its start-up list_changed);
 //!   there `settle` costs one extra ping round trip (the causal start-up barrier), no window;
-//! - capture of server-everything.
+//! - capture of server-everything;
+//! - the guard (`toolcert mcp guard`, in process, in front of the stdio double with 2,000
+//!   tools on 40 pages): per call, the whole gate and the guard's overhead (everything but the
+//!   live listing the seed requires before each call), next to a bare listing of the same
+//!   server in the same run (toolcert's client, and a minimal serde_json line reader): goals
+//!   overhead < 5 ms and whole gate < 1.5x the bare listing.
 //!
 //! The machine these figures come from may be shared with other builds: the medians are
 //! wall time, not CPU time.
@@ -25,8 +30,9 @@ use toolcert::mcp::cases::acceptable_review;
 use toolcert::mcp::client::{Client, Timeouts};
 use toolcert::mcp::double::{InProcess, Script, generated_pages};
 use toolcert::mcp::gate::{GateOptions, ListChangedPolicy};
+use toolcert::mcp::guard::{self, Guard, GuardConfig, audit::Audit};
 use toolcert::mcp::snapshot::{self, CaptureOptions};
-use toolcert::mcp::transport::{Endpoint, Limits, StdioCommand};
+use toolcert::mcp::transport::{Endpoint, Limits, StdioCommand, Transport};
 use toolcert::mcp::{REVISION_2025_11_25, review};
 
 fn median(mut v: Vec<Duration>) -> f64 {
@@ -94,6 +100,7 @@ fn gate_cost(
     let copts = CallOptions {
         arguments: Some(args.clone()),
         expect_output: false,
+        ..Default::default()
     };
     let mut added = Vec::new();
     let (mut offline, mut listing, mut pre) = (Vec::new(), Vec::new(), Vec::new());
@@ -119,7 +126,159 @@ fn gate_cost(
     );
 }
 
+/// A bare listing of every page with the least a client can do: write `tools/list` lines to
+/// the server's stdin, read its answer lines, parse each with `serde_json` (no duplicate-key
+/// or I-JSON check), follow `nextCursor`.
+fn minimal_listing(rt: &tokio::runtime::Runtime, argv: &[String], iters: usize) -> f64 {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    rt.block_on(async {
+        let mut child = tokio::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        let mut id = 0;
+        let send = async |stdin: &mut tokio::process::ChildStdin, m: Value| {
+            let mut b = serde_json::to_vec(&m).unwrap();
+            b.push(b'\n');
+            stdin.write_all(&b).await.unwrap();
+        };
+        id += 1;
+        send(&mut stdin, json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bare", "version": "0"}}})).await;
+        out.read_line(&mut line).await.unwrap();
+        send(&mut stdin, json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        let mut runs = Vec::new();
+        for _ in 0..iters {
+            let t = Instant::now();
+            let mut cursor: Option<String> = None;
+            loop {
+                id += 1;
+                let params = match &cursor {
+                    Some(c) => json!({"cursor": c}),
+                    None => json!({}),
+                };
+                send(&mut stdin, json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})).await;
+                line.clear();
+                out.read_line(&mut line).await.unwrap();
+                let v: Value = serde_json::from_str(&line).unwrap();
+                match v["result"]["nextCursor"].as_str() {
+                    Some(c) => cursor = Some(c.to_string()),
+                    None => break,
+                }
+            }
+            runs.push(t.elapsed());
+        }
+        drop(stdin);
+        let _ = child.kill().await;
+        median(runs)
+    })
+}
+
+/// The guard, in process, in front of the stdio double: per-call timings from its audit log
+/// and the client's round trip, next to bare listings of the same server.
+fn guard_cost(ctx: &Ctx, argv: &[String], tool: &str) {
+    let (rt, iters, dir) = (ctx.rt, ctx.iters.max(10), ctx.dir);
+    let ep = Endpoint::Stdio(StdioCommand::argv(argv.to_vec()));
+    let (path, sha) = rt.block_on(pin(&ep, tool, dir));
+    // The bare listing: toolcert's own client, one connection, every page.
+    let bare = rt.block_on(async {
+        let mut c = Client::connect(&ep, Limits::default(), Timeouts::default())
+            .await
+            .unwrap();
+        c.initialize(REVISION_2025_11_25, &json!({})).await.unwrap();
+        let mut runs = Vec::new();
+        for _ in 0..iters {
+            let t = Instant::now();
+            let l = c.list_tools(1000, false).await.unwrap();
+            assert_eq!(l.pages.len(), 40);
+            runs.push(t.elapsed());
+        }
+        c.close().await;
+        median(runs)
+    });
+    let minimal = minimal_listing(rt, argv, iters);
+    let audit = dir.join("guard-audit.jsonl");
+    let _ = std::fs::remove_file(&audit);
+    let (guarded, direct) = rt.block_on(async {
+        let g = Guard::new(
+            GuardConfig {
+                manifest: path.clone(),
+                upstream: ep.clone(),
+                gate: GateOptions::new(&sha, "s", ""),
+                secrets: Vec::new(),
+            },
+            Audit::file(&audit).unwrap(),
+        )
+        .unwrap();
+        let (client, task) = guard::on_pipe(g);
+        let (cr, cw) = tokio::io::split(client);
+        let mut c = Client::over(
+            Transport::lines(cr, cw, Limits::default()),
+            Timeouts::default(),
+        );
+        c.initialize(REVISION_2025_11_25, &json!({})).await.unwrap();
+        let mut runs = Vec::new();
+        for _ in 0..iters {
+            let t = Instant::now();
+            let r = c.call_tool(tool, &json!({"message": "hi"})).await.unwrap();
+            assert_eq!(r["structuredContent"]["echo"], "ok", "{r}");
+            runs.push(t.elapsed());
+        }
+        c.close().await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        // The same call without the guard, on one connection to the same server.
+        let mut d = Client::connect(&ep, Limits::default(), Timeouts::default())
+            .await
+            .unwrap();
+        d.initialize(REVISION_2025_11_25, &json!({})).await.unwrap();
+        let mut direct = Vec::new();
+        for _ in 0..iters {
+            let t = Instant::now();
+            d.call_tool(tool, &json!({"message": "hi"})).await.unwrap();
+            direct.push(t.elapsed());
+        }
+        d.close().await;
+        (median(runs), median(direct))
+    });
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.iter().all(|l| l["verdict"] == "ok"));
+    let us = |k: &str| -> Vec<Duration> {
+        lines
+            .iter()
+            .map(|l| Duration::from_micros(l["timingsUs"][k].as_u64().unwrap()))
+            .collect()
+    };
+    let overhead: Vec<Duration> = lines
+        .iter()
+        .map(|l| {
+            let t = &l["timingsUs"];
+            Duration::from_micros(t["gate"].as_u64().unwrap() - t["liveListing"].as_u64().unwrap())
+        })
+        .collect();
+    let (gate, listing, overhead) = (
+        median(us("gate")),
+        median(us("liveListing")),
+        median(overhead),
+    );
+    println!(
+        "guard, stdio double, 2,000 tools / 40 pages, {iters} calls: whole gate median {gate:.1} ms (its live listing {listing:.1} ms; the guard's overhead beyond it {overhead:.2} ms, goal < 5 ms); bare listing of the same server {bare:.1} ms with toolcert's client, {minimal:.1} ms with a minimal serde_json reader; whole gate / bare listing = {:.2} (goal < 1.5), / minimal listing = {:.2}; a call through the guard {guarded:.1} ms end to end, the same call without it {direct:.1} ms",
+        gate / bare,
+        gate / minimal,
+    );
+}
+
 fn main() {
+    // `TOOLCERT_BENCH_ONLY=guard` runs only the guard's measurement.
+    let only_guard = std::env::var("TOOLCERT_BENCH_ONLY").is_ok_and(|v| v == "guard");
     let iters: usize = std::env::var("TOOLCERT_BENCH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -136,9 +295,35 @@ fn main() {
         dir: &dir,
     };
 
-    // 2,000 tools on 20 pages.
     let ok =
         json!({"content": [{"type": "text", "text": "ok"}], "structuredContent": {"echo": "ok"}});
+    // The guard: 2,000 tools on 40 pages.
+    let forty = dir.join("forty.json");
+    std::fs::write(
+        &forty,
+        serde_json::to_string(&Script {
+            pages: generated_pages(2000, 50),
+            call_result: ok.clone(),
+            ..Script::default()
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    guard_cost(
+        &ctx,
+        &[
+            env!("CARGO_BIN_EXE_toolcert").into(),
+            "mcp".into(),
+            "double".into(),
+            "--script".into(),
+            forty.display().to_string(),
+        ],
+        "tool-01999",
+    );
+    if only_guard {
+        return;
+    }
+    // 2,000 tools on 20 pages.
     let big = Script {
         pages: generated_pages(2000, 100),
         call_result: ok.clone(),

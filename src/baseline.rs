@@ -14,14 +14,14 @@
 //!
 //! The file is validated against `schemas/expectations.schema.json` when it is loaded.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::suite::{SchemaSet, Suite};
-use crate::verdict::{Disposition, RowVerdict};
+use crate::verdict::{Certification, Disposition, RowVerdict};
 
 /// The schema every expectations file must satisfy.
 pub const EXPECTATIONS_SCHEMA: &str = "schemas/expectations.schema.json";
@@ -257,16 +257,18 @@ impl Expectations {
         })
     }
 
-    /// Judge a run's rows against this baseline. `strict` is the run's `--strict`; `deferred`
-    /// rows (a `--partition` shard's blocked rows whose other scenarios ran in other shards)
-    /// are left to `toolcert merge`: not judged here.
+    /// Judge a run's rows against this baseline, with the run's certification: its
+    /// `--strict`, which rows deny, and the rows it defers (a filtered run's or a
+    /// `--partition` shard's rows whose other scenarios did not run here, and that no other
+    /// leg could make worse): those are left to the whole run or `toolcert merge`, not judged.
     pub fn judge(
         &self,
         suite: &Suite,
         rows: &[RowVerdict],
-        strict: bool,
-        deferred: &BTreeSet<String>,
+        certification: &Certification,
     ) -> Judgement {
+        let strict = certification.options.strict;
+        let deferred = certification.deferred();
         let rows: Vec<&RowVerdict> = rows
             .iter()
             .filter(|r| !deferred.contains(&r.requirement_id))
@@ -308,8 +310,9 @@ impl Expectations {
         }
         let measured = rows.iter().any(|r| r.assertions > 0);
         let unexpected_denial = rows.iter().any(|r| {
-            (r.level == crate::suite::Level::Must || strict)
-                && r.disposition.denies(strict)
+            certification
+                .standing(&r.requirement_id)
+                .is_some_and(|s| s.denies)
                 && !out.is_expected(&r.requirement_id)
         });
         out.gate_passed = measured

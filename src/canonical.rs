@@ -36,6 +36,117 @@ pub fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
     Ok(value)
 }
 
+/// Why a JSON text is not I-JSON (RFC 7493).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IJsonError {
+    /// Not strict JSON (a duplicate member name included).
+    #[error("{0}")]
+    Json(String),
+    /// A number a double cannot hold exactly as written (RFC 7493 §2.2).
+    #[error(
+        "the number {number} is outside I-JSON (RFC 7493 §2.2): {why}; RFC 8785 would canonicalize it to another value, so a change of it could not be seen"
+    )]
+    Number {
+        /// The number as written (cut to 40 characters).
+        number: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+}
+
+/// The largest integer an IEEE 754 double holds with every smaller one (RFC 7493 §2.2).
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// [`parse_strict`], and every number must be I-JSON: an integer (written without fraction or
+/// exponent) within ±(2^53 − 1), any other number equal, as written, to the shortest decimal
+/// of the double it parses to. RFC 8785 hashes the double, so two texts a double cannot tell
+/// apart (`9007199254740993` and `9007199254740992`, `0.30000000000000001` and `0.3`) would
+/// canonicalize to the same bytes: under this check two accepted numbers with different
+/// values always canonicalize differently.
+pub fn parse_ijson(text: &str) -> Result<Value, IJsonError> {
+    let value = parse_strict(text).map_err(|e| IJsonError::Json(e.to_string()))?;
+    check_ijson_numbers(text)?;
+    Ok(value)
+}
+
+/// Check every number token of a JSON text that already parsed (see [`parse_ijson`]).
+fn check_ijson_numbers(text: &str) -> Result<(), IJsonError> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Skip the string, escapes included.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                check_number(&text[start..i])?;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+/// One number token (valid JSON number syntax).
+fn check_number(token: &str) -> Result<(), IJsonError> {
+    let bad = |why| IJsonError::Number {
+        number: token.chars().take(40).collect(),
+        why,
+    };
+    if !token.contains(['.', 'e', 'E']) {
+        let digits = token.trim_start_matches('-');
+        let fits = digits.len() <= 16 && digits.parse::<u64>().is_ok_and(|n| n <= MAX_SAFE_INTEGER);
+        return if fits {
+            Ok(())
+        } else {
+            Err(bad("an integer beyond ±(2^53 − 1)"))
+        };
+    }
+    let double: f64 = token.parse().map_err(|_| bad("not a number"))?;
+    if !double.is_finite() {
+        return Err(bad("beyond the range of a double"));
+    }
+    match (decimal(token), decimal(&format!("{double:e}"))) {
+        (Some(written), Some(held)) if written == held => Ok(()),
+        _ => Err(bad("more precision than a double holds")),
+    }
+}
+
+/// A decimal number as (negative, significant digits, exponent): value = digits × 10^exponent,
+/// digits without leading or trailing zeros; zero is `(false, "", 0)` whatever its sign.
+fn decimal(text: &str) -> Option<(bool, String, i64)> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: String = int.chars().chain(frac.chars()).collect();
+    let mut exponent = exponent.checked_sub(i64::try_from(frac.len()).ok()?)?;
+    let trimmed = digits.trim_end_matches('0').len();
+    exponent = exponent.checked_add(i64::try_from(digits.len() - trimmed).ok()?)?;
+    digits.truncate(trimmed);
+    let digits = digits.trim_start_matches('0').to_string();
+    if digits.is_empty() {
+        return Some((false, digits, 0));
+    }
+    Some((negative, digits, exponent))
+}
+
 /// A [`DeserializeSeed`] for one JSON value that rejects duplicate member names anywhere in it
 /// (the seed [`parse_strict`] uses, for parsers that read part of a document their own way).
 pub(crate) struct StrictValue;
@@ -167,7 +278,93 @@ mod tests {
         })
     }
 
+    #[test]
+    fn numbers_outside_i_json_are_refused() {
+        for ok in [
+            "0",
+            "-0",
+            "1",
+            "9007199254740991",
+            "-9007199254740991",
+            "0.1",
+            "1.10",
+            "1E2",
+            "1e-7",
+            "-1.5e300",
+            "0.000001",
+            "1e21",
+            "5e-324",
+            "[1, 2.5, {\"a\": 3}]",
+            "\"9007199254740993 in a string\"",
+        ] {
+            parse_ijson(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for bad in [
+            "9007199254740992",
+            "9007199254740993",
+            "-9007199254740993",
+            "12345678901234567890",
+            "0.30000000000000001",
+            "3.141592653589793238462643383279",
+            "1e-400",
+            "{\"maxLength\": 9007199254740993}",
+        ] {
+            let err = parse_ijson(bad).unwrap_err();
+            assert!(matches!(err, IJsonError::Number { .. }), "{bad}: {err}");
+        }
+        assert!(matches!(
+            parse_ijson("{\"a\":1,\"a\":2}"),
+            Err(IJsonError::Json(_))
+        ));
+    }
+
+    /// A JSON number token: an optional sign, digits, an optional fraction and exponent.
+    fn arb_number_text() -> impl Strategy<Value = String> {
+        (
+            any::<bool>(),
+            "[0-9]{1,20}",
+            proptest::option::of("[0-9]{1,20}"),
+            proptest::option::of(-330i32..330),
+        )
+            .prop_map(|(neg, int, frac, exp)| {
+                let int = int.trim_start_matches('0');
+                let int = if int.is_empty() { "0" } else { int };
+                let mut t = format!("{}{int}", if neg { "-" } else { "" });
+                if let Some(f) = frac {
+                    t.push('.');
+                    t.push_str(&f);
+                }
+                if let Some(e) = exp {
+                    t.push_str(&format!("e{e}"));
+                }
+                t
+            })
+    }
+
     proptest! {
+        #[test]
+        fn accepted_numbers_with_different_values_canonicalize_differently(
+            a in arb_number_text(),
+            b in arb_number_text(),
+        ) {
+            // The property the check exists for: no two I-JSON numbers of different value
+            // share canonical bytes (so no drift between them is silent).
+            if let (Ok(x), Ok(y)) = (parse_ijson(&a), parse_ijson(&b))
+                && jcs_bytes(&x) == jcs_bytes(&y)
+            {
+                prop_assert_eq!(decimal(&a), decimal(&b), "{} and {}", a, b);
+            }
+        }
+
+        #[test]
+        fn every_double_and_safe_integer_serde_writes_is_i_json(
+            f in any::<f64>().prop_filter("finite", |f| f.is_finite()),
+            n in -(MAX_SAFE_INTEGER as i64)..=(MAX_SAFE_INTEGER as i64),
+        ) {
+            let text = serde_json::to_string(&json!([f, n])).unwrap();
+            prop_assert!(parse_ijson(&text).is_ok(), "{}", text);
+        }
+
         #[test]
         fn canonical_form_is_a_fixed_point(v in arb_json()) {
             // Canonicalizing the canonical text again yields the same bytes, and key order in

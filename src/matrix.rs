@@ -654,7 +654,6 @@ pub async fn run_matrix_observed(
     // with the number of mutants.
     let fold = FoldOptions {
         strict: opts.strict,
-        require_evidence: opts.require_evidence,
     };
     // Each column's scenarios, chosen up front so the longest columns start first (a column
     // lasts about as long as its slowest scenario, and the ones with the most scenarios hold

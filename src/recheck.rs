@@ -27,7 +27,10 @@ use serde_json::Value;
 
 use crate::runner::ScenarioResult;
 use crate::suite::Suite;
-use crate::verdict::{CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions};
+use crate::verdict::{
+    Certification, CertifyOptions, CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions,
+    Selection, Verdict,
+};
 
 /// The prefix of a report's `digest`.
 pub const DIGEST_PREFIX: &str = "sha256:";
@@ -172,14 +175,33 @@ pub fn repeat_of(
     }
 }
 
-/// The fold options a report was made with (`strict`, `summary.requireEvidence`).
+/// The fold options a report was made with (`strict`).
 pub fn fold_options_of(report: &Value) -> FoldOptions {
     FoldOptions {
         strict: report["strict"].as_bool().unwrap_or(false),
+    }
+}
+
+/// The certification options a report was made with (its `certification.options`; a report
+/// older than minor 3 has only `strict` and `summary.requireEvidence`).
+pub fn certify_options_of(report: &Value) -> CertifyOptions {
+    serde_json::from_value(report["certification"]["options"].clone()).unwrap_or(CertifyOptions {
+        strict: report["strict"].as_bool().unwrap_or(false),
         require_evidence: report["summary"]["requireEvidence"]
             .as_str()
-            .and_then(|s| s.parse::<Evidence>().ok()),
-    }
+            .and_then(|s| s.parse::<Evidence>().ok())
+            .unwrap_or(Evidence::SelfReport),
+        include_tentative: false,
+    })
+}
+
+/// The selection a report was made with (its `certification.selection`; before minor 3, only
+/// its `partition`).
+pub fn selection_of(report: &Value) -> Selection {
+    serde_json::from_value(report["certification"]["selection"].clone()).unwrap_or(Selection {
+        partition: serde_json::from_value(report["partition"].clone()).ok(),
+        ..Selection::default()
+    })
 }
 
 /// A check whose re-judged status differs from the stored one (or that one side lacks).
@@ -236,12 +258,25 @@ pub struct Recheck {
     pub checks: Vec<CheckDiff>,
     /// What could not be rechecked.
     pub not_rechecked: Vec<NotRechecked>,
+    /// The verdict the report states (`None` before report minor 3).
+    pub stored_verdict: Option<Verdict>,
+    /// The certification recomputed from the re-judged rows, with the report's options and
+    /// selection (a partial run stays partial).
+    pub certification: Option<Certification>,
 }
 
 impl Recheck {
     /// Rows whose disposition differs.
     pub fn differing(&self) -> impl Iterator<Item = &RowRecheck> {
         self.rows.iter().filter(|r| r.stored != r.now)
+    }
+
+    /// Whether the recomputed verdict differs from the one the report states.
+    pub fn verdict_differs(&self) -> bool {
+        match (&self.stored_verdict, &self.certification) {
+            (Some(stored), Some(now)) => *stored != now.verdict,
+            _ => false,
+        }
     }
 }
 
@@ -421,6 +456,27 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
                 now: None,
             });
         }
+    }
+    out.stored_verdict = serde_json::from_value(report["certification"]["verdict"].clone()).ok();
+    if let Some(why) = report["certification"]["stopped"].as_str() {
+        out.certification = Some(Certification::stopped(
+            suite,
+            why,
+            certify_options_of(report),
+            selection_of(report),
+        ));
+    } else {
+        let ran: std::collections::BTreeSet<&str> = stored_scenarios
+            .iter()
+            .map(|s| s.scenario_id.as_str())
+            .collect();
+        out.certification = Some(Certification::compute(
+            suite,
+            &rows,
+            &ran,
+            certify_options_of(report),
+            selection_of(report),
+        ));
     }
     Ok(out)
 }

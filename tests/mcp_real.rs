@@ -8,6 +8,8 @@
 //! When the servers cannot be installed these tests fail, with the script's output and how
 //! to install them: a silently skipped real-server test would look like a pass.
 
+#[path = "support/everything.rs"]
+mod everything;
 #[path = "support/peers.rs"]
 mod peers;
 
@@ -23,19 +25,10 @@ use toolcert::mcp::{review, time as mcp_time};
 
 use peers::installed;
 
-/// server-everything's entry point under the peers' install.
-const EVERYTHING_ENTRY: &str =
-    "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-
 fn everything() -> Endpoint {
-    let entry = installed(EVERYTHING_ENTRY).display().to_string();
     // A scrubbed environment (PATH only) is the transport's default: get-env is never called,
     // and even if it were it could not reveal toolcert's environment.
-    Endpoint::Stdio(StdioCommand::argv(vec![
-        "node".into(),
-        entry,
-        "stdio".into(),
-    ]))
+    Endpoint::Stdio(StdioCommand::argv(everything::stdio_argv()))
 }
 
 fn time_server() -> Endpoint {
@@ -173,6 +166,7 @@ async fn server_everything_capture_review_gate_call() {
     let copts = CallOptions {
         arguments: Some(json!({"location": "Chicago"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &opts, &copts).await;
     assert_eq!(report.outcome, Outcome::Ok, "{report:?}");
@@ -186,6 +180,7 @@ async fn server_everything_capture_review_gate_call() {
     let bad = CallOptions {
         arguments: Some(json!({"location": "Paris"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &opts, &bad).await;
     assert_eq!(report.outcome, Outcome::NotDispatched, "{report:?}");
@@ -227,6 +222,7 @@ async fn mcp_server_time_capture_review_gate_call() {
     let copts = CallOptions {
         arguments: Some(json!({"timezone": "Etc/UTC"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &GateOptions::new(&sha, "time", name), &copts).await;
     assert_eq!(report.outcome, Outcome::Ok, "{report:?}");
@@ -237,6 +233,7 @@ async fn mcp_server_time_capture_review_gate_call() {
     let bad = CallOptions {
         arguments: Some(json!({"timezone": "Not/AZone"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &GateOptions::new(&sha, "time", name), &bad).await;
     assert_eq!(report.outcome, Outcome::Failed, "{report:?}");
@@ -244,97 +241,9 @@ async fn mcp_server_time_capture_review_gate_call() {
     edited_snapshot_is_refused(&path, &sha, &ep, "time", name).await;
 }
 
-/// server-everything's Streamable HTTP mode binds every interface and has no host option, so
-/// it runs here only under `scripts/mcp-force-loopback.cjs` (a `node --require` preload that
-/// rewrites every listen() to 127.0.0.1 and exits if the bound address is anything else), on
-/// an ephemeral port, and only after /proc/net shows it listening on 127.0.0.1 alone.
-struct LoopbackEverything {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for LoopbackEverything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Every listening TCP socket on `port`, as the kernel's hex local address.
-fn listeners_on(port: u16) -> Vec<String> {
-    let mut out = Vec::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let text = std::fs::read_to_string(table).unwrap_or_default();
-        for line in text.lines().skip(1) {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            if cols.len() < 4 || cols[3] != "0A" {
-                continue;
-            }
-            if let Some((addr, p)) = cols[1].rsplit_once(':')
-                && u16::from_str_radix(p, 16) == Ok(port)
-            {
-                out.push(addr.to_string());
-            }
-        }
-    }
-    out
-}
-
-fn everything_http() -> LoopbackEverything {
-    use std::io::BufRead;
-    let entry = installed(EVERYTHING_ENTRY).display().to_string();
-    let preload = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp-force-loopback.cjs");
-    let mut child = std::process::Command::new("node")
-        .arg("--require")
-        .arg(&preload)
-        .arg(&entry)
-        .arg("streamableHttp")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("PORT", "0")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start node");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    // Keep draining its stderr (it logs every session there) so it never blocks on it.
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    let mut server = LoopbackEverything {
-        child,
-        url: String::new(),
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let port = loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let line = rx
-            .recv_timeout(left)
-            .expect("server-everything (streamableHttp) did not report its loopback port");
-        assert!(!line.contains("not 127.0.0.1"), "{line}");
-        if let Some(p) = line.strip_prefix("force-loopback: listening on 127.0.0.1:") {
-            break p.trim().parse::<u16>().unwrap();
-        }
-    };
-    let listeners = listeners_on(port);
-    assert!(
-        !listeners.is_empty() && listeners.iter().all(|a| a == "0100007F"),
-        "port {port} must be bound to 127.0.0.1 only, the kernel lists {listeners:?}"
-    );
-    server.url = format!("http://127.0.0.1:{port}/mcp");
-    server
-}
-
 #[tokio::test]
 async fn server_everything_over_streamable_http_on_loopback_only() {
-    let server = everything_http();
+    let server = everything::over_http();
     let ep = Endpoint::Http(server.url.clone());
     let doc = capture_twice(&ep, "everything").await;
     let entry = &doc["servers"]["everything"];
@@ -370,6 +279,7 @@ async fn server_everything_over_streamable_http_on_loopback_only() {
     let copts = CallOptions {
         arguments: Some(json!({"location": "Chicago"})),
         expect_output: true,
+        ..Default::default()
     };
     let report = call::call(&path, &ep, &opts, &copts).await;
     assert_eq!(report.outcome, Outcome::Ok, "{report:?}");

@@ -164,10 +164,16 @@ fn an_https_host_certifies_with_its_private_ca_and_fails_clearly_without_it() {
     }
     let out = toolcert(&args);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("toolcert: certified"), "{}", text(&out));
+    // The kill-and-restart scenarios are skipped: a partial run, in which nothing denies.
+    assert!(
+        text(&out).contains("toolcert: partial: ") && text(&out).contains("no judged row denies"),
+        "{}",
+        text(&out)
+    );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(report["summary"]["certified"], true);
+    assert_eq!(report["certification"]["verdict"], "partial");
+    assert_eq!(report["certification"]["exitCode"], 0);
     let rows = report["rows"].as_array().unwrap();
     assert!(rows.len() >= 50, "{} rows judged", rows.len());
     for row in rows {

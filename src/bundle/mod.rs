@@ -402,6 +402,8 @@ pub fn build(input: BundleInput<'_>) -> Result<Value, BundleError> {
         "generatedAt": input.report["generatedAt"],
         "discovery": input.discovery,
         "profile": input.redactor.value(&profile),
+        "verdict": input.report["certification"]["verdict"],
+        "claimedProfiles": claimed_profiles(input.report),
         "report": input.report,
     });
     bundle["sections"] = json!(sections_of(&bundle));
@@ -434,6 +436,32 @@ pub fn build(input: BundleInput<'_>) -> Result<Value, BundleError> {
     }
     schema_violation(input.suite, &bundle, "the bundle")?;
     Ok(bundle)
+}
+
+/// The claimed profiles of a sealed report's certification that decide its verdict (not the
+/// tentative ones, nor those only toolcert's extensions could measure), as a bundle states them.
+fn claimed_profiles(report: &Value) -> Value {
+    let profiles = report["certification"]["profiles"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter(|p| {
+                    p["claimed"].as_bool() == Some(true)
+                        && p["tentative"].as_bool() != Some(true)
+                        && p["extensionOnly"].as_bool() != Some(true)
+                })
+                .map(|p| {
+                    json!({
+                        "id": p["id"],
+                        "certified": p["certified"],
+                        "evidenceTier": p.get("tier").cloned().unwrap_or(Value::Null),
+                        "witnessCount": p["witnesses"],
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    Value::Array(profiles)
 }
 
 /// Write a bundle (pretty JSON; the digest is over the canonical form, so layout is free).
@@ -642,6 +670,26 @@ fn check_consistency(bundle: &Value, file: &str) -> Result<(), BundleError> {
                 "says {} but the report was written by toolcert {}",
                 bundle["toolcertVersion"], bundle["report"]["toolcertVersion"]
             ),
+        ));
+    }
+    // The verdict and profiles the bundle states are the report's own.
+    if bundle.get("verdict").is_some()
+        && bundle["verdict"] != bundle["report"]["certification"]["verdict"]
+    {
+        return Err(fail(
+            "/verdict",
+            format!(
+                "says {} but the report's certification says {}",
+                bundle["verdict"], bundle["report"]["certification"]["verdict"]
+            ),
+        ));
+    }
+    if bundle.get("claimedProfiles").is_some()
+        && bundle["claimedProfiles"] != claimed_profiles(&bundle["report"])
+    {
+        return Err(fail(
+            "/claimedProfiles",
+            "differs from the report's certification profiles".into(),
         ));
     }
     let discovery = &bundle["discovery"];

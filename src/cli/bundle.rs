@@ -97,10 +97,20 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
     super::recheck::print_outcome(&verified.recheck);
     let outcome = &verified.recheck;
-    let verdict = if outcome.differing().next().is_none() {
-        "verified"
-    } else {
-        "VERDICTS DIFFER"
+    let partial = outcome
+        .certification
+        .as_ref()
+        .is_some_and(|c| c.verdict == crate::verdict::Verdict::Partial);
+    let verdict = match (
+        outcome.differing().next().is_none() && !outcome.verdict_differs(),
+        partial,
+    ) {
+        (true, false) => "verified",
+        // A filtered or sharded run's bundle verifies as what it is, never as a whole run.
+        (true, true) => {
+            "verified, PARTIAL (the run covered part of the suite; it certifies nothing)"
+        }
+        (false, _) => "VERDICTS DIFFER",
     };
     Ok(super::recheck::conclude(
         outcome,

@@ -55,6 +55,10 @@ const SAME: &[&str] = &[
     "/host/discovery/sha256",
     "/partition/count",
     "/repeat",
+    "/certification/options",
+    "/certification/selection/filters",
+    "/certification/selection/skip",
+    "/certification/selection/exact",
 ];
 
 pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
@@ -120,29 +124,33 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     scenarios.sort_by(|a, b| (&a.scenario_id, a.trial).cmp(&(&b.scenario_id, b.trial)));
-    let opts = crate::recheck::fold_options_of(first);
     let repeat = crate::recheck::repeat_of(first, &shards[0].0)?;
-    let rows = crate::repeat::fold_trials(
-        &suite,
-        opts,
-        scenarios
-            .iter()
-            .map(|s| (s.scenario_id.as_str(), s.trial, s.checks.as_slice())),
-        repeat.as_ref().map_or(&[][..], |r| r.seeds.as_slice()),
-    );
-    let run = RunOutcome {
+    let certify = crate::recheck::certify_options_of(first);
+    // The shards together are the run their partition split: its filters, no partition.
+    let selection = crate::verdict::Selection {
+        partition: None,
+        ..crate::recheck::selection_of(first)
+    };
+    let base = RunOutcome {
         seed: first["seed"].as_u64().unwrap_or(0),
-        strict: opts.strict,
-        require_evidence: opts.require_evidence,
+        strict: certify.strict,
+        require_evidence: None,
+        certification: crate::verdict::Certification::compute(
+            &suite,
+            &[],
+            &Default::default(),
+            certify,
+            selection.clone(),
+        ),
         // Each shard's embedded host listens on its own port: the first shard's URL stands.
         base_url: first["host"]["baseUrl"].as_str().unwrap_or("").to_string(),
         embedded: first["host"]["embedded"].as_bool().unwrap_or(false),
         mutant: first["host"]["mutant"].as_str().map(str::to_string),
         upstream_only: first["host"]["upstreamOnly"].as_bool().unwrap_or(false),
         discovery: first["host"]["discovery"].clone(),
-        scenarios,
+        scenarios: Vec::new(),
         repeat,
-        rows,
+        rows: Vec::new(),
         uncovered: crate::runner::uncovered_rows(&suite),
         // The shards ran in parallel: the merged run took as long as the slowest.
         elapsed_ms: shards
@@ -151,9 +159,13 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
             .max()
             .unwrap_or(0),
     };
+    let mut run = base.refold(&suite, scenarios, certify, selection);
     let judgement = expectations
         .as_ref()
-        .map(|e| e.judge(&suite, &run.rows, run.strict, &Default::default()));
+        .map(|e| e.judge(&suite, &run.rows, &run.certification));
+    if let Some(j) = &judgement {
+        run.certification = run.certification.clone().with_gate(j.gate_passed);
+    }
     let mut report = crate::report::build(&suite, &run);
     report.expectations = judgement.clone();
     crate::report::write_json(&suite, &report, &args.output)?;
@@ -176,27 +188,12 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let counts = crate::report::counts_for(&run.rows);
     let line: Vec<String> = counts.iter().map(|(d, n)| format!("{n} {d}")).collect();
     println!(
-        "toolcert merge: {} shards, {} scenarios, {} rows: {}; {}",
+        "toolcert merge: {} shards, {} scenarios, {} rows: {}",
         shards.len(),
         run.scenarios.len(),
         run.rows.len(),
-        line.join(", "),
-        if run.denied() {
-            "NOT CERTIFIED"
-        } else {
-            "certified"
-        }
+        line.join(", ")
     );
-    if let Some(j) = &judgement {
-        super::run::print_judgement(j, run.strict);
-    }
-    let failed = match &judgement {
-        Some(j) => !j.gate_passed,
-        None => run.denied(),
-    };
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    super::console::print_conclusion(&suite, &run, judgement.as_ref(), false);
+    Ok(ExitCode::from(run.certification.exit_code))
 }

@@ -2,6 +2,7 @@
 
 mod baseline;
 mod bundle;
+pub mod console;
 mod coverage;
 mod keygen;
 #[cfg(feature = "reference")]

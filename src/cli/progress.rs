@@ -2,11 +2,9 @@
 //!
 //! A bar is drawn on stderr only when a person is watching: stdout and stderr are both
 //! terminals, `CI` is unset (or `false`/`0`), and `-q` was not given ([`should_draw`]). While it
-//! is drawn, every line toolcert prints goes through [`Progress::say`], and libtest's result
-//! lines are routed through a pipe and printed the same way ([`Progress::route_libtest`]), so
-//! the bar is cleared before each line and redrawn under it, never mixed into one.
+//! is drawn, every line toolcert prints goes through [`Progress::say`], so the bar is cleared
+//! before each line and redrawn under it, never mixed into one.
 
-use std::io::Write as _;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -87,73 +85,6 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
-
-    /// While a bar is drawn, send libtest's output through a pipe whose lines are printed on
-    /// stdout above the bar. Returns the forwarder to [`Forwarder::finish`] once libtest is
-    /// done; `None` (libtest prints on stdout itself) without a bar or a usable pipe.
-    /// Without a pipe the bar is removed, so it never mixes into libtest's lines.
-    pub fn route_libtest(&mut self, args: &mut libtest_mimic::Arguments) -> Option<Forwarder> {
-        let bar = self.bar.clone()?;
-        let routed = forwarder(bar, args);
-        if routed.is_none() {
-            self.finish();
-            self.bar = None;
-        }
-        routed
-    }
-}
-
-/// Copies libtest's lines from a pipe to stdout, each under the bar's `suspend`.
-pub struct Forwarder {
-    writer: Option<std::io::PipeWriter>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Forwarder {
-    /// Close toolcert's end of the pipe (libtest closed its own when its run returned) and
-    /// wait until every line is printed.
-    pub fn finish(mut self) {
-        drop(self.writer.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-#[cfg(unix)]
-fn forwarder(bar: ProgressBar, args: &mut libtest_mimic::Arguments) -> Option<Forwarder> {
-    use std::io::BufRead as _;
-    use std::os::fd::AsRawFd as _;
-    let (reader, writer) = std::io::pipe().ok()?;
-    // libtest-mimic writes to a `logfile` path: the pipe's write end, by its /dev/fd name.
-    let path = format!("/dev/fd/{}", writer.as_raw_fd());
-    // libtest-mimic panics on a logfile it cannot create: make sure it can, first.
-    std::fs::OpenOptions::new().write(true).open(&path).ok()?;
-    args.logfile = Some(path);
-    let thread = std::thread::spawn(move || {
-        let mut reader = std::io::BufReader::new(reader);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => bar.suspend(|| {
-                    let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(&line);
-                    let _ = out.flush();
-                }),
-            }
-        }
-    });
-    Some(Forwarder {
-        writer: Some(writer),
-        thread: Some(thread),
-    })
-}
-
-#[cfg(not(unix))]
-fn forwarder(_bar: ProgressBar, _args: &mut libtest_mimic::Arguments) -> Option<Forwarder> {
-    None
 }
 
 #[cfg(test)]

@@ -27,9 +27,27 @@ pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Print the one-line summary of a recheck after `label` and give its exit code: 0 when no
-/// row differs, 1 when one does (`bundle verify` ends the same way).
+/// row and not the verdict differs, 1 when one does (`bundle verify` ends the same way).
 pub(super) fn conclude(outcome: &crate::recheck::Recheck, label: &str) -> ExitCode {
     let differing: Vec<&str> = outcome.differing().map(|r| r.row.as_str()).collect();
+    if let Some(c) = &outcome.certification {
+        // A partial report stays partial: its verdict is never read as "certified".
+        println!(
+            "{label}: verdict {}{}",
+            c.headline,
+            if outcome.verdict_differs() {
+                format!(
+                    " (DIFFERS: the report says {})",
+                    outcome
+                        .stored_verdict
+                        .map(|v| serde_json::to_value(v).unwrap_or_default().to_string())
+                        .unwrap_or_default()
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     println!(
         "{label}: {} rows, {} differ{}; {} checks changed; {} not rechecked (stored outcome kept)",
         outcome.rows.len(),
@@ -42,7 +60,7 @@ pub(super) fn conclude(outcome: &crate::recheck::Recheck, label: &str) -> ExitCo
         outcome.checks.len(),
         outcome.not_rechecked.len()
     );
-    if differing.is_empty() {
+    if differing.is_empty() && !outcome.verdict_differs() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -1,11 +1,12 @@
-//! `toolcert run`: certify a host, with libtest-style console output.
+//! `toolcert run`: certify a host. The console leads with what to fix: a profile table, one
+//! line per row that did not pass, then the one verdict line (see `super::console`); the exit
+//! status is the run's certification's (`crate::verdict::certify`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use serde_json::Value;
 
 use crate::host::{Budgets, CaCerts, HostProfile};
@@ -40,11 +41,15 @@ pub struct RunArgs {
     /// Fail `warn` (SHOULD) and `inapplicable` rows too.
     #[arg(long)]
     pub strict: bool,
-    /// Count a row as passing only at this evidence level or stronger: `double` (counted at a
-    /// double toolcert owns) or `wire` (the default: the host's answer, judged by toolcert).
-    /// Weaker passes become `blocked`.
-    #[arg(long, value_name = "LEVEL", value_parser = parse_evidence)]
+    /// Certify a profile only at this evidence tier or stronger: `double` (counted at a double
+    /// toolcert owns), `wire` (the host's answers, judged by toolcert) or `self-report` (the
+    /// default: the host's own account of itself acquits at that tier, named as such).
+    #[arg(long, value_name = "TIER", value_parser = parse_evidence)]
     pub require_evidence: Option<crate::verdict::Evidence>,
+    /// Score the tentative rows (rules from drafts, such as the tool-turn RFC) like accepted
+    /// ones: without it they are measured and shown but never deny certification.
+    #[arg(long)]
+    pub include_tentative: bool,
     /// Multiply every timeout (connect 2 s, read 5 s, request 10 s) by F, from 0.1 to 20.
     // Negative numbers reach `validate` (and its message) instead of clap's "unexpected
     // argument '-1'" with its suggestion `-- -1`, which would make -1 a filter.
@@ -131,9 +136,13 @@ pub struct RunArgs {
     /// Load the suite from this checkout instead of the embedded one.
     #[arg(long, value_name = "DIR")]
     pub suite: Option<PathBuf>,
-    /// Print only failures and the summary.
-    #[arg(long, short = 'q')]
+    /// Print only the conclusion: the profile table, the rows to look at and the verdict line.
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Also print one line per scenario as it ends (its leg's outcome; the row verdicts in
+    /// the conclusion decide).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// Expectation baseline (schemas/expectations.schema.json, written by `toolcert baseline`):
     /// rows expected not to pass. A row exactly as expected does not fail the run; one that
     /// does better or worse does; a stale entry fails under --strict.
@@ -377,8 +386,6 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .filter(|id| matches_filters(&args, id))
         .collect();
     let any_filtered = !filtered.is_empty();
-    let unsharded: std::collections::BTreeSet<String> =
-        filtered.iter().map(|id| id.to_string()).collect();
     let selected: std::collections::BTreeSet<String> = match args.partition {
         Some(p) => p.select(filtered.iter().copied()),
         None => filtered,
@@ -403,23 +410,19 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         );
     }
-    let mut libtest = Arguments {
-        list: args.list,
-        exact: args.exact,
-        quiet: args.quiet,
-        skip: args.skip.clone(),
-        test_threads: Some(args.jobs.unwrap_or(crate::runner::HOST_JOBS)),
-        filter: None,
-        ..Arguments::default()
-    };
     if args.list {
-        let trials = suite
+        // One line per scenario, like `cargo test -- --list`.
+        let listed: Vec<&str> = suite
             .scenarios
             .iter()
-            .map(|s| Trial::test(s.id.clone(), || Ok(())))
-            .filter(|t| selected.contains(t.name()))
+            .map(|s| s.id.as_str())
+            .filter(|id| selected.contains(*id))
             .collect();
-        let _listed = libtest_mimic::run(&libtest, trials);
+        for id in &listed {
+            println!("{id}: test");
+        }
+        println!();
+        println!("{} tests, 0 benchmarks", listed.len());
         return Ok(ExitCode::SUCCESS);
     }
     let rt = super::runtime()?;
@@ -429,6 +432,13 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .map(|d| d.as_secs())
             .unwrap_or(0)
     });
+    let selection = crate::verdict::Selection {
+        filters: args.filters.clone(),
+        skip: args.skip.clone(),
+        exact: args.exact,
+        partition: args.partition,
+        ..crate::verdict::Selection::default()
+    };
     let opts = RunOptions {
         seed,
         budgets: Budgets::scaled(args.timeout_scale),
@@ -436,6 +446,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         strict: args.strict,
         ca_certs,
         require_evidence: args.require_evidence,
+        include_tentative: args.include_tentative,
+        selection,
         scenario_budget: crate::runner::SCENARIO_BUDGET.mul_f64(args.timeout_scale),
         deadline: args.deadline,
         repeat: args.repeat,
@@ -459,15 +471,14 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             env!("CARGO_PKG_VERSION"),
             target.base_url
         );
-        match session.discovery() {
+        if let Ok(d) = session.discovery() {
             // The reason quotes what the host served: scrubbed like everything else.
-            Ok(d) => println!(
+            println!(
                 "discovery: wire major {} ({}), sha256 {}",
                 d.wire.number(),
                 redactor.text(&d.wire_reason),
                 d.sha256
-            ),
-            Err(e) => println!("discovery failed: {}", redactor.text(e)),
+            );
         }
         if args.repeat > 1 {
             let seeds: Vec<String> = session.trial_seeds().iter().map(u64::to_string).collect();
@@ -478,100 +489,19 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-
-    let results: Arc<Mutex<Vec<ScenarioResult>>> = Arc::default();
-    let handle = rt.handle().clone();
-    let strict = args.strict;
-    // Rows the baseline expects not to pass: a scenario failing only on those is not a
-    // failed test (the row-level comparison after the run decides the gate).
-    let expected_rows: Arc<std::collections::BTreeSet<String>> = Arc::new(
-        expectations
-            .iter()
-            .flat_map(|e| e.expectations.iter().map(|x| x.row.clone()))
-            .collect(),
-    );
-    let units = (selected.len() as u64) * u64::from(args.repeat);
-    let mut progress = super::progress::Progress::new(units, "trials", args.quiet);
-    // Routed before the trials take their handles: without a pipe the bar is gone for all.
-    let forwarder = progress.route_libtest(&mut libtest);
-    let progress_handle = Arc::new(progress.clone());
-    // The one scheduler runs every trial in the background (at most --jobs in flight per host,
-    // `serial` scenarios alone); each libtest trial only waits for its scenario's results
-    // and prints them, so the console is libtest's and the schedule is the library's.
-    let (waiting, scheduled) = ScenarioChannels::open(&selected, progress_handle.clone());
-    let background = {
-        let (suite, session, selected) = (suite.clone(), session.clone(), selected.clone());
-        let jobs = opts.jobs;
-        handle.spawn(async move {
-            let chosen: Vec<&crate::suite::Scenario> = suite
-                .scenarios
-                .iter()
-                .filter(|s| selected.contains(&s.id))
-                .collect();
-            crate::runner::schedule::run_trials(&session, &suite, &chosen, jobs, &scheduled).await;
-        })
+    let collected = match session.discovery() {
+        // A host that fails discovery stops there, with one clear error: no scenario can be
+        // gated or addressed without it.
+        Err(e) => {
+            println!(
+                "toolcert: discovery failed, no scenario was run: {}",
+                redactor.text(e)
+            );
+            Vec::new()
+        }
+        Ok(_) => run_scenarios(&args, &rt, &suite, &session, &selected, opts.jobs),
     };
-    let trials: Vec<Trial> = suite
-        .scenarios
-        .iter()
-        .filter(|s| selected.contains(&s.id))
-        .map(|s| {
-            let expected_rows = expected_rows.clone();
-            let (results, handle, progress) =
-                (results.clone(), handle.clone(), progress_handle.clone());
-            let receiver = waiting.take(&s.id);
-            let id = s.id.clone();
-            Trial::ignorable_test(s.id.clone(), move || {
-                let receiver = receiver.ok_or_else(|| Failed::from("scenario not scheduled"))?;
-                let outcomes: Vec<ScenarioResult> = handle
-                    .block_on(receiver)
-                    .map_err(|_| Failed::from("the scheduler ended before this scenario did"))?;
-                let dispositions: Vec<Disposition> =
-                    outcomes.iter().map(|r| r.disposition).collect();
-                let disposition = crate::repeat::across_trials(&dispositions);
-                let message = trials_message(&outcomes, disposition);
-                let only_expected = disposition != Disposition::Pass
-                    && outcomes
-                        .iter()
-                        .flat_map(|r| r.checks.iter())
-                        .filter(|c| c.status != crate::verdict::CheckStatus::Pass)
-                        .all(|c| expected_rows.contains(&c.row));
-                results
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend(outcomes);
-                match disposition {
-                    Disposition::Pass => Ok(Completion::Completed),
-                    _ if only_expected => {
-                        progress.say(&format!("expected by the baseline ({id}): {message}"));
-                        Ok(Completion::Completed)
-                    }
-                    Disposition::Warn if !strict => {
-                        progress.say(&format!("warning ({id}): {message}"));
-                        Ok(Completion::Completed)
-                    }
-                    Disposition::Inapplicable if !strict => {
-                        Ok(Completion::ignored_with(message_first(&message)))
-                    }
-                    other => Err(Failed::from(format!("{other}:\n{message}"))),
-                }
-            })
-            .with_kind(family_of(s))
-        })
-        .collect();
-    // Filtering already happened above; libtest-mimic only runs and prints.
-    libtest.filter = None;
-    libtest.skip.clear();
-    let conclusion = libtest_mimic::run(&libtest, trials);
-    // Every trial printed, so every scenario ended; this only joins the task.
-    let _ = rt.block_on(background);
-    if let Some(f) = forwarder {
-        f.finish();
-    }
-    progress.finish();
-
-    let collected = std::mem::take(&mut *results.lock().unwrap_or_else(|p| p.into_inner()));
-    let run = conclude(
+    let mut run = conclude(
         &suite,
         &session,
         &target,
@@ -579,20 +509,13 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         collected,
         started.elapsed().as_millis() as u64,
     );
-    print_summary(&run);
-    let deferred = deferred_rows(&suite, &run, &selected, &unsharded);
-    if !deferred.is_empty() {
-        println!(
-            "toolcert: left to `toolcert merge` (blocked in this shard, other scenarios of the row ran in other shards): {}",
-            deferred.iter().cloned().collect::<Vec<_>>().join(", ")
-        );
-    }
     let judgement = expectations
         .as_ref()
-        .map(|e| e.judge(&suite, &run.rows, args.strict, &deferred));
+        .map(|e| e.judge(&suite, &run.rows, &run.certification));
     if let Some(j) = &judgement {
-        print_judgement(j, args.strict);
+        run.certification = run.certification.clone().with_gate(j.gate_passed);
     }
+    super::console::print_conclusion(&suite, &run, judgement.as_ref(), false);
     let mut report = crate::report::build(&suite, &run);
     report.expectations = judgement.clone();
     report.partition = args.partition;
@@ -637,81 +560,75 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     drop(session);
     rt.block_on(target.shutdown());
-    let failed = match &judgement {
-        Some(j) => !j.gate_passed || conclusion.has_failed(),
-        None => denied_except(&run, &deferred) || conclusion.has_failed(),
+    // The one verdict: the certification's (with --expect, the gate's) exit status.
+    Ok(ExitCode::from(run.certification.exit_code))
+}
+
+/// Run the selected scenarios through the one scheduler: a progress bar at a terminal, a line
+/// per scenario with `--verbose` (its leg's outcome, which the row verdicts decide on).
+fn run_scenarios(
+    args: &RunArgs,
+    rt: &tokio::runtime::Runtime,
+    suite: &Arc<crate::suite::Suite>,
+    session: &Arc<Session>,
+    selected: &std::collections::BTreeSet<String>,
+    jobs: usize,
+) -> Vec<ScenarioResult> {
+    let units = (selected.len() as u64) * u64::from(args.repeat);
+    let progress = super::progress::Progress::new(units, "trials", args.quiet);
+    let lines = ScenarioLines {
+        progress: progress.clone(),
+        verbose: args.verbose && !args.quiet,
+        results: Mutex::default(),
     };
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let chosen: Vec<&crate::suite::Scenario> = suite
+        .scenarios
+        .iter()
+        .filter(|s| selected.contains(&s.id))
+        .collect();
+    rt.block_on(crate::runner::schedule::run_trials(
+        session, suite, &chosen, jobs, &lines,
+    ));
+    progress.finish();
+    lines
+        .results
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
 }
 
-/// Where each scenario's libtest trial waits for the results the scheduler hands over.
-struct ScenarioChannels {
-    receivers: Mutex<std::collections::HashMap<String, ScenarioReceiver>>,
+/// Collects each scenario's results as the scheduler hands them over, moves the bar, and with
+/// `--verbose` prints one line per scenario.
+struct ScenarioLines {
+    progress: super::progress::Progress,
+    verbose: bool,
+    results: Mutex<Vec<ScenarioResult>>,
 }
 
-type ScenarioReceiver = tokio::sync::oneshot::Receiver<Vec<ScenarioResult>>;
-
-/// The scheduler's side of [`ScenarioChannels`]: it also moves the progress bar per trial.
-struct Scheduled {
-    senders:
-        Mutex<std::collections::HashMap<String, tokio::sync::oneshot::Sender<Vec<ScenarioResult>>>>,
-    progress: Arc<super::progress::Progress>,
-}
-
-impl ScenarioChannels {
-    /// One channel per selected scenario.
-    fn open(
-        selected: &std::collections::BTreeSet<String>,
-        progress: Arc<super::progress::Progress>,
-    ) -> (ScenarioChannels, Scheduled) {
-        let (mut senders, mut receivers) = (
-            std::collections::HashMap::new(),
-            std::collections::HashMap::new(),
-        );
-        for id in selected {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            senders.insert(id.clone(), tx);
-            receivers.insert(id.clone(), rx);
-        }
-        (
-            ScenarioChannels {
-                receivers: Mutex::new(receivers),
-            },
-            Scheduled {
-                senders: Mutex::new(senders),
-                progress,
-            },
-        )
-    }
-
-    /// The receiver of scenario `id` (once).
-    fn take(&self, id: &str) -> Option<ScenarioReceiver> {
-        self.receivers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id)
-    }
-}
-
-impl crate::runner::schedule::Progress for Scheduled {
+impl crate::runner::schedule::Progress for ScenarioLines {
     fn trial_ended(&self) {
         self.progress.inc();
     }
 
     fn scenario_ended(&self, scenario: &crate::suite::Scenario, results: Vec<ScenarioResult>) {
-        let sender = self
-            .senders
+        if self.verbose {
+            let dispositions: Vec<Disposition> = results.iter().map(|r| r.disposition).collect();
+            let disposition = crate::repeat::across_trials(&dispositions);
+            let message = trials_message(&results, disposition);
+            let first = message.lines().next().unwrap_or("");
+            self.progress.say(&format!(
+                "scenario {} ... leg {disposition}{}",
+                scenario.id,
+                if disposition == Disposition::Pass || first.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {first}")
+                }
+            ));
+        }
+        self.results
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&scenario.id);
-        if let Some(sender) = sender {
-            // A receiver gone means its libtest trial was dropped: nobody to print for.
-            let _ = sender.send(results);
-        }
+            .extend(results);
     }
 }
 
@@ -765,16 +682,7 @@ fn parse_deadline(s: &str) -> Result<std::time::Duration, String> {
 }
 
 fn parse_evidence(s: &str) -> Result<crate::verdict::Evidence, String> {
-    match s.parse()? {
-        crate::verdict::Evidence::SelfReport => {
-            Err("self-report can never make a row pass; use double or wire".to_string())
-        }
-        level => Ok(level),
-    }
-}
-
-fn message_first(message: &str) -> String {
-    message.lines().next().unwrap_or("").to_string()
+    s.parse()
 }
 
 fn matches_filters(args: &RunArgs, id: &str) -> bool {
@@ -786,125 +694,4 @@ fn matches_filters(args: &RunArgs, id: &str) -> bool {
         }
     };
     (args.filters.is_empty() || args.filters.iter().any(hit)) && !args.skip.iter().any(hit)
-}
-
-fn family_of(s: &crate::suite::Scenario) -> String {
-    s.id.split('.').next().unwrap_or("").to_string()
-}
-
-fn print_summary(run: &crate::runner::RunOutcome) {
-    let counts = crate::report::counts_for(&run.rows);
-    let line: Vec<String> = counts.iter().map(|(d, n)| format!("{n} {d}")).collect();
-    let at = |e: crate::verdict::Evidence| {
-        run.rows
-            .iter()
-            .filter(|r| r.disposition == Disposition::Pass && r.evidence == Some(e))
-            .count()
-    };
-    println!(
-        "toolcert: {} rows judged ({} measured): {}; passes at double evidence {}, at wire {}; {} rows not covered by a scenario yet",
-        run.rows.len(),
-        run.measured(),
-        line.join(", "),
-        at(crate::verdict::Evidence::Double),
-        at(crate::verdict::Evidence::Wire),
-        run.uncovered.len()
-    );
-    let verdict = if run.measured() == 0 {
-        "NOT CERTIFIED: nothing was measured"
-    } else if run.denied() {
-        "NOT CERTIFIED"
-    } else {
-        "certified"
-    };
-    println!("toolcert: {verdict}");
-}
-
-/// The baseline's account: which rows were expected, which passed unexpectedly, regressed or
-/// are stale, and whether the gate holds.
-pub(super) fn print_judgement(j: &crate::baseline::Judgement, strict: bool) {
-    let rows = |list: &[crate::baseline::Judged]| -> String {
-        list.iter()
-            .map(|x| format!("{} (expected {}, got {})", x.row, x.expected, x.actual))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let ids = |list: &[crate::baseline::Expectation]| -> String {
-        list.iter()
-            .map(|x| x.row.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    println!(
-        "toolcert: baseline: {} expected, {} unexpected passes, {} regressions, {} stale{}, {} not judged in this run",
-        j.expected.len(),
-        j.unexpected_passes.len(),
-        j.regressions.len(),
-        j.stale.len(),
-        if strict {
-            ""
-        } else {
-            " (they fail only under --strict)"
-        },
-        j.not_judged.len()
-    );
-    if !j.expected.is_empty() {
-        println!("toolcert: expected: {}", rows(&j.expected));
-    }
-    if !j.unexpected_passes.is_empty() {
-        println!(
-            "toolcert: unexpected passes (update the baseline: `toolcert baseline REPORT`): {}",
-            rows(&j.unexpected_passes)
-        );
-    }
-    if !j.regressions.is_empty() {
-        println!("toolcert: regressions: {}", rows(&j.regressions));
-    }
-    if !j.stale.is_empty() {
-        println!(
-            "toolcert: stale entries (no such row, or no scenario covers it): {}",
-            ids(&j.stale)
-        );
-    }
-    println!(
-        "toolcert: gate {}",
-        if j.gate_passed { "passed" } else { "FAILED" }
-    );
-}
-
-/// Rows a `--partition` shard cannot conclude: `blocked` here while some scenario judging the
-/// row ran in another shard. A blocked leg may be excused by the row's other legs (see the
-/// fold), so only the merged report can say whether such a row holds. `fail` and `error`
-/// legs are never excused, so those rows are concluded in the shard.
-fn deferred_rows(
-    suite: &crate::suite::Suite,
-    run: &crate::runner::RunOutcome,
-    shard: &std::collections::BTreeSet<String>,
-    unsharded: &std::collections::BTreeSet<String>,
-) -> std::collections::BTreeSet<String> {
-    run.rows
-        .iter()
-        .filter(|r| r.disposition == Disposition::Blocked)
-        .filter(|r| {
-            suite.scenarios.iter().any(|s| {
-                s.rows.contains(&r.requirement_id)
-                    && unsharded.contains(&s.id)
-                    && !shard.contains(&s.id)
-            })
-        })
-        .map(|r| r.requirement_id.clone())
-        .collect()
-}
-
-/// [`crate::runner::RunOutcome::denied`], leaving out the rows deferred to the merge.
-fn denied_except(
-    run: &crate::runner::RunOutcome,
-    deferred: &std::collections::BTreeSet<String>,
-) -> bool {
-    run.measured() == 0
-        || run.rows.iter().any(|r| {
-            (r.level == crate::suite::Level::Must || run.strict)
-                && r.disposition.denies(run.strict)
-                && !deferred.contains(&r.requirement_id)
-        })
 }

@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 use super::client::ClientError;
 use super::gate::{self, Evidence, GateOptions, Refusal};
 use super::transport::Endpoint;
+use crate::redact::Redactor;
 
 /// How a gated call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -85,6 +86,9 @@ pub struct CallOptions {
     /// The operation declares outputs: an `outputSchema` and conforming
     /// `structuredContent` are required (§4.7.4).
     pub expect_output: bool,
+    /// The secrets of this run (the server's `--env` values, the authorization credential):
+    /// scrubbed from every server text shown (a JSON-RPC error message, `isError` text).
+    pub secrets: Vec<String>,
 }
 
 fn report(outcome: Outcome, rule: &str, message: impl Into<String>, gate: Evidence) -> CallReport {
@@ -137,16 +141,159 @@ fn unclassified(arguments: &Value, review: &Value) -> Option<String> {
     })
 }
 
-/// The kinds of a result's content blocks (diagnostics only, §4.7.6).
-fn diagnostics(result: &Value) -> Value {
-    let kinds: Vec<Value> = result
+/// The most characters of a server's error text a diagnostic shows.
+pub const MAX_DIAGNOSTIC_TEXT: usize = 500;
+
+/// A result's diagnostics (§4.7.6): the kinds of its content blocks, whether `_meta` was
+/// present, and, for an `isError` result, the text of its text blocks (cut, and scrubbed of
+/// the run's secrets): the error content is diagnostic only, so it is shown, never used.
+pub fn diagnostics(result: &Value, redactor: &Redactor) -> Value {
+    let blocks = result
         .get("content")
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .map_or(&[][..], Vec::as_slice);
+    let kinds: Vec<Value> = blocks
+        .iter()
         .map(|b| b.get("type").cloned().unwrap_or(json!("?")))
         .collect();
-    json!({"contentBlocks": kinds, "meta": result.get("_meta").is_some()})
+    let mut d = json!({"contentBlocks": kinds, "meta": result.get("_meta").is_some()});
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        let text: String = blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .take(MAX_DIAGNOSTIC_TEXT)
+            .collect();
+        d["errorText"] = json!(redactor.text(&text));
+    }
+    d
+}
+
+/// A rule and why a call was not dispatched or failed.
+pub type Verdict = (&'static str, String);
+
+/// A reviewed Tool's schemas, compiled once (the guard keeps them per tool).
+#[derive(Debug)]
+pub struct Contract {
+    /// The reviewed `inputSchema`.
+    pub input: jsonschema::Validator,
+    /// The reviewed `outputSchema`, when there is one.
+    pub output: Option<jsonschema::Validator>,
+}
+
+/// Compile a reviewed Tool's schemas (§4.7.1, §4.7.4); declared outputs need an
+/// `outputSchema`.
+pub fn contract(tool: &Value, expect_output: bool) -> Result<Contract, Verdict> {
+    let input = compile(tool.get("inputSchema").unwrap_or(&Value::Null)).map_err(|e| {
+        (
+            "4.7.1-input-schema",
+            format!("the reviewed inputSchema cannot be used to validate: {e}"),
+        )
+    })?;
+    let output = match tool.get("outputSchema") {
+        None if expect_output => {
+            return Err((
+                "4.7.4-output-schema",
+                "the operation declares outputs but the reviewed Tool has no outputSchema".into(),
+            ));
+        }
+        None => None,
+        Some(s) => Some(compile(s).map_err(|e| {
+            (
+                "4.7.4-output-schema",
+                format!("the reviewed outputSchema cannot be used to validate: {e}"),
+            )
+        })?),
+    };
+    Ok(Contract { input, output })
+}
+
+/// The call rules before dispatch (§4.7.1, §4.9.1, §4.7.4): the arguments are an object that
+/// conforms to the reviewed `inputSchema` and falls under the reviewed channels; declared
+/// outputs need a reviewed `outputSchema`. The compiled `outputSchema` when there is one.
+pub fn before_dispatch(
+    tool: &Value,
+    review: &Value,
+    arguments: &Value,
+    expect_output: bool,
+) -> Result<Option<jsonschema::Validator>, Verdict> {
+    if !arguments.is_object() {
+        return Err((
+            "4.7.1-arguments",
+            "the arguments must be a JSON object".into(),
+        ));
+    }
+    let c = contract(tool, expect_output)?;
+    check_arguments(&c, review, arguments)?;
+    Ok(c.output)
+}
+
+/// The arguments against a compiled [`Contract`] and the reviewed channels (§4.7.1, §4.9.1).
+pub fn check_arguments(c: &Contract, review: &Value, arguments: &Value) -> Result<(), Verdict> {
+    if !arguments.is_object() {
+        return Err((
+            "4.7.1-arguments",
+            "the arguments must be a JSON object".into(),
+        ));
+    }
+    let bad = violations(&c.input, arguments);
+    if !bad.is_empty() {
+        return Err((
+            "4.7.1-arguments",
+            format!(
+                "the arguments do not conform to the reviewed inputSchema: {}",
+                bad.join("; ")
+            ),
+        ));
+    }
+    if let Some(p) = unclassified(arguments, review) {
+        return Err((
+            "4.9.1-input-channels",
+            format!("argument {p} is not a reviewed input channel"),
+        ));
+    }
+    Ok(())
+}
+
+/// The result rules (§4.7.3 to §4.7.5): `isError` fails; with a reviewed `outputSchema`,
+/// `structuredContent` must be present and conform; the body is that `structuredContent`
+/// (without an `outputSchema` nothing crosses the boundary).
+pub fn judge_result(
+    result: &Value,
+    output: Option<&jsonschema::Validator>,
+) -> Result<Option<Value>, Verdict> {
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        return Err((
+            "4.7.3-is-error",
+            "the tool answered isError: true (its content is diagnostic only)".into(),
+        ));
+    }
+    let Some(v) = output else {
+        return Ok(None);
+    };
+    let Some(s) = result.get("structuredContent") else {
+        return Err((
+            "4.7.4-structured-content",
+            "the reviewed Tool has an outputSchema but the result has no structuredContent (text blocks are never parsed instead)".into(),
+        ));
+    };
+    let bad = violations(v, s);
+    if !s.is_object() || !bad.is_empty() {
+        return Err((
+            "4.7.4-structured-content",
+            format!(
+                "structuredContent does not conform to the reviewed outputSchema: {}",
+                if bad.is_empty() {
+                    "not an object".to_string()
+                } else {
+                    bad.join("; ")
+                }
+            ),
+        ));
+    }
+    Ok(Some(s.clone()))
 }
 
 /// Gate, validate, call, judge.
@@ -156,14 +303,17 @@ pub async fn call(
     gopts: &GateOptions,
     copts: &CallOptions,
 ) -> CallReport {
+    let redactor = Redactor::new(copts.secrets.clone(), Vec::new());
     let passed = match gate::gate(manifest, endpoint, gopts).await {
         Ok(p) => p,
         Err(r) => {
+            let mut refusal = r.refusal;
+            refusal.message = redactor.text(&refusal.message).into_owned();
             return CallReport {
                 outcome: Outcome::Refused,
-                rule: Some(r.refusal.rule.id().to_string()),
-                message: Some(r.refusal.message.clone()),
-                refusal: Some(r.refusal),
+                rule: Some(refusal.rule.id().to_string()),
+                message: Some(refusal.message.clone()),
+                refusal: Some(refusal),
                 body: None,
                 diagnostics: json!({}),
                 gate: r.evidence,
@@ -174,12 +324,13 @@ pub async fn call(
     };
     let gate::Passed {
         mut client,
+        pinned,
         tool,
         review,
         list_changed_mark,
         evidence,
     } = passed;
-    let mut out = dispatch(
+    let (mut out, invalidated) = dispatch(
         &mut client,
         &tool,
         &review,
@@ -187,13 +338,21 @@ pub async fn call(
         evidence,
         gopts,
         copts,
+        &redactor,
     )
     .await;
     client.close().await;
+    // A list_changed after the comparison invalidates the binding (§4.5.3, §4.5.4), for every
+    // later call too.
+    if invalidated && gopts.record {
+        let rule = out.rule.clone().unwrap_or_default();
+        out.gate.record_error = pinned.record(&rule, false, out.message.as_deref().unwrap_or(""));
+    }
     out.content_trust = super::trust::contracts(&tool, &review);
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn dispatch(
     client: &mut super::client::Client,
     tool: &Value,
@@ -202,69 +361,18 @@ async fn dispatch(
     evidence: Evidence,
     gopts: &GateOptions,
     copts: &CallOptions,
-) -> CallReport {
+    redactor: &Redactor,
+) -> (CallReport, bool) {
     let started = std::time::Instant::now();
     let arguments = copts.arguments.clone().unwrap_or_else(|| json!({}));
-    if !arguments.is_object() {
-        return report(
-            Outcome::NotDispatched,
-            "4.7.1-arguments",
-            "the arguments must be a JSON object",
-            evidence,
-        );
-    }
-    let input = match compile(tool.get("inputSchema").unwrap_or(&Value::Null)) {
-        Ok(v) => v,
-        Err(e) => {
-            return report(
-                Outcome::NotDispatched,
-                "4.7.1-input-schema",
-                format!("the reviewed inputSchema cannot be used to validate: {e}"),
-                evidence,
+    let output = match before_dispatch(tool, review, &arguments, copts.expect_output) {
+        Ok(o) => o,
+        Err((rule, message)) => {
+            return (
+                report(Outcome::NotDispatched, rule, message, evidence),
+                false,
             );
         }
-    };
-    let bad = violations(&input, &arguments);
-    if !bad.is_empty() {
-        return report(
-            Outcome::NotDispatched,
-            "4.7.1-arguments",
-            format!(
-                "the arguments do not conform to the reviewed inputSchema: {}",
-                bad.join("; ")
-            ),
-            evidence,
-        );
-    }
-    if let Some(p) = unclassified(&arguments, review) {
-        return report(
-            Outcome::NotDispatched,
-            "4.9.1-input-channels",
-            format!("argument {p} is not a reviewed input channel"),
-            evidence,
-        );
-    }
-    let output = match tool.get("outputSchema") {
-        None if copts.expect_output => {
-            return report(
-                Outcome::NotDispatched,
-                "4.7.4-output-schema",
-                "the operation declares outputs but the reviewed Tool has no outputSchema",
-                evidence,
-            );
-        }
-        None => None,
-        Some(s) => match compile(s) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                return report(
-                    Outcome::NotDispatched,
-                    "4.7.4-output-schema",
-                    format!("the reviewed outputSchema cannot be used to validate: {e}"),
-                    evidence,
-                );
-            }
-        },
     };
     // The barrier makes any list_changed the server sent after the comparison visible now.
     if let Err(e) = client.barrier().await {
@@ -273,14 +381,25 @@ async fn dispatch(
         } else {
             "4.4.3-connect"
         };
-        return report(Outcome::NotDispatched, rule, e.to_string(), evidence);
+        return (
+            report(
+                Outcome::NotDispatched,
+                rule,
+                redactor.text(&e.to_string()),
+                evidence,
+            ),
+            false,
+        );
     }
     if client.list_changed_seq() > mark {
-        return report(
-            Outcome::NotDispatched,
-            "4.5.3-list-changed-before-dispatch",
-            "notifications/tools/list_changed arrived after the gate's comparison: the binding is invalidated and the call was not dispatched",
-            evidence,
+        return (
+            report(
+                Outcome::NotDispatched,
+                "4.5.3-list-changed-before-dispatch",
+                "notifications/tools/list_changed arrived after the gate's comparison: the binding is invalidated and the call was not dispatched",
+                evidence,
+            ),
+            true,
         );
     }
     let pre_dispatch_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -294,138 +413,123 @@ async fn dispatch(
         .filter(|r| r.excluded)
         .map(|r| r.method.clone())
         .collect();
+    // Server text (a JSON-RPC error message) is shown scrubbed of the run's secrets.
+    let said = |e: &ClientError| redactor.text(&e.to_string()).into_owned();
     let result = match result {
         Err(ClientError::Timeout { after, .. }) => {
-            return report(
-                Outcome::Indeterminate,
-                "4.5.4-indeterminate",
-                format!(
-                    "no answer to tools/call within {after:?}: the side effect may have happened; not retried"
+            return (
+                report(
+                    Outcome::Indeterminate,
+                    "4.5.4-indeterminate",
+                    format!(
+                        "no answer to tools/call within {after:?}: the side effect may have happened; not retried"
+                    ),
+                    evidence,
                 ),
-                evidence,
+                in_flight_change,
             );
         }
         // HTTP 404 for the session: MCP has the server answer 404, without processing it,
         // to every request in a session it ended. Failed, with its own rule; not retried in
         // a new session (that would start without this session's list_changed record).
         Err(e) if gate::is_session_expired(&e) => {
-            return report(
-                Outcome::Failed,
-                "4.4.3-session-expired",
-                format!(
-                    "the server answered tools/call with HTTP 404 for its session ({e}); per MCP the request was not processed; not retried"
+            return (
+                report(
+                    Outcome::Failed,
+                    "4.4.3-session-expired",
+                    format!(
+                        "the server answered tools/call with HTTP 404 for its session ({}); per MCP the request was not processed; not retried",
+                        said(&e)
+                    ),
+                    evidence,
                 ),
-                evidence,
+                false,
             );
         }
         Err(e @ ClientError::Transport(_)) => {
-            return report(
-                Outcome::Indeterminate,
-                "4.5.4-indeterminate",
-                format!(
-                    "the connection failed during the call ({e}): the side effect may have happened; not retried"
+            return (
+                report(
+                    Outcome::Indeterminate,
+                    "4.5.4-indeterminate",
+                    format!(
+                        "the connection failed during the call ({}): the side effect may have happened; not retried",
+                        said(&e)
+                    ),
+                    evidence,
                 ),
-                evidence,
+                in_flight_change,
             );
         }
         Err(e) if in_flight_change => {
-            return report(
-                Outcome::Indeterminate,
-                "4.5.4-indeterminate",
-                format!("list_changed during the call, then: {e}"),
-                evidence,
+            return (
+                report(
+                    Outcome::Indeterminate,
+                    "4.5.4-indeterminate",
+                    format!("list_changed during the call, then: {}", said(&e)),
+                    evidence,
+                ),
+                true,
             );
         }
         Err(e) => {
-            return report(
-                Outcome::Failed,
-                "4.7.3-protocol-error",
-                e.to_string(),
-                evidence,
+            return (
+                report(Outcome::Failed, "4.7.3-protocol-error", said(&e), evidence),
+                false,
             );
         }
         Ok(r) => r,
     };
-    let diag = diagnostics(&result);
+    let diag = diagnostics(&result, redactor);
     let with_diag = |mut r: CallReport| {
         r.diagnostics = diag.clone();
         r
     };
     if in_flight_change {
-        return with_diag(report(
-            Outcome::Indeterminate,
-            "4.5.4-indeterminate",
-            "notifications/tools/list_changed arrived during the call: the binding is invalidated, the result is not exposed, the side effect may have happened; not retried",
-            evidence,
-        ));
+        return (
+            with_diag(report(
+                Outcome::Indeterminate,
+                "4.5.4-indeterminate",
+                "notifications/tools/list_changed arrived during the call: the binding is invalidated, the result is not exposed, the side effect may have happened; not retried",
+                evidence,
+            )),
+            true,
+        );
     }
     if !excluded.is_empty() {
-        return with_diag(report(
-            Outcome::Failed,
-            "4.8.2-excluded-request",
-            format!(
-                "the server sent excluded requests during the call ({}); they were refused",
-                excluded.join(", ")
-            ),
-            evidence,
-        ));
-    }
-    if result.get("isError") == Some(&Value::Bool(true)) {
-        return with_diag(report(
-            Outcome::Failed,
-            "4.7.3-is-error",
-            "the tool answered isError: true (its content is diagnostic only)",
-            evidence,
-        ));
-    }
-    let structured = result.get("structuredContent");
-    let body = match (&output, structured) {
-        (Some(_), None) => {
-            return with_diag(report(
+        return (
+            with_diag(report(
                 Outcome::Failed,
-                "4.7.4-structured-content",
-                "the reviewed Tool has an outputSchema but the result has no structuredContent (text blocks are never parsed instead)",
+                "4.8.2-excluded-request",
+                format!(
+                    "the server sent excluded requests during the call ({}); they were refused",
+                    excluded.join(", ")
+                ),
                 evidence,
-            ));
-        }
-        (Some(v), Some(s)) => {
-            let bad = violations(v, s);
-            if !s.is_object() || !bad.is_empty() {
-                return with_diag(report(
-                    Outcome::Failed,
-                    "4.7.4-structured-content",
-                    format!(
-                        "structuredContent does not conform to the reviewed outputSchema: {}",
-                        if bad.is_empty() {
-                            "not an object".to_string()
-                        } else {
-                            bad.join("; ")
-                        }
-                    ),
-                    evidence,
-                ));
-            }
-            Some(s.clone())
-        }
-        (None, _) if copts.expect_output => unreachable_output(),
-        // Without a reviewed outputSchema nothing crosses the boundary (§4.7.5).
-        (None, _) => None,
-    };
-    CallReport {
-        outcome: Outcome::Ok,
-        rule: None,
-        message: None,
-        refusal: None,
-        body,
-        diagnostics: diag,
-        gate: evidence,
-        pre_dispatch_us,
-        content_trust: Value::Null,
+            )),
+            false,
+        );
     }
-}
-
-/// `expect_output` without an outputSchema returned before dispatch; this arm only keeps
-/// the match total.
-fn unreachable_output() -> Option<Value> {
-    None
+    let body = match judge_result(&result, output.as_ref()) {
+        Ok(b) => b,
+        Err((rule, message)) => {
+            return (
+                with_diag(report(Outcome::Failed, rule, message, evidence)),
+                false,
+            );
+        }
+    };
+    (
+        CallReport {
+            outcome: Outcome::Ok,
+            rule: None,
+            message: None,
+            refusal: None,
+            body,
+            diagnostics: diag,
+            gate: evidence,
+            pre_dispatch_us,
+            content_trust: Value::Null,
+        },
+        false,
+    )
 }

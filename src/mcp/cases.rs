@@ -1,14 +1,21 @@
-//! Gate-rule cases against the double, and the gate's mutation matrix
-//! (`reports/mcp-gate-mutants.md`).
+//! Gate-rule cases against the double, the gate's mutation matrix
+//! (`reports/mcp-gate-mutants.md`), and the same cases as portable vectors
+//! (`fixtures/mcp-drift-vectors/`).
 //!
 //! A case pins a snapshot captured from a clean double, optionally edits it, and runs the
 //! gate against a live double that misbehaves in one way. The matrix runs, for every
 //! [`Mutant`], the case that a correct gate refuses and that mutant lets pass: a mutant is
 //! killed when its verdict differs from the correct gate's.
+//!
+//! [`export_vectors`] writes every case as a directory of language-neutral files another
+//! pinning gateway can run without toolcert: the pinned snapshot, the server (the double's
+//! script, a declarative description), the exchange toolcert's gate had with it, and the
+//! expected verdict and rule; [`run_vector`] runs one from those files alone.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::double::{InProcess, Script, echo_tool};
@@ -74,6 +81,8 @@ pub struct Case {
     pub name: &'static str,
     /// The rule a correct gate refuses with (`None`: it passes).
     pub expect: Option<Rule>,
+    /// The double the snapshot is captured from (default [`reviewed_script`]).
+    pub reviewed: Script,
     /// The live double.
     pub live: Script,
     /// Edit the pinned document and re-pin its digest (an edited, re-pinned snapshot).
@@ -82,6 +91,8 @@ pub struct Case {
     pub later: Option<Duration>,
     /// The `list_changed` policy.
     pub policy: ListChangedPolicy,
+    /// An earlier connection recorded an invalidation of the snapshot beside it.
+    pub prior_invalidation: bool,
 }
 
 impl Case {
@@ -89,10 +100,12 @@ impl Case {
         Case {
             name,
             expect,
+            reviewed: reviewed_script(),
             live,
             edit: None,
             later: None,
             policy: ListChangedPolicy::Strict,
+            prior_invalidation: false,
         }
     }
 }
@@ -353,6 +366,82 @@ pub fn gate_cases() -> Vec<Case> {
         bytes: 10,
     });
     cases.push(Case::new("a notification flood", Some(Rule::Listing), v));
+    cases.push(Case {
+        prior_invalidation: true,
+        ..Case::new(
+            "a snapshot an earlier connection invalidated",
+            Some(Rule::Invalidated),
+            base(),
+        )
+    });
+    let mut v = base();
+    v.request_after_initialized = Some("sampling/createMessage".into());
+    cases.push(Case::new(
+        "the server asks for sampling during discovery",
+        Some(Rule::ExcludedRequest),
+        v,
+    ));
+    let mut v = base();
+    v.request_after_initialized = Some("elicitation/create".into());
+    cases.push(Case::new(
+        "the server asks for elicitation during discovery",
+        Some(Rule::ExcludedRequest),
+        v,
+    ));
+    cases.push(Case {
+        edit: Some(|d| {
+            let captured = d["capturedAt"]
+                .as_str()
+                .and_then(|t| mcp_time::parse(t).ok());
+            if let Some(c) = captured {
+                let ten_years = Duration::from_secs(3650 * 86_400);
+                d["expiresAt"] = json!(mcp_time::format(mcp_time::add(c, ten_years)));
+            }
+        }),
+        ..Case::new(
+            "a re-pinned snapshot expiring ten years after its capture",
+            Some(Rule::Window),
+            base(),
+        )
+    });
+    cases.push(Case {
+        edit: Some(|d| {
+            d["capturedAt"] = json!("2099-01-01T00:00:00Z");
+            d["expiresAt"] = json!("2099-01-08T00:00:00Z");
+            d["servers"]["s"]["reviews"]["echo"]["reviewedAt"] = json!("2099-01-01T01:00:00Z");
+        }),
+        ..Case::new(
+            "a re-pinned snapshot captured, reviewed and expiring in 2099",
+            Some(Rule::Window),
+            base(),
+        )
+    });
+    // 2^53 + 1 is not a double: it canonicalizes to 2^53, so without the I-JSON check a
+    // snapshot holding one and a server sending the other compare equal, a silent drift.
+    let big = |n: u64| {
+        let mut t = echo_tool();
+        t["inputSchema"]["properties"]["message"]["maxLength"] = json!(n);
+        Script {
+            pages: vec![vec![t], vec![other()]],
+            ..Script::default()
+        }
+    };
+    cases.push(Case {
+        edit: Some(|d| {
+            d["servers"]["s"]["toolPages"][0]["tools"][0]["inputSchema"]["properties"]["message"]
+                ["maxLength"] = json!(9_007_199_254_740_992_u64);
+        }),
+        ..Case::new(
+            "a re-pinned snapshot holding an integer beyond 2^53 - 1 (outside I-JSON)",
+            Some(Rule::Digest),
+            big(9_007_199_254_740_993),
+        )
+    });
+    cases.push(Case::new(
+        "the server sends an integer beyond 2^53 - 1 (outside I-JSON)",
+        Some(Rule::Listing),
+        big(9_007_199_254_740_993),
+    ));
     cases
 }
 
@@ -367,6 +456,9 @@ pub fn mutant_case(m: Mutant) -> Case {
         Mutant::ExpiryIgnored => "an expired snapshot",
         Mutant::RevivedByRelist => "list_changed during pagination, identical re-list (settle too)",
         Mutant::DuplicatesTolerated => "the name repeats on the same page",
+        Mutant::InvalidationForgotten => "a snapshot an earlier connection invalidated",
+        Mutant::ExcludedRequestsTolerated => "the server asks for sampling during discovery",
+        Mutant::WindowUnchecked => "a re-pinned snapshot expiring ten years after its capture",
     };
     pick(name).unwrap_or_else(|| Case::new("missing case", None, Script::default()))
 }
@@ -386,11 +478,15 @@ pub struct Observed {
 pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result<Observed, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let path: PathBuf = dir.join(format!("{}.json", uuid::Uuid::new_v4()));
-    let mut sha = pin(&reviewed_script(), "echo", &path).await?;
+    let mut sha = pin(&case.reviewed, "echo", &path).await?;
     let mut doc = snapshot::read_strict(&path).map_err(|e| e.to_string())?.doc;
     if let Some(edit) = case.edit {
         edit(&mut doc);
         sha = snapshot::write(&path, &doc).map_err(|e| e.to_string())?;
+    }
+    if case.prior_invalidation {
+        let record = prior_record(&sha, mcp_time::now());
+        super::invalidation::append(&path, &record).map_err(|e| e.to_string())?;
     }
     let live = InProcess::new(case.live.clone());
     let mut opts = GateOptions::new(&sha, "s", "echo");
@@ -406,13 +502,32 @@ pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result
             .map_err(|e| e.to_string())?;
         opts.now = captured.map(|c| mcp_time::add(c, d));
     }
-    let result = gate::gate(&path, &Endpoint::Double(live.clone()), &opts).await;
+    let observed = observe(&path, &live, &opts).await;
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(super::invalidation::record_path(&path));
+    Ok(observed)
+}
+
+/// The invalidation an earlier connection recorded, in the case that has one.
+fn prior_record(sha: &str, at: time::OffsetDateTime) -> super::invalidation::Record {
+    super::invalidation::Record {
+        manifest_sha256: sha.to_string(),
+        server: "s".into(),
+        at: mcp_time::format(at),
+        rule: "4.5.4-indeterminate".into(),
+        startup: false,
+        reason: "notifications/tools/list_changed arrived during a call".into(),
+    }
+}
+
+/// Run the gate for the snapshot at `path` against `live`; what it gave.
+async fn observe(path: &Path, live: &InProcess, opts: &GateOptions) -> Observed {
+    let result = gate::gate(path, &Endpoint::Double(live.clone()), opts).await;
     let connections = live
         .witness
         .connections
         .load(std::sync::atomic::Ordering::SeqCst);
-    Ok(match result {
+    match result {
         Ok(p) => {
             p.client.close().await;
             Observed {
@@ -426,7 +541,7 @@ pub async fn run_case(case: &Case, mutant: Option<Mutant>, dir: &Path) -> Result
             connections,
             message: r.refusal.message,
         },
-    })
+    }
 }
 
 /// The mutation matrix as Markdown: every mutant, the rule it weakens, the killing case,
@@ -463,4 +578,195 @@ pub async fn mutant_report(dir: &Path) -> Result<String, String> {
         ));
     }
     Ok(out)
+}
+
+/// The profile of a portable drift vector's `vector.json`.
+pub const VECTOR_PROFILE: &str = "toolcert.mcp-drift-vector.0.1";
+
+/// The instant every vector's snapshot is captured at (reviewed an hour later, judged a day
+/// later unless the case says otherwise), so the files do not change from run to run.
+pub const VECTOR_CAPTURED_AT: &str = "2026-01-01T00:00:00Z";
+
+/// What a vector expects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Expect {
+    /// `pass` or `refused`.
+    pub verdict: String,
+    /// The rule a refusal names (toolcert's id of the seed's rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+}
+
+/// `vector.json`: how to run one vector and what it must give.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Vector {
+    /// [`VECTOR_PROFILE`].
+    pub profile: String,
+    /// What the case shows.
+    pub name: String,
+    /// The server key in the snapshot.
+    pub server: String,
+    /// The selected tool.
+    pub tool: String,
+    /// The pinned digest (of `snapshot.json`).
+    pub manifest_sha256: String,
+    /// The instant to judge expiry at.
+    pub now: String,
+    /// `strict` or `settle`.
+    pub list_changed_policy: ListChangedPolicy,
+    /// An invalidation an earlier connection recorded (to be in force before the gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_invalidation: Option<super::invalidation::Record>,
+    /// The expected verdict.
+    pub expect: Expect,
+}
+
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').chars().take(60).collect()
+}
+
+fn pretty(v: &impl Serialize) -> Result<String, String> {
+    serde_json::to_string_pretty(v)
+        .map(|mut t| {
+            t.push('\n');
+            t
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// Write every gate case as a vector directory under `dir` (`001-…`, `002-…`); how many.
+/// Each holds `vector.json`, `snapshot.json` (the pinned snapshot, byte for byte what
+/// `manifestSha256` is the digest of, once canonicalized), `server.json` (the live server as
+/// the double's script) and `exchange.jsonl` (every message of toolcert's gate run against
+/// it, in order, at most 200; `clientInfo.version` written as `(toolcert)` so the files do
+/// not change with toolcert's version).
+pub async fn export_vectors(dir: &Path) -> Result<usize, String> {
+    let t = |s: &str| mcp_time::parse(s).map_err(|e| e.to_string());
+    let captured = t(VECTOR_CAPTURED_AT)?;
+    let cases = gate_cases();
+    for (i, case) in cases.iter().enumerate() {
+        let sub = dir.join(format!("{:03}-{}", i + 1, slug(case.name)));
+        std::fs::create_dir_all(&sub).map_err(|e| e.to_string())?;
+        let mut opts = CaptureOptions::new("s");
+        opts.captured_at = Some(captured);
+        let mut doc = snapshot::capture(
+            &Endpoint::Double(InProcess::new(case.reviewed.clone())),
+            &opts,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let tool = snapshot::tools_named(
+            snapshot::server(&doc, "s").map_err(|e| e.to_string())?,
+            "echo",
+        )
+        .first()
+        .map(|(_, t)| (*t).clone())
+        .ok_or("no echo")?;
+        let mut review = acceptable_review(&tool);
+        review["reviewedAt"] = json!(mcp_time::format(captured + time::Duration::hours(1)));
+        // Written directly: `review::apply` checks the date against the real clock.
+        doc["servers"]["s"]["reviews"]["echo"] = review;
+        if let Some(edit) = case.edit {
+            edit(&mut doc);
+        }
+        let sha = snapshot::write(&sub.join("snapshot.json"), &doc).map_err(|e| e.to_string())?;
+        let now = mcp_time::add(captured, case.later.unwrap_or(Duration::from_secs(86_400)));
+        let vector = Vector {
+            profile: VECTOR_PROFILE.into(),
+            name: case.name.into(),
+            server: "s".into(),
+            tool: "echo".into(),
+            manifest_sha256: sha.clone(),
+            now: mcp_time::format(now),
+            list_changed_policy: case.policy,
+            prior_invalidation: case
+                .prior_invalidation
+                .then(|| prior_record(&sha, captured + time::Duration::hours(2))),
+            expect: Expect {
+                verdict: if case.expect.is_some() {
+                    "refused"
+                } else {
+                    "pass"
+                }
+                .into(),
+                rule: case.expect.map(|r| r.id().to_string()),
+            },
+        };
+        std::fs::write(sub.join("vector.json"), pretty(&vector)?).map_err(|e| e.to_string())?;
+        std::fs::write(sub.join("server.json"), pretty(&case.live)?).map_err(|e| e.to_string())?;
+        let scratch =
+            std::env::temp_dir().join(format!("toolcert-vectors-{}", uuid::Uuid::new_v4()));
+        let (observed, live) = run_vector(&sub, &scratch).await?;
+        let _ = std::fs::remove_dir_all(&scratch);
+        if observed.refused.map(|r| r.id().to_string()) != vector.expect.rule {
+            return Err(format!(
+                "{}: the gate gave {:?}, the case expects {:?}: {}",
+                case.name, observed.refused, vector.expect.rule, observed.message
+            ));
+        }
+        let mut exchange = String::new();
+        let transcript = live
+            .witness
+            .transcript
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
+        for mut line in transcript {
+            if let Some(v) = line.pointer_mut("/message/params/clientInfo/version") {
+                *v = json!("(toolcert)");
+            }
+            exchange.push_str(&line.to_string());
+            exchange.push('\n');
+        }
+        let dropped = live
+            .witness
+            .transcript_dropped
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if dropped > 0 {
+            exchange.push_str(&json!({"truncated": dropped}).to_string());
+            exchange.push('\n');
+        }
+        std::fs::write(sub.join("exchange.jsonl"), exchange).map_err(|e| e.to_string())?;
+    }
+    Ok(cases.len())
+}
+
+/// Run one vector from its files alone: copy its snapshot into `scratch`, put its prior
+/// invalidation beside it, serve `server.json` in process, gate at its `now`. What the gate
+/// gave, and the double (its witness holds the exchange).
+pub async fn run_vector(dir: &Path, scratch: &Path) -> Result<(Observed, InProcess), String> {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .map_err(|e| format!("{}/{name}: {e}", dir.display()))
+    };
+    let vector: Vector =
+        serde_json::from_str(&read("vector.json")?).map_err(|e| format!("vector.json: {e}"))?;
+    if vector.profile != VECTOR_PROFILE {
+        return Err(format!("{}: profile {}", dir.display(), vector.profile));
+    }
+    let script: Script =
+        serde_json::from_str(&read("server.json")?).map_err(|e| format!("server.json: {e}"))?;
+    std::fs::create_dir_all(scratch).map_err(|e| e.to_string())?;
+    let path = scratch.join(format!("{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&path, read("snapshot.json")?).map_err(|e| e.to_string())?;
+    if let Some(record) = &vector.prior_invalidation {
+        super::invalidation::append(&path, record).map_err(|e| e.to_string())?;
+    }
+    let live = InProcess::new(script);
+    let mut opts = GateOptions::new(&vector.manifest_sha256, &vector.server, &vector.tool);
+    opts.policy = vector.list_changed_policy;
+    opts.now = Some(mcp_time::parse(&vector.now).map_err(|e| e.to_string())?);
+    opts.timeouts.request = Duration::from_millis(500);
+    let observed = observe(&path, &live, &opts).await;
+    Ok((observed, live))
 }

@@ -11,6 +11,15 @@
 //! answered deterministically so a server never stalls on them (§4.10.6): `ping` gets `{}`,
 //! `roots/list` gets no roots, and everything else, sampling and elicitation included (both
 //! excluded by §4.8.2), gets `-32601`; each is recorded as evidence.
+//!
+//! On 2026-07-28 a server sends `notifications/tools/list_changed` only on a
+//! `subscriptions/listen` stream, so [`Client::initialize`] opens one (asking for
+//! `toolsListChanged`) right after `server/discover` and waits for its acknowledgment; without
+//! it the `list_changed` rules could not see anything on that revision. The barrier there is a
+//! `server/discover` round trip (there is no `ping`): on stdio it orders like a `ping` does.
+//!
+//! [`Rpc`] is what the gate needs of a connection; [`list_tools`] and [`barrier`] are written
+//! on it, so the guard's shared upstream connection runs the same listing as this client.
 
 use std::time::{Duration, Instant};
 
@@ -156,6 +165,193 @@ impl Listing {
     }
 }
 
+/// What became of the `subscriptions/listen` stream (2026-07-28).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Listen {
+    /// Not a 2026-07-28 connection (its `list_changed` needs no subscription).
+    NotNeeded,
+    /// The server acknowledged the stream and honours `toolsListChanged`.
+    Acknowledged,
+    /// The server acknowledged the stream but does not honour `toolsListChanged`: it will
+    /// never announce a change of its tools.
+    NotHonoured,
+    /// The server refused `subscriptions/listen` (the JSON-RPC error code).
+    Refused(i64),
+    /// No acknowledgment within the request budget.
+    NoAcknowledgment,
+}
+
+/// The method of the 2026-07-28 subscription stream.
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+
+/// The acknowledgment a server sends first on a `subscriptions/listen` stream.
+pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
+/// What the gate needs of a connection: a request with a budget, and what arrived unasked.
+/// [`Client`] is one; the guard's shared upstream connection is another.
+pub trait Rpc: Send {
+    /// One request, waiting at most `budget` for its response; the `result` object.
+    fn call(
+        &mut self,
+        method: &str,
+        params: Value,
+        budget: Duration,
+    ) -> impl std::future::Future<Output = Result<Value, ClientError>> + Send;
+    /// How many `notifications/tools/list_changed` arrived so far on this connection.
+    fn list_changed_seq(&self) -> u64;
+    /// The methods of the excluded server requests (sampling, elicitation: §4.8.2) answered
+    /// so far on this connection.
+    fn excluded_requests(&self) -> Vec<String>;
+    /// The negotiated revision, once initialized.
+    fn revision(&self) -> Option<String>;
+    /// The budget of one request.
+    fn request_budget(&self) -> Duration;
+}
+
+/// Every `tools/list` page, following `nextCursor` until it is absent (§4.3.2), at most
+/// `max_pages` pages; a repeated cursor is a loop (§4.10.4). Each page is the complete
+/// `result` object, without JSON-RPC framing (§4.3.3). `first_page_only` exists for the
+/// gate's mutant of that name and must not be used otherwise.
+pub async fn list_tools<R: Rpc>(
+    rpc: &mut R,
+    max_pages: usize,
+    first_page_only: bool,
+) -> Result<Listing, ClientError> {
+    let mut pages = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor: Option<Value> = None;
+    let budget = rpc.request_budget();
+    loop {
+        if pages.len() >= max_pages.min(MAX_PAGES) {
+            return Err(ClientError::TooManyPages {
+                max: max_pages.min(MAX_PAGES),
+            });
+        }
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let result = rpc.call("tools/list", params, budget).await?;
+        if !result.get("tools").is_some_and(Value::is_array) {
+            return Err(ClientError::Protocol {
+                method: "tools/list".into(),
+                what: format!("page {} has no `tools` array", pages.len()),
+            });
+        }
+        let next = result.get("nextCursor").cloned();
+        pages.push(result);
+        match next {
+            None | Some(Value::Null) => break,
+            Some(Value::String(c)) => {
+                if !seen.insert(c.clone()) {
+                    return Err(ClientError::CursorLoop {
+                        page: pages.len() - 1,
+                    });
+                }
+                cursor = Some(Value::String(c));
+            }
+            Some(other) => {
+                return Err(ClientError::Protocol {
+                    method: "tools/list".into(),
+                    what: format!("nextCursor is not a string: {other}"),
+                });
+            }
+        }
+        if first_page_only {
+            break;
+        }
+    }
+    Ok(Listing { pages })
+}
+
+/// A round trip that proves every message the server sent before answering it has been
+/// read (stdio keeps order; over HTTP it rides the same stream). Used right before a
+/// dispatch so a `list_changed` already sent is seen (§4.5.3). A JSON-RPC error answer (a
+/// server without `ping`) still serves as the barrier. 2026-07-28 has no `ping`: there the
+/// barrier is a `server/discover` round trip, which every server of that revision answers.
+pub async fn barrier<R: Rpc>(rpc: &mut R) -> Result<(), ClientError> {
+    let method = if rpc.revision().as_deref() == Some(REVISION_2026_07_28) {
+        "server/discover"
+    } else {
+        "ping"
+    };
+    let budget = rpc.request_budget();
+    match rpc.call(method, json!({}), budget).await {
+        Ok(_) | Err(ClientError::Rpc { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The `_meta` members every 2026-07-28 request carries (mcp-facts §3).
+pub fn stamp_2026_meta(params: &mut Value, client_capabilities: &Value) {
+    let Some(obj) = params.as_object_mut() else {
+        return;
+    };
+    let meta = obj
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(
+            "io.modelcontextprotocol/protocolVersion".into(),
+            json!(REVISION_2026_07_28),
+        );
+        meta.insert(
+            "io.modelcontextprotocol/clientCapabilities".into(),
+            client_capabilities.clone(),
+        );
+        meta.insert("io.modelcontextprotocol/clientInfo".into(), client_info());
+    }
+}
+
+/// How toolcert answers a server → client request (never forwarded: §4.10.6): `ping` with
+/// `{}`, `roots/list` with no roots, anything else (sampling and elicitation included) with
+/// `-32601`. Returns the reply and whether the method is excluded by §4.8.2.
+pub fn answer_server_request(method: &str, id: &Value) -> (Value, bool) {
+    let excluded = method.starts_with("sampling/") || method.starts_with("elicitation/");
+    let reply = match method {
+        "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        "roots/list" => json!({"jsonrpc": "2.0", "id": id, "result": {"roots": []}}),
+        _ => json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32601,
+            "message": format!("toolcert does not serve `{method}` (excluded from pinned MCP calls)"),
+        }}),
+    };
+    (reply, excluded)
+}
+
+/// The response `msg` to a request of `method`: its `result` object, or the JSON-RPC error.
+pub fn response_result(msg: Value, method: &str) -> Result<Value, ClientError> {
+    if let Some(err) = msg.get("error") {
+        let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
+        let message = err
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("(no message)")
+            .chars()
+            .take(300)
+            .collect();
+        return Err(ClientError::Rpc {
+            method: method.into(),
+            code,
+            message,
+        });
+    }
+    // Take the result rather than copy it (a page of a large catalog is megabytes).
+    let mut msg = msg;
+    match msg.as_object_mut().and_then(|m| m.remove("result")) {
+        Some(r @ Value::Object(_)) => Ok(r),
+        Some(other) => Err(ClientError::Protocol {
+            method: method.into(),
+            what: format!("the result is not an object but {}", kind(&other)),
+        }),
+        None => Err(ClientError::Protocol {
+            method: method.into(),
+            what: "the response has no result".into(),
+        }),
+    }
+}
+
 /// One MCP connection.
 #[derive(Debug)]
 pub struct Client {
@@ -168,6 +364,51 @@ pub struct Client {
     notifications: u64,
     server_requests: Vec<ServerRequest>,
     server_stream: bool,
+    listen: Listen,
+}
+
+impl Rpc for Client {
+    fn call(
+        &mut self,
+        method: &str,
+        params: Value,
+        budget: Duration,
+    ) -> impl std::future::Future<Output = Result<Value, ClientError>> + Send {
+        self.request_within(method, params, budget)
+    }
+    fn list_changed_seq(&self) -> u64 {
+        self.list_changed
+    }
+    fn excluded_requests(&self) -> Vec<String> {
+        self.server_requests
+            .iter()
+            .filter(|r| r.excluded)
+            .map(|r| r.method.clone())
+            .collect()
+    }
+    fn revision(&self) -> Option<String> {
+        self.version.clone()
+    }
+    fn request_budget(&self) -> Duration {
+        self.timeouts.request
+    }
+}
+
+/// What a [`Client`] knew about its connection when it was taken apart ([`Client::into_parts`]).
+#[derive(Debug, Clone)]
+pub struct ClientRecord {
+    /// The next request id.
+    pub next_id: i64,
+    /// The timeouts.
+    pub timeouts: Timeouts,
+    /// The negotiated revision.
+    pub version: Option<String>,
+    /// The client capabilities sent.
+    pub client_capabilities: Value,
+    /// `list_changed` seen so far.
+    pub list_changed: u64,
+    /// Server requests answered so far.
+    pub server_requests: Vec<ServerRequest>,
 }
 
 /// The `clientInfo` toolcert sends.
@@ -198,7 +439,39 @@ impl Client {
             notifications: 0,
             server_requests: Vec::new(),
             server_stream: false,
+            listen: Listen::NotNeeded,
         }
+    }
+
+    /// What became of the `subscriptions/listen` stream (2026-07-28).
+    pub fn listen_state(&self) -> &Listen {
+        &self.listen
+    }
+
+    /// The negotiated revision, once initialized.
+    pub fn revision(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+
+    /// The client capabilities sent.
+    pub fn client_capabilities(&self) -> &Value {
+        &self.client_capabilities
+    }
+
+    /// Take the open transport and the connection's record (the guard shares one connection
+    /// between its calls and its client's own requests from here on).
+    pub fn into_parts(self) -> (Transport, ClientRecord) {
+        (
+            self.transport,
+            ClientRecord {
+                next_id: self.next_id,
+                timeouts: self.timeouts,
+                version: self.version,
+                client_capabilities: self.client_capabilities,
+                list_changed: self.list_changed,
+                server_requests: self.server_requests,
+            },
+        )
     }
 
     /// The timeouts in force.
@@ -263,6 +536,7 @@ impl Client {
                     got: result["supportedVersions"].to_string(),
                 });
             }
+            self.listen = self.open_listen().await?;
             return Ok(Initialized {
                 protocol_version: version.to_string(),
                 server_info,
@@ -307,6 +581,45 @@ impl Client {
         })
     }
 
+    /// Open the 2026-07-28 `subscriptions/listen` stream for `toolsListChanged` and wait (one
+    /// request budget) for its acknowledgment. The request stays open for the connection's
+    /// life; everything on it is read as unasked traffic, so its `list_changed` are counted
+    /// like any other.
+    async fn open_listen(&mut self) -> Result<Listen, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut params = json!({"notifications": {"toolsListChanged": true}});
+        stamp_2026_meta(&mut params, &self.client_capabilities);
+        let msg =
+            json!({"jsonrpc": "2.0", "id": id, "method": SUBSCRIPTIONS_LISTEN, "params": params});
+        let deadline = Instant::now() + self.timeouts.request;
+        self.transport.send(&msg, deadline).await?;
+        loop {
+            let Some(msg) = self.transport.recv(deadline).await? else {
+                return Ok(Listen::NoAcknowledgment);
+            };
+            if msg.get("method").and_then(Value::as_str) == Some(SUBSCRIPTIONS_ACKNOWLEDGED) {
+                let honoured = msg
+                    .pointer("/params/notifications/toolsListChanged")
+                    .and_then(Value::as_bool)
+                    == Some(true);
+                return Ok(if honoured {
+                    Listen::Acknowledged
+                } else {
+                    Listen::NotHonoured
+                });
+            }
+            if msg.get("method").is_none() && msg.get("id") == Some(&json!(id)) {
+                let code = msg
+                    .pointer("/error/code")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                return Ok(Listen::Refused(code));
+            }
+            self.unasked(msg).await?;
+        }
+    }
+
     /// The causal start-up barrier, for right after [`Client::initialize`] and before the
     /// first `tools/list`: one [`Client::barrier`] round trip. Returns how many
     /// `list_changed` arrived on the connection so far.
@@ -337,76 +650,18 @@ impl Client {
         Ok(())
     }
 
-    /// A round trip that proves every message the server sent before answering it has been
-    /// read (stdio keeps order; over HTTP it rides the same stream). Used right before a
-    /// dispatch so a `list_changed` already sent is seen (§4.5.3). A JSON-RPC error answer
-    /// (a server without `ping`) still serves as the barrier. 2026-07-28 has no `ping`; there
-    /// the barrier is a short drain.
+    /// The [`barrier`] on this connection.
     pub async fn barrier(&mut self) -> Result<(), ClientError> {
-        if self.version.as_deref() == Some(REVISION_2026_07_28) {
-            return self
-                .drain_until(Instant::now() + Duration::from_millis(5))
-                .await;
-        }
-        match self.request("ping", json!({})).await {
-            Ok(_) | Err(ClientError::Rpc { .. }) => Ok(()),
-            Err(e) => Err(e),
-        }
+        barrier(self).await
     }
 
-    /// Every `tools/list` page, following `nextCursor` until it is absent (§4.3.2), at most
-    /// `max_pages` pages; a repeated cursor is a loop (§4.10.4). Each page is the complete
-    /// `result` object, without JSON-RPC framing (§4.3.3). `first_page_only` exists for the
-    /// gate's mutant of that name and must not be used otherwise.
+    /// [`list_tools`] on this connection.
     pub async fn list_tools(
         &mut self,
         max_pages: usize,
         first_page_only: bool,
     ) -> Result<Listing, ClientError> {
-        let mut pages = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut cursor: Option<Value> = None;
-        loop {
-            if pages.len() >= max_pages.min(MAX_PAGES) {
-                return Err(ClientError::TooManyPages {
-                    max: max_pages.min(MAX_PAGES),
-                });
-            }
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let result = self.request("tools/list", params).await?;
-            if !result.get("tools").is_some_and(Value::is_array) {
-                return Err(ClientError::Protocol {
-                    method: "tools/list".into(),
-                    what: format!("page {} has no `tools` array", pages.len()),
-                });
-            }
-            let next = result.get("nextCursor").cloned();
-            pages.push(result);
-            match next {
-                None | Some(Value::Null) => break,
-                Some(Value::String(c)) => {
-                    if !seen.insert(c.clone()) {
-                        return Err(ClientError::CursorLoop {
-                            page: pages.len() - 1,
-                        });
-                    }
-                    cursor = Some(Value::String(c));
-                }
-                Some(other) => {
-                    return Err(ClientError::Protocol {
-                        method: "tools/list".into(),
-                        what: format!("nextCursor is not a string: {other}"),
-                    });
-                }
-            }
-            if first_page_only {
-                break;
-            }
-        }
-        Ok(Listing { pages })
+        list_tools(self, max_pages, first_page_only).await
     }
 
     /// `tools/call`: the complete response `result` or the JSON-RPC error.
@@ -442,23 +697,8 @@ impl Client {
     ) -> Result<Value, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
-        if self.version.as_deref() == Some(REVISION_2026_07_28)
-            && let Some(obj) = params.as_object_mut()
-        {
-            let meta = obj
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert(
-                    "io.modelcontextprotocol/protocolVersion".into(),
-                    json!(REVISION_2026_07_28),
-                );
-                meta.insert(
-                    "io.modelcontextprotocol/clientCapabilities".into(),
-                    self.client_capabilities.clone(),
-                );
-                meta.insert("io.modelcontextprotocol/clientInfo".into(), client_info());
-            }
+        if self.version.as_deref() == Some(REVISION_2026_07_28) {
+            stamp_2026_meta(&mut params, &self.client_capabilities);
         }
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let deadline = Instant::now() + budget;
@@ -493,35 +733,7 @@ impl Client {
                     continue;
                 }
             }
-            if let Some(err) = msg.get("error") {
-                let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
-                let message = err
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(no message)")
-                    .chars()
-                    .take(300)
-                    .collect();
-                return Err(ClientError::Rpc {
-                    method: method.into(),
-                    code,
-                    message,
-                });
-            }
-            // The message is ours: take its result rather than copy it (a page of a large
-            // catalog is megabytes).
-            let mut msg = msg;
-            return match msg.as_object_mut().and_then(|m| m.remove("result")) {
-                Some(r @ Value::Object(_)) => Ok(r),
-                Some(other) => Err(ClientError::Protocol {
-                    method: method.into(),
-                    what: format!("the result is not an object but {}", kind(&other)),
-                }),
-                None => Err(ClientError::Protocol {
-                    method: method.into(),
-                    what: "the response has no result".into(),
-                }),
-            };
+            return response_result(msg, method);
         }
     }
 
@@ -543,8 +755,7 @@ impl Client {
                 Ok(())
             }
             Some(id) => {
-                let excluded =
-                    method.starts_with("sampling/") || method.starts_with("elicitation/");
+                let (reply, excluded) = answer_server_request(&method, id);
                 self.server_requests.push(ServerRequest {
                     method: method.clone(),
                     excluded,
@@ -554,14 +765,6 @@ impl Client {
                 if self.server_requests.len() > 1000 {
                     self.server_requests.remove(0);
                 }
-                let reply = match method.as_str() {
-                    "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
-                    "roots/list" => json!({"jsonrpc": "2.0", "id": id, "result": {"roots": []}}),
-                    _ => json!({"jsonrpc": "2.0", "id": id, "error": {
-                        "code": -32601,
-                        "message": format!("toolcert does not serve `{method}` (excluded from pinned MCP calls)"),
-                    }}),
-                };
                 let deadline = Instant::now() + self.timeouts.request;
                 self.transport.send(&reply, deadline).await?;
                 Ok(())

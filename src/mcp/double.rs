@@ -60,6 +60,34 @@ pub struct Script {
     /// HTTP only: end the session at this request (answer it 404, forget the session, end
     /// its GET stream), as a server that expires sessions does.
     pub expire_session: Option<ExpireSession>,
+    /// 2026-07-28: how `subscriptions/listen` is answered. A 2026-07-28 session sends
+    /// `list_changed` only on an open, acknowledged stream that asked for `toolsListChanged`.
+    pub listen: ListenMode,
+    /// 2026-07-28: the `cacheScope` of every `tools/list` result.
+    pub cache_scope: String,
+    /// 2026-07-28: the `ttlMs` of every `tools/list` result.
+    pub ttl_ms: u64,
+    /// 2026-07-28: leave `ttlMs` and `cacheScope` out (a server breaking the revision).
+    pub omit_cache_fields: bool,
+    /// Answer each `tools/call` this many milliseconds later, reading on meanwhile (stdio and
+    /// in process), so calls can overlap.
+    pub call_delay_ms: u64,
+    /// Stdio only: instead of serving this script, run a real server and drift it (see
+    /// [`super::drifter`]); the other members are then unused.
+    pub wrap: Option<super::drifter::Wrap>,
+}
+
+/// How the double answers `subscriptions/listen` (2026-07-28).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ListenMode {
+    /// Acknowledge, honouring what was asked.
+    #[default]
+    Honour,
+    /// Acknowledge without `toolsListChanged`.
+    IgnoreTools,
+    /// Answer `-32601`.
+    Refuse,
 }
 
 /// When the HTTP double ends a session.
@@ -90,9 +118,9 @@ pub struct ListChangedAt {
     pub after_initialized: u32,
     /// After answering the `tools/list` requests with these 0-based numbers.
     pub after_lists: Vec<u64>,
-    /// After answering the `ping`s with these 0-based numbers (under the strict policy the
-    /// gate's barrier is ping 0 and the call's pre-dispatch barrier ping 1, so `[0]` lands
-    /// between gate and dispatch; `settle` adds its start-up ping before the listing).
+    /// After answering the `ping`s with these 0-based numbers (the gate's start-up barrier is
+    /// ping 0, its barrier after the listing ping 1, the call's pre-dispatch barrier ping 2,
+    /// so `[1]` lands between gate and dispatch).
     pub after_pings: Vec<u64>,
     /// Before answering a `tools/call`.
     pub during_call: bool,
@@ -129,6 +157,12 @@ impl Default for Script {
             list_result: None,
             get_stream: false,
             expire_session: None,
+            listen: ListenMode::Honour,
+            cache_scope: "public".into(),
+            ttl_ms: 60_000,
+            omit_cache_fields: false,
+            call_delay_ms: 0,
+            wrap: None,
         }
     }
 }
@@ -183,6 +217,30 @@ pub struct Witness {
     /// The method of every message received (requests and notifications, in order; at most
     /// [`MAX_BACKLOG`] × 10), so a test can see what a client sent when.
     pub methods: Mutex<Vec<String>>,
+    /// `tools/call`s being answered now ([`Script::call_delay_ms`]).
+    pub in_flight: AtomicU64,
+    /// The most `tools/call`s that were in flight at once.
+    pub max_in_flight: AtomicU64,
+    /// The exchange on stdio and in process, message by message (`{"from": "client" |
+    /// "server", "message": …}`), at most [`MAX_TRANSCRIPT`] entries.
+    pub transcript: Mutex<Vec<Value>>,
+    /// Entries left out of `transcript` once it was full.
+    pub transcript_dropped: AtomicU64,
+}
+
+/// The most messages a [`Witness`] keeps of an exchange.
+pub const MAX_TRANSCRIPT: usize = 200;
+
+impl Witness {
+    fn record(&self, from: &str, message: &Value) {
+        if let Ok(mut t) = self.transcript.lock()
+            && t.len() < MAX_TRANSCRIPT
+        {
+            t.push(json!({"from": from, "message": message}));
+            return;
+        }
+        self.transcript_dropped.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl Witness {
@@ -220,6 +278,10 @@ struct Session {
     get_stream: Option<tokio::sync::mpsc::Sender<Value>>,
     /// HTTP: requests seen per method (for [`Script::expire_session`]).
     requests: std::collections::HashMap<String, u64>,
+    /// The client speaks 2026-07-28 (it discovered, or its requests carry that revision).
+    modern: bool,
+    /// 2026-07-28: the id of the open `subscriptions/listen` that asked for tools.
+    listen: Option<Value>,
 }
 
 impl Session {
@@ -233,6 +295,8 @@ impl Session {
             pending: std::collections::VecDeque::new(),
             get_stream: None,
             requests: std::collections::HashMap::new(),
+            modern: false,
+            listen: None,
         }
     }
 
@@ -279,6 +343,21 @@ impl Session {
         json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
     }
 
+    /// A `list_changed` as this session sends it: always on 2025-11-25; on 2026-07-28 only on
+    /// an open `subscriptions/listen` stream, tagged with its id (else it is lost, as a
+    /// client that never listens would lose it).
+    fn announce(&self, out: &mut Vec<Value>) {
+        if !self.modern {
+            out.push(Session::list_changed());
+        } else if let Some(sub) = &self.listen {
+            out.push(json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/tools/list_changed",
+                "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sub}},
+            }));
+        }
+    }
+
     fn handle(&mut self, msg: &Value) -> Reply {
         let s = self.script.clone();
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
@@ -303,6 +382,13 @@ impl Session {
         };
         if msg.get("method").is_none() {
             return Reply::Send(vec![]);
+        }
+        if msg
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .and_then(Value::as_str)
+            == Some("2026-07-28")
+        {
+            self.modern = true;
         }
         if method == "tools/call"
             && let Ok(mut calls) = self.witness.calls.lock()
@@ -346,16 +432,40 @@ impl Session {
                 out.push(ok(result));
             }
             "server/discover" if s.protocol_versions.iter().any(|v| v == "2026-07-28") => {
-                out.push(ok(json!({
+                self.modern = true;
+                let mut result = json!({
                     "supportedVersions": s.protocol_versions,
                     "capabilities": s.capabilities,
                     "serverInfo": s.server_info,
-                })));
+                });
+                if let Some(i) = &s.instructions {
+                    result["instructions"] = i.clone();
+                }
+                out.push(ok(result));
             }
+            "subscriptions/listen" if self.modern => match s.listen {
+                ListenMode::Refuse => out.push(err(-32601, "method not found")),
+                mode => {
+                    let tools = mode == ListenMode::Honour
+                        && params.pointer("/notifications/toolsListChanged") == Some(&json!(true));
+                    if tools {
+                        self.listen = Some(id.clone());
+                    }
+                    // The request stays open: the acknowledgment is a notification on it.
+                    out.push(json!({
+                        "jsonrpc": "2.0",
+                        "method": "notifications/subscriptions/acknowledged",
+                        "params": {
+                            "notifications": if tools { json!({"toolsListChanged": true}) } else { json!({}) },
+                            "_meta": {"io.modelcontextprotocol/subscriptionId": id},
+                        },
+                    }));
+                }
+            },
             "ping" => {
                 out.push(ok(json!({})));
                 if s.list_changed.after_pings.contains(&self.pings) {
-                    out.push(Session::list_changed());
+                    self.announce(&mut out);
                 }
                 self.pings += 1;
             }
@@ -381,6 +491,10 @@ impl Session {
                     Some(i) => {
                         let tools = pages.get(i).cloned().unwrap_or_default();
                         let mut result = json!({"tools": tools});
+                        if self.modern && !s.omit_cache_fields {
+                            result["ttlMs"] = json!(s.ttl_ms);
+                            result["cacheScope"] = json!(s.cache_scope);
+                        }
                         if i + 1 < pages.len() || (s.loop_cursors && pages.len() > 1) {
                             let next = if s.loop_cursors { 1 } else { i + 1 };
                             result["nextCursor"] = json!(format!("page-{next}"));
@@ -389,12 +503,12 @@ impl Session {
                     }
                 }
                 if s.list_changed.after_lists.contains(&n) {
-                    out.push(Session::list_changed());
+                    self.announce(&mut out);
                 }
             }
             "tools/call" => {
                 if s.list_changed.during_call {
-                    out.push(Session::list_changed());
+                    self.announce(&mut out);
                 }
                 match &s.call_error {
                     Some(e) => out.push(json!({"jsonrpc": "2.0", "id": id, "error": e})),
@@ -408,12 +522,14 @@ impl Session {
 }
 
 /// Serve MCP as newline-delimited JSON-RPC on a byte pipe until it closes.
-pub async fn serve_lines<R, W>(read: R, mut write: W, script: Arc<Script>, witness: Arc<Witness>)
+pub async fn serve_lines<R, W>(read: R, write: W, script: Arc<Script>, witness: Arc<Witness>)
 where
     R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
 {
-    let mut session = Session::new(script, witness);
+    let delay = std::time::Duration::from_millis(script.call_delay_ms);
+    let write = Arc::new(tokio::sync::Mutex::new(write));
+    let mut session = Session::new(script, witness.clone());
     let mut lines = BufReader::new(read);
     let mut buf = Vec::new();
     loop {
@@ -430,15 +546,34 @@ where
         let Ok(msg) = serde_json::from_slice::<Value>(&buf) else {
             continue;
         };
+        witness.record("client", &msg);
+        let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
         match session.handle(&msg) {
             Reply::Hang => continue,
             Reply::Send(out) => {
                 let mut bytes = Vec::new();
                 for m in out {
+                    witness.record("server", &m);
                     bytes.extend_from_slice(m.to_string().as_bytes());
                     bytes.push(b'\n');
                 }
-                if write.write_all(&bytes).await.is_err() || write.flush().await.is_err() {
+                if is_call && !delay.is_zero() {
+                    // A call that takes time, answered while the double reads on: calls
+                    // overlap when the client sends them so, and the witness counts it.
+                    let (write, witness) = (write.clone(), witness.clone());
+                    tokio::spawn(async move {
+                        let now = witness.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                        witness.max_in_flight.fetch_max(now, Ordering::SeqCst);
+                        tokio::time::sleep(delay).await;
+                        witness.in_flight.fetch_sub(1, Ordering::SeqCst);
+                        let mut w = write.lock().await;
+                        let _ = w.write_all(&bytes).await;
+                        let _ = w.flush().await;
+                    });
+                    continue;
+                }
+                let mut w = write.lock().await;
+                if w.write_all(&bytes).await.is_err() || w.flush().await.is_err() {
                     return;
                 }
             }
@@ -448,6 +583,12 @@ where
 
 /// Serve on this process's stdin and stdout (the hidden `toolcert mcp double` subcommand).
 pub async fn serve_stdio(script: Script) {
+    if let Some(wrap) = script.wrap {
+        if let Err(e) = super::drifter::serve(wrap).await {
+            eprintln!("toolcert mcp double: the wrapped server: {e}");
+        }
+        return;
+    }
     serve_lines(
         tokio::io::stdin(),
         tokio::io::stdout(),
@@ -681,24 +822,7 @@ async fn http_get(state: HttpState, request: loopback_http::Request) -> loopback
         session.unasked(held);
         rx
     };
-    let priming = futures_util::stream::once(async {
-        Ok::<bytes::Bytes, std::convert::Infallible>(bytes::Bytes::from_static(b"id: 0\ndata:\n\n"))
-    });
-    let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        let m = rx.recv().await?;
-        Some((
-            Ok::<bytes::Bytes, std::convert::Infallible>(
-                format!("event: message\ndata: {m}\n\n").into(),
-            ),
-            rx,
-        ))
-    });
-    use futures_util::StreamExt as _;
-    response::with_type(
-        StatusCode::OK,
-        "text/event-stream",
-        loopback_http::Body::from_stream(priming.chain(events)),
-    )
+    super::sse::event_stream(rx)
 }
 
 async fn http_delete(state: HttpState, request: loopback_http::Request) -> loopback_http::Response {

@@ -15,21 +15,32 @@
 //! - [`gate`] is the pre-call gate, rule by rule, with typed refusals and minimal diffs.
 //! - [`call`] gates, validates the arguments, calls, and judges the result.
 //! - [`diff`] compares JSON values and snapshots in words a reviewer can approve.
-//! - [`double`] is toolcert's scriptable MCP server double (stdio, HTTP, in-process).
+//! - [`double`] is toolcert's scriptable MCP server double (stdio, HTTP, in-process);
+//!   [`drifter`] is its drifting copy of a real server.
 //! - [`trust`] derives the content-trust contracts of a reviewed tool (value-free).
 //! - [`cases`] are the gate-rule cases against the double, and the gate's mutation matrix.
+//! - [`guard`] puts the gate in front of an MCP client (stdio or Streamable HTTP), over one
+//!   [`upstream`] connection shared by the client's traffic and the gate.
+//! - [`invalidation`] makes a `list_changed` (or a drift) outlive the connection that saw it.
+//! - [`policy`] is a deployment's local policy (step 6) and its pins past the anchors.
 
 pub mod call;
 pub mod cases;
 pub mod client;
 pub mod diff;
 pub mod double;
+pub mod drifter;
 pub mod gate;
+pub mod guard;
+pub mod invalidation;
+pub mod policy;
 pub mod review;
 pub mod snapshot;
+pub mod sse;
 pub mod time;
 pub mod transport;
 pub mod trust;
+pub mod upstream;
 
 /// The snapshot profile toolcert writes and reads.
 pub const PROFILE: &str = "openudon.mcp-tool-manifest.0.1";

@@ -169,10 +169,14 @@ pub fn check(review: &Value, tool: &Value) -> Result<(), ReviewError> {
 /// `expiresAt` (a review at or after it reviews an expired snapshot). Checked by
 /// `toolcert mcp review` before it writes and by the gate on every call, so a hand-edited,
 /// re-pinned date is refused too.
+///
+/// A review dated in the future (beyond [`super::time::CLOCK_SKEW`] from `now`) is refused
+/// too: nobody has reviewed it yet.
 pub fn check_window(
     review: &Value,
     captured_at: OffsetDateTime,
     expires_at: OffsetDateTime,
+    now: OffsetDateTime,
 ) -> Result<(), ReviewError> {
     let text = review
         .get("reviewedAt")
@@ -197,6 +201,52 @@ pub fn check_window(
                 "reviewedAt {} is not before the snapshot's expiresAt {}: an expired snapshot cannot be reviewed; capture again",
                 fmt(at),
                 fmt(expires_at)
+            ),
+        ));
+    }
+    if at > super::time::add(now, super::time::CLOCK_SKEW) {
+        return Err(refuse(
+            "4.3.6 reviewedAt",
+            format!(
+                "reviewedAt {} lies in the future (now {}): a review is dated when it is made",
+                fmt(at),
+                fmt(now)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A snapshot's window (rule 4.3.5): `capturedAt` not in the future (beyond
+/// [`super::time::CLOCK_SKEW`] from `now`), and `expiresAt - capturedAt` at most `max` (the
+/// product maximum, or a local policy's lower one). Checked at capture, at review and by the
+/// gate on every call, so a re-pinned snapshot whose dates were edited (ten years of expiry,
+/// or every instant in 2099) is refused, not trusted because its digest was updated.
+pub fn check_snapshot_window(
+    captured_at: OffsetDateTime,
+    expires_at: OffsetDateTime,
+    now: OffsetDateTime,
+    max: std::time::Duration,
+) -> Result<(), ReviewError> {
+    let fmt = super::time::format;
+    if captured_at > super::time::add(now, super::time::CLOCK_SKEW) {
+        return Err(refuse(
+            "4.3.5 capturedAt",
+            format!(
+                "capturedAt {} lies in the future (now {}): a capture is dated when it is made",
+                fmt(captured_at),
+                fmt(now)
+            ),
+        ));
+    }
+    if expires_at > super::time::add(captured_at, max) {
+        return Err(refuse(
+            "4.3.5 expiresAt",
+            format!(
+                "expiresAt {} is more than {} after capturedAt {}: expiry is a reviewer decision under a maximum, and nothing extends it",
+                fmt(expires_at),
+                super::time::describe_duration(max),
+                fmt(captured_at)
             ),
         ));
     }
@@ -294,7 +344,9 @@ pub fn apply(doc: &mut Value, server: &str, tool: &str, review: Value) -> Result
     };
     check(&review, &reviewed)?;
     let (captured_at, expires_at) = window(doc)?;
-    check_window(&review, captured_at, expires_at)?;
+    let now = super::time::now();
+    check_snapshot_window(captured_at, expires_at, now, super::time::MAX_EXPIRES_IN)?;
+    check_window(&review, captured_at, expires_at, now)?;
     let reviews = doc
         .pointer_mut(&format!(
             "/servers/{}/reviews",
@@ -383,7 +435,7 @@ mod tests {
         ] {
             let mut r = good();
             r.reviewed_at = ok.into();
-            check_window(&r.to_value(), captured, expires).unwrap();
+            check_window(&r.to_value(), captured, expires, expires).unwrap();
         }
         for (bad, says) in [
             ("2026-08-30T11:59:59Z", "before the snapshot's capturedAt"),
@@ -398,7 +450,7 @@ mod tests {
         ] {
             let mut r = good();
             r.reviewed_at = bad.into();
-            let err = check_window(&r.to_value(), captured, expires).unwrap_err();
+            let err = check_window(&r.to_value(), captured, expires, expires).unwrap_err();
             assert_eq!(err.rule, "4.3.6 reviewedAt", "{bad}");
             assert!(err.what.contains(says), "{bad}: {err}");
         }
@@ -414,6 +466,33 @@ mod tests {
         assert_eq!(err.rule, "4.3.6 reviewedAt");
         assert_eq!(doc["servers"]["s"]["reviews"], json!({}), "nothing written");
         apply(&mut doc, "s", "echo", good().to_value()).unwrap();
+    }
+
+    #[test]
+    fn a_review_dated_in_the_future_or_of_an_overlong_window_is_refused() {
+        let now = crate::mcp::time::now();
+        let fmt = crate::mcp::time::format;
+        let hours = |h: i64| time::Duration::hours(h);
+        let doc = |captured: OffsetDateTime, expires: OffsetDateTime| {
+            json!({
+                "capturedAt": fmt(captured),
+                "expiresAt": fmt(expires),
+                "servers": {"s": {"toolPages": [{"tools": [echo_tool()]}], "reviews": {}}}
+            })
+        };
+        // Inside the window, but a day from now.
+        let mut d = doc(now - hours(1), now + hours(24 * 7));
+        let mut r = good();
+        r.reviewed_at = fmt(now + hours(24));
+        let err = apply(&mut d, "s", "echo", r.to_value()).unwrap_err();
+        assert_eq!(err.rule, "4.3.6 reviewedAt", "{err}");
+        assert!(err.what.contains("in the future"), "{err}");
+        // A window longer than the product maximum (a hand-edited expiresAt).
+        let mut d = doc(now - hours(1), now + hours(24 * 3650));
+        let mut r = good();
+        r.reviewed_at = fmt(now);
+        let err = apply(&mut d, "s", "echo", r.to_value()).unwrap_err();
+        assert_eq!(err.rule, "4.3.5 expiresAt", "{err}");
     }
 
     #[test]

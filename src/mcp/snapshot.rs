@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use super::client::{Client, ClientError, Timeouts};
 use super::transport::{Endpoint, Limits};
 use super::{PROFILE, time as mcp_time};
-use crate::canonical::{jcs_sha256_hex, parse_strict};
+use crate::canonical::{jcs_sha256_hex, parse_ijson};
 
 /// The JSON Schema of the snapshot, as shipped in `schemas/`.
 pub const SCHEMA: &str = include_str!("../../schemas/mcp-tool-manifest.schema.json");
@@ -49,8 +49,10 @@ pub enum SnapshotError {
         /// The OS error.
         reason: String,
     },
-    /// Not strict JSON (a duplicate member name included).
-    #[error("{path} is not strict JSON (§4.3.7 rejects duplicate member names): {reason}")]
+    /// Not strict I-JSON (a duplicate member name, or a number a double cannot hold exactly).
+    #[error(
+        "{path} is not strict I-JSON (§4.3.7 rejects duplicate member names; RFC 8785 needs numbers a double holds exactly): {reason}"
+    )]
     NotJson {
         /// The file.
         path: String,
@@ -90,6 +92,24 @@ pub enum SnapshotError {
         /// The maximum.
         max: Duration,
     },
+    /// `--expires-in` under the minimum.
+    #[error(
+        "--expires-in {asked:?} is below the minimum of {min:?}: the review must be made inside the window and a snapshot that expires before anyone can use it pins nothing"
+    )]
+    ExpiryTooShort {
+        /// Asked.
+        asked: Duration,
+        /// The minimum.
+        min: Duration,
+    },
+    /// The server sent sampling or elicitation requests while its catalog was captured.
+    #[error(
+        "the server sent {0} during discovery (refused): sampling and elicitation are excluded from pinned calls (4.8.2), so this catalog cannot be pinned"
+    )]
+    ExcludedRequest(String),
+    /// A 2026-07-28 page without valid `ttlMs` and `cacheScope`.
+    #[error("{0}")]
+    CacheFields(String),
     /// No such server key in the snapshot.
     #[error("the snapshot has no server `{0}`")]
     NoServer(String),
@@ -125,7 +145,7 @@ pub fn read_strict(path: &Path) -> Result<Loaded, SnapshotError> {
         });
     }
     let text = std::fs::read_to_string(path).map_err(io)?;
-    let doc = parse_strict(&text).map_err(|e| SnapshotError::NotJson {
+    let doc = parse_ijson(&text).map_err(|e| SnapshotError::NotJson {
         path: p.clone(),
         reason: e.to_string(),
     })?;
@@ -207,6 +227,9 @@ pub struct CaptureOptions {
     pub timeouts: Timeouts,
     /// Transport limits.
     pub limits: Limits,
+    /// The authorization context the catalog is listed under (a label; `none` without
+    /// credentials). Recorded; the gate must run under the same one.
+    pub authorization: String,
 }
 
 impl CaptureOptions {
@@ -221,6 +244,7 @@ impl CaptureOptions {
             captured_at: None,
             timeouts: Timeouts::default(),
             limits: Limits::default(),
+            authorization: "none".into(),
         }
     }
 }
@@ -231,6 +255,12 @@ pub async fn capture(endpoint: &Endpoint, opts: &CaptureOptions) -> Result<Value
         return Err(SnapshotError::ExpiryTooLong {
             asked: opts.expires_in,
             max: mcp_time::MAX_EXPIRES_IN,
+        });
+    }
+    if opts.expires_in < mcp_time::MIN_EXPIRES_IN {
+        return Err(SnapshotError::ExpiryTooShort {
+            asked: opts.expires_in,
+            min: mcp_time::MIN_EXPIRES_IN,
         });
     }
     let mut client = Client::connect(endpoint, opts.limits, opts.timeouts).await?;
@@ -263,6 +293,13 @@ async fn capture_on(client: &mut Client, opts: &CaptureOptions) -> Result<Value,
             return Err(SnapshotError::Unstable { restarts });
         }
     };
+    let excluded = super::client::Rpc::excluded_requests(client);
+    if !excluded.is_empty() {
+        return Err(SnapshotError::ExcludedRequest(excluded.join(", ")));
+    }
+    if init.protocol_version == super::REVISION_2026_07_28 {
+        cache_fields(&listing.pages).map_err(SnapshotError::CacheFields)?;
+    }
     let mut server = Map::new();
     server.insert("serverInfo".into(), init.server_info.clone());
     server.insert("capabilities".into(), init.capabilities.clone());
@@ -279,13 +316,18 @@ async fn capture_on(client: &mut Client, opts: &CaptureOptions) -> Result<Value,
         .iter()
         .map(|r| r.method.as_str())
         .collect();
+    let mut evidence = json!({
+        "listChangedWhileSettling": settle_list_changed,
+        "listingRestarts": restarts,
+        "serverRequests": requests,
+    });
+    if init.protocol_version == super::REVISION_2026_07_28 {
+        evidence["listen"] = json!(client.listen_state());
+    }
+    server.insert("captureEvidence".into(), evidence);
     server.insert(
-        "captureEvidence".into(),
-        json!({
-            "listChangedWhileSettling": settle_list_changed,
-            "listingRestarts": restarts,
-            "serverRequests": requests,
-        }),
+        "authorization".into(),
+        json!({"context": opts.authorization}),
     );
     server.insert("reviews".into(), json!({}));
     let mut servers = Map::new();
@@ -299,11 +341,45 @@ async fn capture_on(client: &mut Client, opts: &CaptureOptions) -> Result<Value,
     }))
 }
 
+/// MCP 2026-07-28 (mcp-facts §3): every `tools/list` result carries `ttlMs` (an integer
+/// ≥ 0) and `cacheScope` (`public` or `private`), the same scope on every page. The smallest
+/// `ttlMs` and the scope, or what is wrong.
+pub fn cache_fields(pages: &[Value]) -> Result<(u64, String), String> {
+    let mut out: Option<(u64, &str)> = None;
+    for (i, page) in pages.iter().enumerate() {
+        let ttl = page.get("ttlMs").and_then(Value::as_u64);
+        let scope = page.get("cacheScope").and_then(Value::as_str);
+        let (Some(ttl), Some(scope @ ("public" | "private"))) = (ttl, scope) else {
+            return Err(format!(
+                "tools/list page {i} has no valid ttlMs (an integer ≥ 0) and cacheScope (public or private), which MCP 2026-07-28 requires"
+            ));
+        };
+        if let Some((_, s)) = out
+            && s != scope
+        {
+            return Err(format!(
+                "tools/list page {i} has cacheScope {scope}, an earlier page {s}"
+            ));
+        }
+        out = Some((out.map_or(ttl, |(t, _)| t.min(ttl)), scope));
+    }
+    out.map(|(t, s)| (t, s.to_string()))
+        .ok_or_else(|| "tools/list returned no page".to_string())
+}
+
 /// The server entry `key` of a snapshot.
 pub fn server<'a>(doc: &'a Value, key: &str) -> Result<&'a Value, SnapshotError> {
     doc.get("servers")
         .and_then(|s| s.get(key))
         .ok_or_else(|| SnapshotError::NoServer(key.to_string()))
+}
+
+/// A server entry's `toolPages` (empty when it has none).
+pub fn pages(server: &Value) -> &[Value] {
+    server
+        .get("toolPages")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 /// Every Tool object of a server entry's pages named `name`, with its JSON pointer.
@@ -326,6 +402,7 @@ pub fn tools_named<'a>(server: &'a Value, name: &str) -> Vec<(String, &'a Value)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::canonical::parse_strict;
     use crate::mcp::double::{InProcess, Script, generated_pages};
 
     #[tokio::test]

@@ -10,6 +10,11 @@ use time::format_description::well_known::Rfc3339;
 /// under this product maximum; nothing (no MCP version, no annotation) extends it.
 pub const MAX_EXPIRES_IN: Duration = Duration::from_secs(30 * 24 * 3600);
 
+/// The shortest `--expires-in` toolcert accepts: 1 hour. The review must be made inside the
+/// window, and a snapshot that expires before it can be reviewed, committed and used pins
+/// nothing (`--expires-in 0s` wrote one already expired).
+pub const MIN_EXPIRES_IN: Duration = Duration::from_secs(3600);
+
 /// The expiry a capture gets when `--expires-in` is not given: 7 days.
 pub const DEFAULT_EXPIRES_IN: Duration = Duration::from_secs(7 * 24 * 3600);
 
@@ -64,6 +69,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, TimeError> {
     }
     .ok_or_else(bad)?;
     Ok(Duration::from_secs(secs))
+}
+
+/// The shortest unit text that reads back as `d` (`7d`, `12h`, `90m`, `3600s`…).
+pub fn describe_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        _ if s.is_multiple_of(86_400) && s > 0 => format!("{}d", s / 86_400),
+        _ if s.is_multiple_of(3600) && s > 0 => format!("{}h", s / 3600),
+        _ if s.is_multiple_of(60) && s > 0 => format!("{}m", s / 60),
+        _ => format!("{s}s"),
+    }
 }
 
 /// `t + d`, saturating at the largest instant `time` represents.

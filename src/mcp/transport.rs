@@ -5,9 +5,11 @@
 //!
 //! Whatever a server sends, a connection holds at most [`Limits`]: one message's size, a
 //! number of messages, a number of bytes. Every received message is parsed with
-//! [`crate::canonical::parse_strict`], so a duplicate member name anywhere is an error, never
-//! silently collapsed. Every wait takes a deadline. Stopping a spawned server is the bounded
-//! ladder MCP describes: close its stdin, wait, SIGTERM (to its process group), wait, SIGKILL.
+//! [`crate::canonical::parse_ijson`], so a duplicate member name anywhere is an error, never
+//! silently collapsed, and so is a number RFC 8785 could not canonicalize without losing it,
+//! and so is text that is not UTF-8, on every transport. Every wait takes a deadline. Stopping
+//! a spawned server is the bounded ladder MCP describes: close its stdin, wait, SIGTERM (to
+//! its process group), wait, SIGKILL.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,7 +22,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::canonical::parse_strict;
+use crate::canonical::{IJsonError, parse_ijson};
 
 /// Bounds on what one connection accepts from a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +135,13 @@ pub enum TransportError {
         /// The first bytes, for recognizing it.
         prefix: String,
     },
+    /// A message held a number outside I-JSON (RFC 7493): refused, since its canonical form
+    /// could hide a change (mcp-facts §6.2).
+    #[error("the MCP server sent a message toolcert cannot compare exactly: {reason}")]
+    NotIJson {
+        /// Which number and why.
+        reason: String,
+    },
     /// Writing to the server failed or did not finish in time.
     #[error("sending to the MCP server failed: {0}")]
     Write(String),
@@ -193,16 +202,21 @@ impl Budget {
     }
 }
 
-/// Parse one received message strictly.
+/// Parse one received message strictly: UTF-8, no duplicate member names, I-JSON numbers.
 fn decode(bytes: &[u8]) -> Incoming {
     let prefix = || String::from_utf8_lossy(&bytes[..bytes.len().min(60)]).into_owned();
     let text = std::str::from_utf8(bytes).map_err(|_| TransportError::NotJson {
         reason: "not UTF-8".into(),
         prefix: prefix(),
     })?;
-    parse_strict(text).map_err(|e| TransportError::NotJson {
-        reason: e.to_string(),
-        prefix: prefix(),
+    parse_ijson(text).map_err(|e| match e {
+        IJsonError::Json(reason) => TransportError::NotJson {
+            reason,
+            prefix: prefix(),
+        },
+        number => TransportError::NotIJson {
+            reason: number.to_string(),
+        },
     })
 }
 
@@ -265,6 +279,30 @@ impl StdioCommand {
     }
 }
 
+/// A credential: the value of the `Authorization` header sent to an HTTP server. It never
+/// prints (its `Debug` is `[redacted]`), is never written to a snapshot, and is given to the
+/// run's redactor.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential(String);
+
+impl Credential {
+    /// Wrap a header value (e.g. `Bearer …`).
+    pub fn new(value: impl Into<String>) -> Credential {
+        Credential(value.into())
+    }
+
+    /// The header value, to send or to redact.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credential([redacted])")
+    }
+}
+
 /// Where an MCP server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
@@ -272,6 +310,8 @@ pub enum Endpoint {
     Stdio(StdioCommand),
     /// POST to this loopback URL.
     Http(String),
+    /// POST to this loopback URL with this `Authorization` header.
+    AuthorizedHttp(String, Credential),
     /// toolcert's double, in process (tests and benches).
     Double(super::double::InProcess),
 }
@@ -281,7 +321,7 @@ impl Endpoint {
     pub fn kind(&self) -> &'static str {
         match self {
             Endpoint::Stdio(_) => "stdio",
-            Endpoint::Http(_) => "http",
+            Endpoint::Http(_) | Endpoint::AuthorizedHttp(..) => "http",
             Endpoint::Double(_) => "in-process",
         }
     }
@@ -439,7 +479,8 @@ impl Transport {
     ) -> Result<Transport, TransportError> {
         match endpoint {
             Endpoint::Stdio(cmd) => Transport::spawn(cmd, limits, shutdown),
-            Endpoint::Http(url) => Transport::http(url, limits),
+            Endpoint::Http(url) => Transport::http(url, limits, None),
+            Endpoint::AuthorizedHttp(url, c) => Transport::http(url, limits, Some(c.clone())),
             Endpoint::Double(double) => {
                 let (r, w) = double.connect();
                 Ok(Transport::lines(r, w, limits))
@@ -530,10 +571,15 @@ impl Transport {
         }
     }
 
-    /// Streamable HTTP to a loopback URL.
-    pub fn http(url: &str, limits: Limits) -> Result<Transport, TransportError> {
+    /// Streamable HTTP to a loopback URL, with an `Authorization` header when given.
+    pub fn http(
+        url: &str,
+        limits: Limits,
+        authorization: Option<Credential>,
+    ) -> Result<Transport, TransportError> {
         let (tx, inbox) = mpsc::channel(64);
-        let conn = HttpConn::new(url, limits, tx)?;
+        let mut conn = HttpConn::new(url, limits, tx)?;
+        conn.authorization = authorization;
         Ok(Transport {
             inner: Inner::Http(Box::new(conn)),
             inbox,
@@ -681,6 +727,7 @@ struct HttpConn {
     tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
     limits: Limits,
     budget: Arc<Budget>,
+    authorization: Option<Credential>,
 }
 
 /// Whether `url` is an http URL on a loopback address; `localhost` is pinned to 127.0.0.1.
@@ -742,6 +789,7 @@ impl HttpConn {
             tasks: Arc::new(Mutex::new(Vec::new())),
             limits,
             budget: Arc::new(Budget::default()),
+            authorization: None,
         })
     }
 
@@ -752,6 +800,9 @@ impl HttpConn {
         }
         if let Some(v) = &self.version {
             req = req.header("MCP-Protocol-Version", v);
+        }
+        if let Some(c) = &self.authorization {
+            req = req.header("Authorization", c.expose());
         }
         req
     }
@@ -1007,7 +1058,7 @@ impl SseParser {
             self.last_cr = b == b'\r';
             if b == b'\n' || b == b'\r' {
                 let line = std::mem::take(&mut self.line);
-                if let Some(data) = self.line_done(&line) {
+                if let Some(data) = self.line_done(&line)? {
                     out.push(data);
                 }
                 continue;
@@ -1023,22 +1074,27 @@ impl SseParser {
         Ok(out)
     }
 
-    fn line_done(&mut self, line: &[u8]) -> Option<String> {
+    fn line_done(&mut self, line: &[u8]) -> Result<Option<String>, TransportError> {
         if line.is_empty() {
             let data = std::mem::take(&mut self.data);
             let event = std::mem::take(&mut self.event);
             self.event_bytes = 0;
             let is_message = event.is_empty() || event == "message";
-            return (is_message && !data.is_empty()).then_some(data);
+            return Ok((is_message && !data.is_empty()).then_some(data));
         }
-        let text = String::from_utf8_lossy(line);
+        // Never replaced with U+FFFD: two servers sending different bytes would then read
+        // the same (stdio refuses a line that is not UTF-8 too).
+        let text = std::str::from_utf8(line).map_err(|_| TransportError::NotJson {
+            reason: "an SSE line that is not UTF-8".into(),
+            prefix: String::from_utf8_lossy(&line[..line.len().min(60)]).into_owned(),
+        })?;
         let (field, value) = match text.find(':') {
-            Some(0) => return None,
+            Some(0) => return Ok(None),
             Some(i) => {
                 let v = &text[i + 1..];
                 (&text[..i], v.strip_prefix(' ').unwrap_or(v))
             }
-            None => (&text[..], ""),
+            None => (text, ""),
         };
         match field {
             "data" => {
@@ -1050,7 +1106,7 @@ impl SseParser {
             "event" => self.event = value.to_string(),
             _ => {}
         }
-        None
+        Ok(None)
     }
 }
 
@@ -1078,6 +1134,26 @@ mod tests {
             small.feed(b"data: 0123456789"),
             Err(TransportError::TooLarge { limit: 8 })
         ));
+    }
+
+    #[test]
+    fn invalid_utf8_in_an_sse_event_is_refused_not_replaced() {
+        // stdio refuses a line that is not UTF-8; an SSE event must be refused the same way,
+        // never turned into U+FFFD (two servers sending different bytes would then compare
+        // equal).
+        let mut p = SseParser::new(1024);
+        let err = p
+            .feed(b"event: message\ndata: {\"a\":\"\xff\"}\n\n")
+            .unwrap_err();
+        assert!(
+            matches!(err, TransportError::NotJson { ref reason, .. } if reason.contains("UTF-8")),
+            "{err}"
+        );
+        // A multi-byte character split across chunks is still fine.
+        let mut p = SseParser::new(1024);
+        let e = "data: \"\u{e9}\"\n\n".as_bytes();
+        assert!(p.feed(&e[..8]).unwrap().is_empty());
+        assert_eq!(p.feed(&e[8..]).unwrap(), vec!["\"\u{e9}\""]);
     }
 
     #[test]

@@ -181,6 +181,44 @@ fn dispositions(rows: &[Value]) -> Vec<String> {
     out
 }
 
+/// The profile table: each claimed profile's verdict, tier, witnesses and reason.
+fn profiles_table(out: &mut String, r: &Redactor, certification: &Value) {
+    let empty = Vec::new();
+    let profiles = certification["profiles"].as_array().unwrap_or(&empty);
+    let claimed: Vec<&Value> = profiles
+        .iter()
+        .filter(|p| p["claimed"].as_bool() == Some(true))
+        .collect();
+    if claimed.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<table id=\"profiles\"><thead><tr><th>profile</th><th>verdict</th><th>tier</th><th>witnesses</th><th>why</th></tr></thead><tbody>"
+    );
+    for p in claimed {
+        let verdict = if p["tentative"].as_bool() == Some(true) {
+            "tentative (not scored)"
+        } else if p["extensionOnly"].as_bool() == Some(true) {
+            "not measurable here (needs toolcert extensions)"
+        } else if p["certified"].as_bool() == Some(true) {
+            "certified"
+        } else {
+            "not certified"
+        };
+        let _ = writeln!(
+            out,
+            "<tr data-profile=\"{}\"><td>{}</td><td>{verdict}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(r, s(p, "id")),
+            esc(r, s(p, "title")),
+            esc(r, p["tier"].as_str().unwrap_or("—")),
+            p["witnesses"].as_u64().unwrap_or(0),
+            esc(r, s(p, "reason"))
+        );
+    }
+    let _ = writeln!(out, "</tbody></table>");
+}
+
 /// Render the HTML report from the JSON report value. Every string shown passes `redactor`,
 /// then [`escape`]: string by string, never the value's keys as a whole (the redactor scrubs
 /// the head of a token where a string ends, which would turn the report's own `host` key into
@@ -214,16 +252,29 @@ pub fn render_html(report: &Value, redactor: &Redactor) -> String {
         esc(r, host)
     );
     let _ = writeln!(out, "<header><h1>toolcert certification report</h1>");
+    let headline = report["certification"]["headline"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            if certified {
+                "Certified".into()
+            } else {
+                "Not certified".into()
+            }
+        });
+    let final_line = match report["certification"]["gate"].as_bool() {
+        Some(true) => format!("gate passed (the baseline accepts this run; {headline})"),
+        Some(false) => format!("gate FAILED ({headline})"),
+        None => headline,
+    };
     let _ = writeln!(
         out,
-        "<p id=\"verdict\" class=\"verdict {}\" data-certified=\"{certified}\">{}</p>",
+        "<p id=\"verdict\" class=\"verdict {}\" data-certified=\"{certified}\" data-verdict=\"{}\">{}</p>",
         if certified { "yes" } else { "no" },
-        if certified {
-            "Certified"
-        } else {
-            "Not certified"
-        }
+        esc(r, s(&report["certification"], "verdict")),
+        esc(r, &final_line)
     );
+    profiles_table(&mut out, r, &report["certification"]);
     header_meta(&mut out, r, report);
     let _ = writeln!(out, "</header>");
 

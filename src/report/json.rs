@@ -55,7 +55,8 @@ pub struct Report {
     pub report_version: u32,
     /// Minor format version: fields added compatibly within `reportVersion` (1: `digest`,
     /// `expectations`, `partition`; 2: `repeat`, the `flaky` disposition, rows' `trials`,
-    /// `passes` and `passK`, scenarios' `trial` and `seed`).
+    /// `passes` and `passK`, scenarios' `trial` and `seed`; 3: `certification`, rows'
+    /// `needs`, and passes at the `self-report` tier).
     pub report_minor: u32,
     /// toolcert's version.
     pub toolcert_version: String,
@@ -71,6 +72,9 @@ pub struct Report {
     pub host: Value,
     /// Counts.
     pub summary: Value,
+    /// The certification: the verdict, per profile, every judged row's standing, what ran,
+    /// and the exit status. Every output reads this one computation.
+    pub certification: crate::verdict::Certification,
     /// One row per judged requirement.
     pub rows: Vec<ReportRow>,
     /// Rows no scenario covers yet.
@@ -131,7 +135,7 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
         .collect();
     summary["scenarios"] = json!(distinct.len());
     summary["uncovered"] = json!(run.uncovered.len());
-    summary["certified"] = json!(!run.denied());
+    summary["certified"] = json!(run.certification.certified());
     summary["elapsedMs"] = json!(run.elapsed_ms);
     let generated_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
@@ -152,6 +156,7 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
             "discovery": run.discovery,
         }),
         summary,
+        certification: run.certification.clone(),
         rows,
         uncovered: run.uncovered.clone(),
         scenarios: run.scenarios.clone(),
@@ -162,7 +167,7 @@ pub fn build(suite: &Suite, run: &RunOutcome) -> Report {
 }
 
 /// The minor format version this toolcert writes.
-pub const REPORT_MINOR: u32 = 2;
+pub const REPORT_MINOR: u32 = 3;
 
 /// The report as JSON, validated against its schema and sealed with its `digest`.
 pub fn to_value(suite: &Suite, report: &Report) -> Result<Value, ReportError> {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Report;
-use crate::verdict::{Disposition, Evidence};
+use crate::verdict::{Disposition, Evidence, Standing};
 
 /// Text fit for one Markdown table cell or list item: one line (no line break or other
 /// control character, `\r` included), no pipes, and no HTML a host could smuggle into the
@@ -21,7 +21,6 @@ fn cell(text: &str) -> String {
 /// Render the Markdown report.
 pub fn render_markdown(report: &Report) -> String {
     let mut out = String::new();
-    let certified = report.summary["certified"].as_bool().unwrap_or(false);
     let _ = writeln!(out, "# toolcert certification report\n");
     let _ = writeln!(
         out,
@@ -65,18 +64,27 @@ pub fn render_markdown(report: &Report) -> String {
             seeds.join(", ")
         );
     }
+    let c = &report.certification;
     let _ = writeln!(
         out,
-        "- Verdict: **{}** ({} rows judged in {} scenarios; {} rows not covered yet)\n",
-        if certified {
-            "certified"
-        } else {
-            "not certified"
-        },
+        "- Verdict: **{}** ({} rows judged in {} scenarios; {} rows not covered yet)",
+        cell(&c.final_line()),
         report.rows.len(),
         report.summary["scenarios"],
         report.uncovered.len()
     );
+    let _ = writeln!(
+        out,
+        "- Asked: evidence tier {} or stronger; tentative rows {}; strict: {}\n",
+        c.options.require_evidence,
+        if c.options.include_tentative {
+            "scored (--include-tentative)"
+        } else {
+            "measured, not scored"
+        },
+        c.options.strict
+    );
+    profiles_section(&mut out, c);
 
     let _ = writeln!(out, "## Summary per family\n");
     let names: Vec<&str> = Disposition::ALL.iter().map(|d| d.as_str()).collect();
@@ -111,9 +119,10 @@ pub fn render_markdown(report: &Report) -> String {
                         .count()
                 };
                 format!(
-                    "{n} ({} double, {} wire)",
+                    "{n} ({} double, {} wire, {} self-report)",
                     at(Evidence::Double),
-                    at(Evidence::Wire)
+                    at(Evidence::Wire),
+                    at(Evidence::SelfReport)
                 )
             })
             .collect();
@@ -134,15 +143,29 @@ pub fn render_markdown(report: &Report) -> String {
     ordered.sort_by_key(|r| std::cmp::Reverse(r.verdict.disposition.severity()));
     for r in ordered {
         let v = &r.verdict;
+        let standing = match c.standing(&v.requirement_id) {
+            Some(s) if s.denies => "denies certification".to_string(),
+            Some(s) => match s.standing {
+                Standing::Tentative => "tentative (a draft's rule): not scored".to_string(),
+                Standing::NeedsExtension => format!(
+                    "not scored: only toolcert extensions witness it here ({})",
+                    v.needs.join(", ")
+                ),
+                Standing::Incomplete => "partial run: left to the whole run".to_string(),
+                Standing::Scored => "does not deny certification".to_string(),
+            },
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "### {} — {} ({:?})\n\n- Rule ({}): {}\n- Scenario: `{}`\n- Reason: {}\n",
+            "### {} — {} ({:?})\n\n- Rule ({}): {}\n- Scenario: `{}`\n- Standing: {}\n- Reason: {}\n",
             v.requirement_id,
             v.disposition,
             v.level,
             r.source,
             r.rule,
             v.scenario_id,
+            standing,
             cell(&v.detail)
         );
         if let (Some(trials), Some(passes)) = (v.trials, v.passes) {
@@ -164,7 +187,7 @@ pub fn render_markdown(report: &Report) -> String {
     } else {
         let _ = writeln!(
             out,
-            "`double`: counted at a double toolcert owns; `wire`: the host's answer to toolcert's own request, judged by toolcert.\n"
+            "`double`: counted at a double toolcert owns; `wire`: the host's answer to toolcert's own request, judged by toolcert; `self-report`: the host's own account of itself, which acquits at that tier only.\n"
         );
         let _ = writeln!(out, "| row | evidence | scenario | note |");
         let _ = writeln!(out, "|---|---|---|---|");
@@ -199,6 +222,48 @@ pub fn render_markdown(report: &Report) -> String {
         let _ = writeln!(out, "{}", report.uncovered.join(", "));
     }
     out
+}
+
+/// The profile table: each claimed profile's verdict, tier and witnesses, then the unclaimed.
+fn profiles_section(out: &mut String, c: &crate::verdict::Certification) {
+    let _ = writeln!(out, "## Profiles\n");
+    let _ = writeln!(out, "| profile | verdict | tier | witnesses | rows | why |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for p in c.profiles.iter().filter(|p| p.claimed) {
+        let rows: Vec<String> = p.counts.iter().map(|(d, n)| format!("{n} {d}")).collect();
+        let verdict = if p.tentative {
+            "tentative (not scored)"
+        } else if p.extension_only {
+            "not measurable here (needs toolcert extensions)"
+        } else if p.certified {
+            "certified"
+        } else {
+            "not certified"
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {verdict} | {} | {} | {} | {} |",
+            p.id,
+            p.tier.map_or("—", |t| t.as_str()),
+            p.witnesses,
+            rows.join(", "),
+            cell(&p.reason)
+        );
+    }
+    let unclaimed: Vec<&str> = c
+        .profiles
+        .iter()
+        .filter(|p| !p.claimed)
+        .map(|p| p.id.as_str())
+        .collect();
+    if !unclaimed.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNot claimed (the host does not advertise them): {}.",
+            unclaimed.join(", ")
+        );
+    }
+    let _ = writeln!(out);
 }
 
 /// The expectation baseline: the gate, then each list.

@@ -50,7 +50,7 @@ use crate::host::{
 };
 use crate::redact::Redactor;
 use crate::steps::{Flow, ScenarioCtx};
-use crate::suite::{Level, Scenario, Suite};
+use crate::suite::{Scenario, Suite};
 use crate::template;
 use crate::transcript::Transcript;
 use crate::verdict::{CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions, RowVerdict};
@@ -87,8 +87,13 @@ pub struct RunOptions {
     pub jobs: usize,
     /// Strict mode: `warn` and `inapplicable` deny certification too.
     pub strict: bool,
-    /// `--require-evidence`: a row that held below this level is `blocked`.
+    /// `--require-evidence`: the weakest evidence tier a profile may certify at.
     pub require_evidence: Option<Evidence>,
+    /// `--include-tentative`: rows from drafts are scored like accepted ones.
+    pub include_tentative: bool,
+    /// How the scenarios were selected (filters, `--partition`), recorded in the
+    /// certification: a run that did not cover the suite is partial.
+    pub selection: crate::verdict::Selection,
     /// Wall budget of one scenario; past it the scenario's remaining steps are `error`.
     pub scenario_budget: Duration,
     /// `--deadline`: the whole run's wall budget, from the moment the session opens;
@@ -112,6 +117,8 @@ impl Default for RunOptions {
             jobs: HOST_JOBS,
             strict: false,
             require_evidence: None,
+            include_tentative: false,
+            selection: crate::verdict::Selection::default(),
             scenario_budget: SCENARIO_BUDGET,
             deadline: None,
             reference_host_exe: crate::host::reference_host_exe(),
@@ -685,6 +692,8 @@ pub struct RunOutcome {
     pub strict: bool,
     /// `--require-evidence`, if given.
     pub require_evidence: Option<Evidence>,
+    /// The run's certification: the one verdict every output reads.
+    pub certification: crate::verdict::Certification,
     /// Host base URL.
     pub base_url: String,
     /// Whether the host is the embedded reference host.
@@ -712,15 +721,47 @@ impl RunOutcome {
     pub fn measured(&self) -> usize {
         self.rows.iter().filter(|r| r.assertions > 0).count()
     }
+}
 
-    /// Whether certification is denied: a MUST row is `fail`, `blocked` or `error` (under
-    /// strict also `warn` or `inapplicable`), or nothing at all was measured (zero
-    /// observations never read as a pass).
-    pub fn denied(&self) -> bool {
-        self.measured() == 0
-            || self.rows.iter().any(|r| {
-                (r.level == Level::Must || self.strict) && r.disposition.denies(self.strict)
-            })
+impl RunOutcome {
+    /// The same run with only `scenarios` (e.g. the merged shards, or a subset of this run's
+    /// results), its rows folded again and its certification computed again with
+    /// `certify` and `selection`: the one path by which results become a verdict outside
+    /// [`conclude`].
+    pub fn refold(
+        &self,
+        suite: &Suite,
+        mut scenarios: Vec<ScenarioResult>,
+        certify: crate::verdict::CertifyOptions,
+        selection: crate::verdict::Selection,
+    ) -> RunOutcome {
+        scenarios.sort_by(|a, b| (&a.scenario_id, a.trial).cmp(&(&b.scenario_id, b.trial)));
+        let seeds = self.repeat.as_ref().map_or(&[][..], |r| r.seeds.as_slice());
+        let rows = crate::repeat::fold_trials(
+            suite,
+            FoldOptions {
+                strict: certify.strict,
+            },
+            scenarios
+                .iter()
+                .map(|s| (s.scenario_id.as_str(), s.trial, s.checks.as_slice())),
+            seeds,
+        );
+        let ran: std::collections::BTreeSet<&str> =
+            scenarios.iter().map(|s| s.scenario_id.as_str()).collect();
+        let certification = match self.certification.stopped.as_deref() {
+            Some(why) => crate::verdict::Certification::stopped(suite, why, certify, selection),
+            None => crate::verdict::Certification::compute(suite, &rows, &ran, certify, selection),
+        };
+        RunOutcome {
+            strict: certify.strict,
+            require_evidence: (certify.require_evidence != Evidence::SelfReport)
+                .then_some(certify.require_evidence),
+            certification,
+            scenarios,
+            rows,
+            ..self.clone()
+        }
     }
 }
 
@@ -760,7 +801,6 @@ pub fn conclude(
         suite,
         FoldOptions {
             strict: opts.strict,
-            require_evidence: opts.require_evidence,
         },
         scenarios
             .iter()
@@ -771,10 +811,33 @@ pub fn conclude(
         trials: session.trials(),
         seeds: session.trial_seeds().to_vec(),
     });
+    let ran: std::collections::BTreeSet<&str> =
+        scenarios.iter().map(|s| s.scenario_id.as_str()).collect();
+    let certify = crate::verdict::CertifyOptions {
+        strict: opts.strict,
+        require_evidence: opts.require_evidence.unwrap_or(Evidence::SelfReport),
+        include_tentative: opts.include_tentative,
+    };
+    let certification = match session.discovery() {
+        Err(why) => crate::verdict::Certification::stopped(
+            suite,
+            &session.tokens.text(why),
+            certify,
+            opts.selection.clone(),
+        ),
+        Ok(_) => crate::verdict::Certification::compute(
+            suite,
+            &rows,
+            &ran,
+            certify,
+            opts.selection.clone(),
+        ),
+    };
     RunOutcome {
         seed: opts.seed,
         strict: opts.strict,
         require_evidence: opts.require_evidence,
+        certification,
         base_url: target.base_url.clone(),
         embedded: target.is_embedded(),
         mutant: target.mutant.clone(),

@@ -518,6 +518,7 @@ fn check_controls(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
 
 fn check_registry(registry: &Registry) -> Result<(), SuiteError> {
     let families: BTreeSet<&str> = registry.families.iter().map(|f| f.id.as_str()).collect();
+    check_profiles(registry, &families)?;
     let mut seen = BTreeSet::new();
     for (i, row) in registry.rows.iter().enumerate() {
         if !seen.insert(row.id.as_str()) {
@@ -537,6 +538,54 @@ fn check_registry(registry: &Registry) -> Result<(), SuiteError> {
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Every family belongs to exactly one profile, and profiles name only known families and
+/// have unique ids: a row outside every profile could never deny certification.
+fn check_profiles(registry: &Registry, families: &BTreeSet<&str>) -> Result<(), SuiteError> {
+    let mut ids = BTreeSet::new();
+    let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+    for (i, p) in registry.profiles.iter().enumerate() {
+        if !ids.insert(p.id.as_str()) {
+            return Err(reference(
+                REGISTRY_FILE,
+                format!("/profiles/{i}/id"),
+                format!("profile id \"{}\" appears twice; ids must be unique", p.id),
+            ));
+        }
+        for (j, f) in p.families.iter().enumerate() {
+            if !families.contains(f.as_str()) {
+                return Err(reference(
+                    REGISTRY_FILE,
+                    format!("/profiles/{i}/families/{j}"),
+                    format!(
+                        "profile {} names unknown family \"{f}\"; add it to /families",
+                        p.id
+                    ),
+                ));
+            }
+            if let Some(other) = owner.insert(f.as_str(), p.id.as_str()) {
+                return Err(reference(
+                    REGISTRY_FILE,
+                    format!("/profiles/{i}/families/{j}"),
+                    format!(
+                        "family {f} is in profiles {other} and {}; a family belongs to exactly one profile",
+                        p.id
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(orphan) = families.iter().find(|f| !owner.contains_key(*f)) {
+        return Err(reference(
+            REGISTRY_FILE,
+            "/profiles".to_string(),
+            format!(
+                "family {orphan} is in no profile, so its rows could never deny certification; add it to one profile's families"
+            ),
+        ));
     }
     Ok(())
 }

@@ -22,7 +22,7 @@ mod shorthand;
 mod surfaces;
 
 pub use error::SuiteError;
-pub use registry::{Family, Level, Registry, Row};
+pub use registry::{Basis, Family, Level, Profile, Registry, Row};
 pub use scenario::{
     AbandonPoint, Bound, BurstSpec, CatalogSpec, Check, Condition, DaysSpec, EventsRead, FailFirst,
     FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall, IgnoringSpec,

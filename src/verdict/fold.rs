@@ -2,11 +2,16 @@
 //!
 //! Each scenario that judges a row is one *leg* of it. A leg is as good as its worst check.
 //! The row is the worst of its legs, with one allowance: a leg of a scenario that witnesses at
-//! a toolcert double and could not be witnessed on this host (`blocked`: the host ignores a
-//! toolcert extension, a fixture is not seeded, the double was never reached) does not hold
-//! the row back when the row's other legs held; the row then passes at the evidence level
-//! those legs reached (`wire`). A leg made only of self-reports never makes a row pass, and
-//! nothing measured never reads as pass.
+//! a toolcert double or needs one of toolcert's extensions, and could not be witnessed on this
+//! host (`blocked`: the host ignores a toolcert extension, a fixture is not seeded, the double
+//! was never reached) does not hold the row back when the row's other legs held; the row then
+//! passes at the evidence level those legs reached. When every leg of a row is such a leg, the
+//! row is `blocked` and names the extensions it needs ([`RowVerdict::needs`]): the upstream
+//! contract gives no way to witness it on this host, which is reported and does not deny
+//! certification (see [`super::certify`]). A row whose only observations are the host's own
+//! account passes at the `self-report` evidence level, named as such; a self-report can prove
+//! a violation but never outweighs a contradicting observation, and nothing measured never
+//! reads as pass.
 
 use std::collections::BTreeMap;
 
@@ -30,6 +35,11 @@ pub struct RowVerdict {
     /// For `pass` and `warn`: the strongest evidence the row's observations reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+    /// For a `blocked` row every leg of which needs a toolcert extension (or a double) this
+    /// host does not offer: the extension surfaces those legs declare (`scenarios/surfaces.json`
+    /// ids). Such a row cannot be witnessed through the upstream contract on this host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
     /// The scenario whose outcome decided the disposition.
     pub scenario_id: String,
     /// Every scenario that contributed checks to this row.
@@ -55,20 +65,22 @@ pub struct RowVerdict {
 pub struct FoldOptions {
     /// `--strict`: failures of `warnUnlessStrict` rows and checks are `fail`.
     pub strict: bool,
-    /// `--require-evidence`: a pass below this level is `blocked`.
-    pub require_evidence: Option<Evidence>,
 }
 
-/// One scenario's outcomes for one row, and whether the scenario witnesses at a double.
+/// One scenario's outcomes for one row, whether the scenario witnesses at a double, and the
+/// extension surfaces it declares.
 struct LegOutcomes<'a> {
     scenario: String,
     double: bool,
+    extensions: Vec<String>,
     outcomes: Vec<&'a CheckOutcome>,
 }
 
 /// One scenario's contribution to one row.
 struct Leg {
     scenario: String,
+    /// The extension surfaces the leg's scenario declares.
+    extensions: Vec<String>,
     disposition: Disposition,
     detail: String,
     /// Strongest evidence among the leg's passed checks.
@@ -104,15 +116,23 @@ pub fn fold_rows<'a>(
     for (scenario, outcomes) in results {
         // A leg of toolcert's own setup: it witnesses at a double, or it needs one of
         // toolcert's extensions (a seam, a seam member, a fixture of its own).
-        let needs_extension = suite.scenario(scenario).is_some_and(|s| {
-            s.surfaces.iter().any(|id| {
-                suite
-                    .surfaces
-                    .get(id)
-                    .is_some_and(|x| x.kind.is_extension())
+        let extensions: Vec<String> = suite
+            .scenario(scenario)
+            .map(|s| {
+                s.surfaces
+                    .iter()
+                    .filter(|id| {
+                        suite
+                            .surfaces
+                            .get(id)
+                            .is_some_and(|x| x.kind.is_extension())
+                    })
+                    .cloned()
+                    .collect()
             })
-        });
-        let double = needs_extension || outcomes.iter().any(|o| o.evidence == Evidence::Double);
+            .unwrap_or_default();
+        let double =
+            !extensions.is_empty() || outcomes.iter().any(|o| o.evidence == Evidence::Double);
         for outcome in outcomes {
             let legs = by_row.entry(outcome.row.clone()).or_default();
             match legs.iter_mut().find(|l| l.scenario == scenario) {
@@ -120,6 +140,7 @@ pub fn fold_rows<'a>(
                 None => legs.push(LegOutcomes {
                     scenario: scenario.to_string(),
                     double,
+                    extensions: extensions.clone(),
                     outcomes: vec![outcome],
                 }),
             }
@@ -152,6 +173,7 @@ fn leg_of(registry: &Registry, opts: FoldOptions, leg: &LegOutcomes<'_>) -> Opti
     if judged.is_empty() {
         return Some(Leg {
             scenario: scenario.to_string(),
+            extensions: leg.extensions.clone(),
             disposition: Disposition::Inapplicable,
             detail: format!("{}: {}", first.check_id, first.detail),
             passed_at: None,
@@ -174,6 +196,7 @@ fn leg_of(registry: &Registry, opts: FoldOptions, leg: &LegOutcomes<'_>) -> Opti
     let judging: Vec<&&&CheckOutcome> = judged.iter().filter(|o| !o.control).collect();
     Some(Leg {
         scenario: scenario.to_string(),
+        extensions: leg.extensions.clone(),
         disposition,
         detail,
         passed_at: judging
@@ -217,6 +240,7 @@ fn fold_row(
         level,
         disposition,
         evidence: None,
+        needs: Vec::new(),
         scenario_id: leg.to_string(),
         scenarios: scenarios.clone(),
         detail,
@@ -245,12 +269,27 @@ fn fold_row(
             a
         }
     }) else {
-        // Every leg needs a surface this host does not offer.
-        return verdict(
-            Disposition::Blocked,
-            &first_live.scenario,
-            first_live.detail.clone(),
-        );
+        // Every leg needs a surface this host does not offer: name the extensions they need.
+        // A leg that needs none was blocked on the upstream contract: that is the reason shown.
+        let shown = excused
+            .iter()
+            .find(|l| l.extensions.is_empty())
+            .copied()
+            .unwrap_or(first_live);
+        let mut v = verdict(Disposition::Blocked, &shown.scenario, shown.detail.clone());
+        // Only when each leg needs an extension: a leg excused for another reason (a lone
+        // self-report, a double the host was to reach through an upstream surface) leaves the
+        // row blocked on the upstream contract.
+        if excused.iter().all(|l| !l.extensions.is_empty()) {
+            let mut needs: Vec<String> = excused
+                .iter()
+                .flat_map(|l| l.extensions.iter().cloned())
+                .collect();
+            needs.sort();
+            needs.dedup();
+            v.needs = needs;
+        }
+        return v;
     };
     if worst.disposition == Disposition::Warn {
         // A failed SHOULD (or a relaxed MUST) is a finding whatever else held.
@@ -263,43 +302,25 @@ fn fold_row(
     }
     let reached = remaining.iter().filter_map(|l| l.passed_at).max();
     let blocked = |why: String| verdict(Disposition::Blocked, &worst.scenario, why);
-    let evidence = match reached {
-        None => return blocked("no check of this row was observed".into()),
-        Some(Evidence::SelfReport) => {
-            return blocked(format!(
-                "only the host's own account was observed (self-report): it can prove a violation, never compliance{}",
-                excused
-                    .first()
-                    .map(|l| format!(
-                        "; the leg that witnesses this row at a toolcert double could not be made ({}: {})",
-                        l.scenario, l.detail
-                    ))
-                    .unwrap_or_default()
-            ));
-        }
-        Some(e) => e,
+    let Some(evidence) = reached else {
+        return blocked("no check of this row was observed".into());
     };
     if assertions == 0 {
         return blocked("no check of this row was observed".into());
     }
-    if let Some(required) = opts.require_evidence
-        && evidence < required
-    {
-        return blocked(format!(
-            "held at {evidence} evidence only; --require-evidence {required} asks for more{}",
-            excused
-                .first()
-                .map(|l| format!(" ({}: {})", l.scenario, l.detail))
-                .unwrap_or_default()
-        ));
-    }
-    let detail = if let Some(leg) = excused.first() {
-        format!(
-            "held at {evidence} evidence; not witnessable on this host: {}: {}",
-            leg.scenario, leg.detail
-        )
+    let tier = if evidence == Evidence::SelfReport {
+        "held on the host's own account only (self-report tier: it acquits at that tier and no higher)"
+            .to_string()
     } else {
-        String::new()
+        format!("held at {evidence} evidence")
+    };
+    let detail = match excused.first() {
+        Some(leg) => format!(
+            "{tier}; not witnessable on this host: {}: {}",
+            leg.scenario, leg.detail
+        ),
+        None if evidence == Evidence::SelfReport => tier,
+        None => String::new(),
     };
     let mut v = verdict(Disposition::Pass, &worst.scenario, detail);
     v.evidence = Some(evidence);
@@ -367,10 +388,7 @@ mod tests {
         let rows = fold_rows(&suite, FoldOptions::default(), [("a", &a[..])]);
         assert_eq!(rows[0].level, Level::Must);
         assert_eq!(rows[0].disposition, Disposition::Warn);
-        let strict = FoldOptions {
-            strict: true,
-            ..FoldOptions::default()
-        };
+        let strict = FoldOptions { strict: true };
         let rows = fold_rows(&suite, strict, [("a", &a[..])]);
         assert_eq!(rows[0].disposition, Disposition::Fail);
         // An ordinary MUST row fails either way.
@@ -414,18 +432,6 @@ mod tests {
         assert_eq!(rows[0].disposition, Disposition::Pass);
         assert_eq!(rows[0].evidence, Some(Evidence::Wire));
         assert!(rows[0].detail.contains("receiver"), "{}", rows[0].detail);
-        // ... unless the run asks for double evidence.
-        let suite = Suite::embedded().unwrap();
-        let opts = FoldOptions {
-            require_evidence: Some(Evidence::Double),
-            ..FoldOptions::default()
-        };
-        let rows = fold_rows(
-            &suite,
-            opts,
-            [("receiver", &double_leg[..]), ("upstream", &wire_leg[..])],
-        );
-        assert_eq!(rows[0].disposition, Disposition::Blocked);
         // A blocked wire leg is no excuse: something the row needs was not observed.
         let blocked_wire = [outcome_at(
             "HOOKS-AUTH-1",
@@ -445,10 +451,54 @@ mod tests {
     }
 
     #[test]
-    fn self_reports_never_make_a_row_pass_but_can_fail_it() {
+    fn a_row_only_extensions_witness_is_blocked_naming_them() {
+        // Both scenarios declare toolcert extension surfaces (scenarios/surfaces.json).
+        let suite = Suite::embedded().unwrap();
+        let declares = |id: &str| {
+            suite
+                .scenario(id)
+                .unwrap()
+                .surfaces
+                .iter()
+                .any(|s| suite.surfaces.get(s).is_some_and(|x| x.kind.is_extension()))
+        };
+        assert!(declares("hooks.content-free-audit"));
+        assert!(!declares("hooks.content-free-audit-upstream"));
+        let blocked = [outcome_at(
+            "HOOKS-AUDIT-1",
+            CheckStatus::Blocked,
+            Evidence::Double,
+        )];
+        let rows = fold(&[("hooks.content-free-audit", &blocked[..])]);
+        assert_eq!(rows[0].disposition, Disposition::Blocked);
+        assert!(
+            rows[0].needs.iter().all(|n| n.starts_with("field:")
+                || n.starts_with("seam:")
+                || n.starts_with("fixture:")),
+            "{:?}",
+            rows[0].needs
+        );
+        assert!(!rows[0].needs.is_empty());
+        // An upstream leg blocked beside it: the row is blocked on the upstream contract.
+        let upstream = [outcome_at(
+            "HOOKS-AUDIT-1",
+            CheckStatus::Blocked,
+            Evidence::Wire,
+        )];
+        let rows = fold(&[
+            ("hooks.content-free-audit", &blocked[..]),
+            ("hooks.content-free-audit-upstream", &upstream[..]),
+        ]);
+        assert_eq!(rows[0].disposition, Disposition::Blocked);
+        assert!(rows[0].needs.is_empty(), "{:?}", rows[0].needs);
+    }
+
+    #[test]
+    fn self_reports_acquit_only_at_their_tier_and_can_fail_a_row() {
         let only_self = [outcome_at("EFF-4", CheckStatus::Pass, Evidence::SelfReport)];
         let rows = fold(&[("seam", &only_self[..])]);
-        assert_eq!(rows[0].disposition, Disposition::Blocked);
+        assert_eq!(rows[0].disposition, Disposition::Pass);
+        assert_eq!(rows[0].evidence, Some(Evidence::SelfReport));
         assert!(rows[0].detail.contains("self-report"), "{}", rows[0].detail);
         let violation = [outcome_at("EFF-4", CheckStatus::Fail, Evidence::SelfReport)];
         let rows = fold(&[("seam", &violation[..])]);

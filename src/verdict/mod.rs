@@ -6,8 +6,12 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod certify;
 mod fold;
 
+pub use certify::{
+    Certification, CertifyOptions, ProfileVerdict, RowStanding, Selection, Standing, Verdict,
+};
 pub use fold::{FoldOptions, RowVerdict, fold_rows};
 
 /// The disposition of one requirement row (see the README for the full definitions).

@@ -373,3 +373,39 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn a_filtered_run_s_bundle_verifies_as_partial_never_as_whole() {
+    let f = fixture();
+    let out = verify(&f.unsigned, None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("verified, PARTIAL"),
+        "the disc-only bundle must say partial: {}",
+        text(&out)
+    );
+    let bundle = read(&f.unsigned);
+    assert_eq!(bundle["verdict"], "partial");
+    assert_eq!(
+        bundle["report"]["certification"]["selection"]["filters"],
+        json!(["disc."])
+    );
+    // The whole run's bundle states its claimed profiles, each certified at its tier.
+    let whole = read(&f.signed);
+    assert_eq!(whole["verdict"], "certified");
+    let profiles = whole["claimedProfiles"].as_array().unwrap();
+    assert!(profiles.len() >= 5, "{profiles:?}");
+    assert!(
+        profiles
+            .iter()
+            .all(|p| p["certified"] == true && p["evidenceTier"].is_string())
+    );
+    // A bundle re-sealed to claim more than its report is refused.
+    let forged = edited(&f.unsigned, "forged-verdict.json", |b| {
+        b["verdict"] = json!("certified");
+        reseal(b);
+    });
+    let out = verify(&forged, None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("/verdict"), "{}", text(&out));
+}

@@ -9,7 +9,7 @@ use crate::common::text;
 fn piped_output_carries_no_progress_bar() {
     let out = Command::new(env!("CARGO_BIN_EXE_toolcert"))
         .env_remove("CI")
-        .args(["run", "--seed", "1", "--repeat", "8", "disc."])
+        .args(["run", "-v", "--seed", "1", "--repeat", "8", "disc."])
         .output()
         .expect("toolcert runs");
     assert!(out.status.success(), "{}", text(&out));
@@ -20,9 +20,9 @@ fn piped_output_carries_no_progress_bar() {
             String::from_utf8_lossy(bytes)
         );
     }
-    // The libtest lines are still there, whole.
+    // The per-scenario lines (--verbose) are still there, whole.
     assert!(
-        text(&out).contains("test [disc] disc.etag"),
+        text(&out).contains("scenario disc.etag ... leg pass"),
         "{}",
         text(&out)
     );

@@ -55,3 +55,44 @@ pub fn installed(relative: &str) -> PathBuf {
 pub fn python() -> PathBuf {
     installed("py/bin/python")
 }
+
+/// The lines `child` writes to stderr, read on a thread that keeps draining them (a child
+/// that logs never blocks on a full pipe). Panics if its stderr was not piped.
+#[allow(dead_code)] // not every test binary starts a child that announces itself
+pub fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// The rest of the first line starting with `prefix` within `within` (every line read is
+/// shown to `check` first); panics naming `what` when none comes.
+#[allow(dead_code)]
+pub fn announced(
+    lines: &std::sync::mpsc::Receiver<String>,
+    prefix: &str,
+    within: std::time::Duration,
+    what: &str,
+    mut check: impl FnMut(&str),
+) -> String {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("{what} did not say `{prefix}…` within {within:?}"));
+        check(&line);
+        if let Some(rest) = line.strip_prefix(prefix) {
+            return rest.trim().to_string();
+        }
+    }
+}

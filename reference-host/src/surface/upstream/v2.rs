@@ -129,24 +129,26 @@ pub fn router(state: AppState) -> Router {
 /// the path (`~XX` ⇒ the byte, read by the path extractors as part of the
 /// one segment), and checks the run id of a `/runs/{runId}…` path: a bare
 /// id is `400 validation_error`, another tenant's `403 id_tenant_mismatch`
-/// (identity.md §5). An unauthenticated request goes on to its handler's
-/// 401.
+/// (identity.md §5), for an authenticated caller; an unauthenticated
+/// request goes on to its handler's 401.
 pub async fn tenant_bound_paths(
     State(domain): State<Domain>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let path = ids::projection_as_percent(request.uri().path());
-    if let Some(run_id) = run_id_of(&path) {
+    // An unauthenticated request goes on to its handler's 401 first.
+    if let (Some(run_id), Ok(caller)) = (
+        run_id_of(&path),
+        authenticate(request.headers(), domain.principals()),
+    ) {
         let Some(tenant) = ids::tenant_of(&run_id) else {
             return ApiError::validation(format!(
                 "run id `{run_id}` is bare; a v2 run id is tenant-bound (<tenant>/<opaque>) and travels as one path segment (tenant~2Fopaque or tenant%2Fopaque); this host lists no 1.x version, so it refuses the bare form (identity.md §5)"
             ))
             .into_response();
         };
-        if let Ok(caller) = authenticate(request.headers(), domain.principals())
-            && caller.tenant != tenant
-        {
+        if caller.tenant != tenant {
             return ApiError::new(
                 ErrorCode::IdTenantMismatch,
                 format!(
