@@ -1082,14 +1082,10 @@ async fn seam_checks_caller_and_body_before_creating_a_run() {
         // Nothing was registered by the rejected requests: the list holds the
         // host's own tools only.
         let (_, tools) = get_json(&client, &format!("{}/tools", host.base_url), ALICE).await;
-        let listed: Vec<&str> = tools
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t["toolId"].as_str())
-            .collect();
         assert!(
-            listed.iter().all(|id| id.starts_with("x-host-refhost-")),
+            common::tool_ids(&tools)
+                .iter()
+                .all(|id| id.starts_with("x-host-refhost-")),
             "{tools}"
         );
         host.shutdown().await;
@@ -1145,11 +1141,8 @@ async fn catalog_lists_only_the_tools_a_caller_may_invoke() {
         // The v2 list is a bare ToolDescriptor[]; the host's own tools
         // (`x-host-refhost-…`) are in every tenant's catalog beside the run's.
         let ids = |tools: &Value| -> Vec<String> {
-            tools
-                .as_array()
+            common::tool_ids(tools)
                 .into_iter()
-                .flatten()
-                .filter_map(|t| t["toolId"].as_str().map(str::to_owned))
                 .filter(|id| !id.starts_with("x-host-refhost-"))
                 .collect()
         };

@@ -205,11 +205,8 @@ async fn the_served_catalog_is_a_bare_list_scoped_to_the_caller() {
         let host = host().await;
         let base = host.base_url.clone();
         let ids = |list: &Value| -> Vec<String> {
-            list.as_array()
-                .expect("a bare ToolDescriptor[]")
-                .iter()
-                .filter_map(|t| t["toolId"].as_str().map(str::to_owned))
-                .collect()
+            assert!(list.is_array(), "a bare ToolDescriptor[]: {list}");
+            common::tool_ids(list)
         };
         let (status, alice) = get_json(&client, &format!("{base}/tools"), ALICE).await;
         assert_eq!(status, 200);
