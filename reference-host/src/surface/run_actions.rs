@@ -377,9 +377,11 @@ enum StoredKind {
 /// delivered, not new deliveries. Bug under `fork-ledger-restamped`: the
 /// copies are stamped with the fork's creation time.
 fn inherit_effects(state: &Domain, source_run_id: &str, fork_run_id: &str) -> Result<(), ApiError> {
+    // One millisecond past now: always later than the source's own `at`,
+    // even when the fork follows the effect within the same millisecond.
     let restamp = state
         .mutant_is(Mutant::ForkLedgerRestamped)
-        .then(now_unix_ms);
+        .then(|| now_unix_ms() + 1);
     ledger::inherit_rows(state.storage(), source_run_id, fork_run_id, restamp)?;
     Ok(())
 }
