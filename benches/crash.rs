@@ -30,7 +30,7 @@ fn main() {
     let command = SpawnCommand::reference_host(
         env!("CARGO_BIN_EXE_toolcert").as_ref(),
         mutant.as_deref(),
-        false,
+        None,
     );
     let outcome = rt
         .block_on(crash_cycles(&command, cycles, seed))

@@ -21,6 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use reference_host::UpstreamMajor;
 use reference_host::mutants::{ALL, Mutant, MutantInfo};
 
 use serde_json::Value;
@@ -96,6 +97,18 @@ pub struct Column {
 }
 
 impl Column {
+    /// A column that saw nothing (stands in for a column a run did not produce).
+    fn empty(name: &str) -> Column {
+        Column {
+            name: name.to_string(),
+            breaks: String::new(),
+            scenarios: BTreeMap::new(),
+            killing: BTreeSet::new(),
+            failing_checks: BTreeSet::new(),
+            rows: BTreeMap::new(),
+        }
+    }
+
     fn from_run(suite: &Suite, name: &str, breaks: &str, run: &RunOutcome) -> Column {
         let scenarios: Vec<&ScenarioResult> = run.scenarios.iter().collect();
         Column::of(suite, name, breaks, &scenarios, &run.rows)
@@ -171,6 +184,11 @@ impl Column {
     }
 }
 
+/// The modes the matrix runs every mutant in: the full (v2) reference host, and the plain
+/// upstream v1 and v2 hosts of `--reference-upstream-only`.
+pub const MODES: [Option<UpstreamMajor>; 3] =
+    [None, Some(UpstreamMajor::V1), Some(UpstreamMajor::V2)];
+
 /// The whole matrix.
 #[derive(Debug, Clone)]
 pub struct Matrix {
@@ -180,12 +198,34 @@ pub struct Matrix {
     pub clean: Column,
     /// One column per mutant, in `mutants::ALL` order.
     pub mutants: Vec<Column>,
-    /// The clean reference host in upstream-only mode (a plain upstream v1 host).
-    pub upstream_clean: Column,
-    /// One column per mutant in upstream-only mode: what the upstream contract alone catches.
-    pub upstream: Vec<Column>,
+    /// The same in each upstream-only mode (v1, then v2): what the upstream contract alone
+    /// catches.
+    pub upstream: Vec<UpstreamColumns>,
     /// Scenarios the probe host judged otherwise than the clean host (must be none).
     pub probe_problems: Vec<String>,
+}
+
+/// The clean host and every mutant in one upstream-only mode.
+#[derive(Debug, Clone)]
+pub struct UpstreamColumns {
+    /// The mode's major.
+    pub major: UpstreamMajor,
+    /// The clean reference host in this mode.
+    pub clean: Column,
+    /// One column per mutant, in `mutants::ALL` order.
+    pub mutants: Vec<Column>,
+}
+
+impl UpstreamColumns {
+    /// Mutants the upstream contract alone catches in this mode: their column has a row that
+    /// fails or warns.
+    pub fn caught(&self) -> Vec<&str> {
+        self.mutants
+            .iter()
+            .filter(|c| c.rows.values().any(|d| kills(*d)))
+            .map(|c| c.name.as_str())
+            .collect()
+    }
 }
 
 /// How a mutant column picks its scenarios.
@@ -215,10 +255,20 @@ pub async fn run_matrix(
     run_matrix_observed(suite, opts, columns, Selection::Reached, &|_| {}).await
 }
 
-/// How many columns [`run_matrix`] runs: the clean host and every mutant, each in full and in
-/// upstream-only mode.
+/// How many columns [`run_matrix`] runs: the clean host and every mutant, in each of
+/// [`MODES`].
 pub fn column_count() -> usize {
-    2 * (ALL.len() + 1)
+    MODES.len() * (ALL.len() + 1)
+}
+
+/// The index of `mode` in [`MODES`].
+fn mode_index(mode: Option<UpstreamMajor>) -> usize {
+    MODES.iter().position(|m| *m == mode).unwrap_or(0)
+}
+
+/// ` (upstream-only v1)` and the like, for problems and progress.
+fn mode_note(mode: Option<UpstreamMajor>) -> String {
+    mode.map_or_else(String::new, |m| format!(" (upstream-only {m})"))
 }
 
 /// Which mutant sites each scenario reaches on the probe host ([`Mutant::Probe`]), in one
@@ -300,13 +350,13 @@ async fn probe_reach(
     suite: &Suite,
     opts: &RunOptions,
     parallel: usize,
-) -> Result<[Probed; 2], TargetError> {
+) -> Result<[Probed; 3], TargetError> {
     use futures_util::StreamExt as _;
-    let windows: Vec<(bool, &Scenario)> = [false, true]
+    let windows: Vec<(Option<UpstreamMajor>, &Scenario)> = MODES
         .into_iter()
-        .flat_map(|upstream| suite.scenarios.iter().map(move |s| (upstream, s)))
+        .flat_map(|mode| suite.scenarios.iter().map(move |s| (mode, s)))
         .collect();
-    let ran: Vec<Result<(bool, String, Window), TargetError>> = futures_util::stream::iter(windows)
+    let ran: Vec<Result<ProbedWindow, TargetError>> = futures_util::stream::iter(windows)
         .map(|(upstream_only, scenario)| async move {
             let slot = ProbeSlot::take().await;
             let window = probe_window(suite, opts, upstream_only, scenario, slot.0).await?;
@@ -315,10 +365,10 @@ async fn probe_reach(
         .buffer_unordered(windows_at_once(parallel))
         .collect()
         .await;
-    let mut both: [Probed; 2] = Default::default();
+    let mut both: [Probed; 3] = Default::default();
     for window in ran {
         let (upstream_only, id, window) = window?;
-        let probed = &mut both[usize::from(upstream_only)];
+        let probed = &mut both[mode_index(upstream_only)];
         probed.reach.insert(id, window.steps);
         probed.at_start.extend(window.at_start);
         probed.at_discovery.extend(window.at_discovery);
@@ -340,6 +390,9 @@ fn windows_at_once(columns: usize) -> usize {
     columns.clamp(1, reference_host::mutants::PROBE_SLOTS)
 }
 
+/// One probe window's mode, scenario id and what it saw.
+type ProbedWindow = (Option<UpstreamMajor>, String, Window);
+
 /// What one probe window saw.
 struct Window {
     at_start: BTreeSet<&'static str>,
@@ -353,7 +406,7 @@ struct Window {
 async fn probe_window(
     suite: &Suite,
     opts: &RunOptions,
-    upstream_only: bool,
+    upstream_only: Option<UpstreamMajor>,
     scenario: &Scenario,
     slot: usize,
 ) -> Result<Window, TargetError> {
@@ -421,7 +474,7 @@ async fn probe_window(
 async fn discovery_sensitive(
     suite: &Suite,
     opts: &RunOptions,
-    upstream_only: bool,
+    upstream_only: Option<UpstreamMajor>,
     probed: &Probed,
     parallel: usize,
 ) -> Result<BTreeMap<&'static str, BTreeSet<String>>, TargetError> {
@@ -526,7 +579,7 @@ pub async fn run_matrix_observed(
         suite: &Suite,
         opts: &RunOptions,
         mutant: Option<Mutant>,
-        upstream_only: bool,
+        upstream_only: Option<UpstreamMajor>,
         only: Option<BTreeSet<&str>>,
     ) -> Result<RunOutcome, TargetError> {
         let select = |s: &Scenario| only.as_ref().is_none_or(|o| o.contains(s.id.as_str()));
@@ -548,29 +601,28 @@ pub async fn run_matrix_observed(
             Selection::Reached => probe_reach(suite, opts, columns).await,
         }
     };
-    let (clean_run, upstream_clean_run, probed) = futures_util::future::join3(
-        run_one(suite, opts, None, false, None),
-        run_one(suite, opts, None, true, None),
-        probing,
-    )
-    .await;
-    let (clean_run, upstream_clean_run, probed) = (clean_run?, upstream_clean_run?, probed?);
-    let clean = Column::from_run(suite, "clean", "", &clean_run);
-    on_column("clean");
-    let upstream_clean = Column::from_run(suite, "clean", "", &upstream_clean_run);
-    on_column("clean (upstream-only)");
+    let cleans =
+        futures_util::future::join_all(MODES.map(|mode| run_one(suite, opts, None, mode, None)));
+    let (clean_runs, probed) = futures_util::future::join(cleans, probing).await;
+    let probed = probed?;
+    let clean_runs: Vec<RunOutcome> = clean_runs.into_iter().collect::<Result<_, _>>()?;
+    let clean_columns: Vec<Column> = clean_runs
+        .iter()
+        .zip(MODES)
+        .map(|(run, mode)| {
+            on_column(&format!("clean{}", mode_note(mode)));
+            Column::from_run(suite, "clean", "", run)
+        })
+        .collect();
     let mut probe_problems = Vec::new();
-    for (upstream, clean, probed) in [
-        (false, &clean, &probed[0]),
-        (true, &upstream_clean, &probed[1]),
-    ] {
+    for ((mode, clean), probed) in MODES.iter().zip(&clean_columns).zip(&probed) {
         for r in &probed.results {
             let was = clean.scenarios.get(&r.scenario_id);
             if was != Some(&r.disposition) {
                 probe_problems.push(format!(
                     "{}{}: the probe host made it {:?}, the clean host {:?}: the probe is not inert, so the matrix cannot trust what it reached",
                     r.scenario_id,
-                    if upstream { " (upstream-only)" } else { "" },
+                    mode_note(*mode),
                     r.disposition,
                     was
                 ));
@@ -579,22 +631,23 @@ pub async fn run_matrix_observed(
     }
     // Windows end in any order; the problems are listed in scenario order.
     probe_problems.sort();
-    let sensitive = match selection {
-        Selection::Full => Default::default(),
-        Selection::Reached => {
-            let (default, upstream) = futures_util::future::join(
-                discovery_sensitive(suite, opts, false, &probed[0], columns),
-                discovery_sensitive(suite, opts, true, &probed[1], columns),
-            )
-            .await;
-            [default?, upstream?]
-        }
+    let sensitive: Vec<BTreeMap<&'static str, BTreeSet<String>>> = match selection {
+        Selection::Full => vec![BTreeMap::new(); MODES.len()],
+        Selection::Reached => futures_util::future::join_all(
+            MODES
+                .iter()
+                .zip(&probed)
+                .map(|(mode, probed)| discovery_sensitive(suite, opts, *mode, probed, columns)),
+        )
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?,
     };
     // Every (mode, mutant) pair is an independent column; the upstream-only ones are quick
     // (most of their scenarios stop at a 404), so they ride along in the same stream.
-    let jobs: Vec<(bool, &MutantInfo)> = [false, true]
+    let jobs: Vec<(Option<UpstreamMajor>, &MutantInfo)> = MODES
         .into_iter()
-        .flat_map(|upstream| ALL.iter().map(move |info| (upstream, info)))
+        .flat_map(|mode| ALL.iter().map(move |info| (mode, info)))
         .collect();
     // Each run is cut down to its column as soon as it ends: a whole run keeps every
     // transcript and observation, and holding all of them made the matrix's peak memory grow
@@ -608,8 +661,8 @@ pub async fn run_matrix_observed(
     let mut planned: Vec<(usize, BTreeSet<&str>)> = jobs
         .iter()
         .enumerate()
-        .map(|(i, (upstream, info))| {
-            let mode = usize::from(*upstream);
+        .map(|(i, (mode, info))| {
+            let mode = mode_index(*mode);
             (
                 i,
                 selected(suite, &probed[mode], &sensitive[mode], selection, info),
@@ -621,11 +674,7 @@ pub async fn run_matrix_observed(
         futures_util::stream::iter(planned)
             .map(|(i, only)| {
                 let (upstream, info) = jobs[i];
-                let clean_run = if upstream {
-                    &upstream_clean_run
-                } else {
-                    &clean_run
-                };
+                let clean_run = &clean_runs[mode_index(upstream)];
                 async move {
                     let column = if only.is_empty() {
                         // Nothing can tell this mutant apart in this mode: its column is the
@@ -645,20 +694,34 @@ pub async fn run_matrix_observed(
             .await;
     columns_run.sort_by_key(|(i, _)| *i);
     let columns_run = columns_run.into_iter().map(|(_, column)| column);
-    let mut mutants = Vec::with_capacity(ALL.len());
-    let mut upstream = Vec::with_capacity(ALL.len());
-    for ((up, _), column) in jobs.iter().zip(columns_run) {
-        if *up {
-            upstream.push(column?);
-        } else {
-            mutants.push(column?);
-        }
+    let mut by_mode: Vec<Vec<Column>> = vec![Vec::with_capacity(ALL.len()); MODES.len()];
+    for ((mode, _), column) in jobs.iter().zip(columns_run) {
+        by_mode[mode_index(*mode)].push(column?);
     }
+    let mut clean_columns = clean_columns.into_iter();
+    let mut by_mode = by_mode.into_iter();
+    let clean = clean_columns
+        .next()
+        .unwrap_or_else(|| Column::empty("clean"));
+    let mutants = by_mode.next().unwrap_or_default();
+    let upstream = MODES
+        .iter()
+        .skip(1)
+        .flatten()
+        .zip(clean_columns.zip(by_mode))
+        .map(|(major, (clean, mutants))| UpstreamColumns {
+            major: *major,
+            clean,
+            mutants,
+        })
+        .collect();
+    let clean_run = clean_runs.into_iter().next().ok_or_else(|| {
+        TargetError::Embedded("the clean reference host's run is missing".to_string())
+    })?;
     Ok(Matrix {
         clean_run,
         clean,
         mutants,
-        upstream_clean,
         upstream,
         probe_problems,
     })
@@ -667,66 +730,49 @@ pub async fn run_matrix_observed(
 impl Matrix {
     /// Mutants whose column turned this row to `fail` or `warn`.
     pub fn killers_of_row(&self, row: &str) -> Vec<&str> {
-        // A row of the other wire major (v1 only) is judged only in upstream-only mode, which
-        // speaks v1: a mutant that turns it there kills it.
-        let turns = |c: &Column| c.rows.get(row).is_some_and(|d| kills(*d));
         self.mutants
             .iter()
-            .filter(|c| turns(c) || self.upstream_column(&c.name).is_some_and(turns))
+            .filter(|c| c.rows.get(row).is_some_and(|d| kills(*d)))
             .map(|c| c.name.as_str())
             .collect()
     }
 
-    /// The upstream-only column of mutant `name`.
-    fn upstream_column(&self, name: &str) -> Option<&Column> {
-        self.upstream.iter().find(|u| u.name == name)
-    }
-
-    /// Whether `column`'s mutant is killed by `scenario`, in default mode or, for a scenario
-    /// of the other wire major, in upstream-only mode.
-    fn kills_in_either_mode(&self, column: &Column, scenario: &str) -> bool {
-        column.killing.contains(scenario)
-            || self
-                .upstream_column(&column.name)
-                .is_some_and(|u| u.killing.contains(scenario))
-    }
-
-    /// Scenarios with a check that failed or warned against this mutant; a scenario of the
-    /// other wire major (v1 only), which only upstream-only mode runs, is named with its mode.
+    /// Scenarios with a check that failed or warned against this mutant; a v1 scenario, which
+    /// the default (v2) host never runs, counts where it killed the mutant on the upstream-only
+    /// v1 host, marked `(v1)`.
     pub fn killed_by(&self, column: &Column) -> Vec<String> {
-        let mut killed: Vec<String> = column.killing.iter().cloned().collect();
-        if let Some(upstream) = self.upstream_column(&column.name) {
-            killed.extend(
-                upstream
-                    .killing
+        let mut out: Vec<String> = column.killing.iter().cloned().collect();
+        if let Some(v1) = self
+            .upstream_mode(UpstreamMajor::V1)
+            .and_then(|mode| mode.mutants.iter().find(|c| c.name == column.name))
+        {
+            out.extend(
+                v1.killing
                     .iter()
-                    .filter(|s| self.only_upstream(s))
-                    .map(|s| format!("{s} (v1, upstream-only)")),
+                    .filter(|s| self.clean.scenarios.get(*s) == Some(&Disposition::Inapplicable))
+                    .map(|s| format!("{s} (v1)")),
             );
         }
-        killed
+        out
     }
 
-    /// Whether `scenario` belongs to the other wire major: inapplicable on the clean host,
-    /// passed by it in upstream-only mode (which speaks v1).
-    fn only_upstream(&self, scenario: &str) -> bool {
-        self.clean.scenarios.get(scenario) == Some(&Disposition::Inapplicable)
-            && self.upstream_clean.scenarios.get(scenario) == Some(&Disposition::Pass)
-    }
-
-    /// Mutants that made this check fail or warn (in upstream-only mode for a check of a
-    /// scenario of the other wire major).
+    /// Mutants that made this check fail or warn.
     pub fn killers_of_check(&self, scenario: &str, check: &str) -> Vec<&str> {
         let key = (scenario.to_string(), check.to_string());
-        let upstream = self.only_upstream(scenario);
+        // A v1 scenario never runs on the default (v2) host: its checks are judged in the v1
+        // upstream-only columns.
+        let v1 = (self.clean.scenarios.get(scenario) == Some(&Disposition::Inapplicable))
+            .then(|| self.upstream_mode(UpstreamMajor::V1))
+            .flatten();
         self.mutants
             .iter()
             .filter(|c| {
                 c.failing_checks.contains(&key)
-                    || (upstream
-                        && self
-                            .upstream_column(&c.name)
-                            .is_some_and(|u| u.failing_checks.contains(&key)))
+                    || v1.is_some_and(|mode| {
+                        mode.mutants
+                            .iter()
+                            .any(|u| u.name == c.name && u.failing_checks.contains(&key))
+                    })
             })
             .map(|c| c.name.as_str())
             .collect()
@@ -752,14 +798,20 @@ impl Matrix {
         (killed, all.len())
     }
 
-    /// Mutants the upstream contract alone catches: their upstream-only column has a row
-    /// that fails or warns.
-    pub fn caught_upstream(&self) -> Vec<&str> {
-        self.upstream
-            .iter()
-            .filter(|c| c.rows.values().any(|d| kills(*d)))
-            .map(|c| c.name.as_str())
-            .collect()
+    /// Whether `scenario`, which the default (v2) host never runs (a v1 scenario), kills
+    /// `mutant` on the upstream-only v1 host, which speaks v1.
+    fn killed_as_v1(&self, mutant: &str, scenario: &str) -> bool {
+        self.clean.scenarios.get(scenario) == Some(&Disposition::Inapplicable)
+            && self.upstream_mode(UpstreamMajor::V1).is_some_and(|mode| {
+                mode.mutants
+                    .iter()
+                    .any(|c| c.name == mutant && c.killing.contains(scenario))
+            })
+    }
+
+    /// The columns of upstream-only mode `major`.
+    pub fn upstream_mode(&self, major: UpstreamMajor) -> Option<&UpstreamColumns> {
+        self.upstream.iter().find(|u| u.major == major)
     }
 
     /// Every way the matrix falls short; empty when it proves what it must.
@@ -767,21 +819,26 @@ impl Matrix {
         let mut out = self.probe_problems.clone();
         // The clean host as a plain upstream host: nothing may convict it; what it cannot
         // show is `blocked` or `inapplicable`.
-        for (row, d) in &self.upstream_clean.rows {
-            if matches!(
-                d,
-                Disposition::Fail | Disposition::Warn | Disposition::Error
-            ) {
-                out.push(format!(
-                    "the clean reference host in upstream-only mode gets {d} on {row}"
-                ));
+        for mode in &self.upstream {
+            for (row, d) in &mode.clean.rows {
+                if matches!(
+                    d,
+                    Disposition::Fail | Disposition::Warn | Disposition::Error
+                ) {
+                    out.push(format!(
+                        "the clean reference host in upstream-only {} mode gets {d} on {row}",
+                        mode.major
+                    ));
+                }
             }
         }
         for (scenario, d) in &self.clean.scenarios {
             // A scenario of the other wire major (v1 only) must pass on the clean host in
-            // upstream-only mode, which speaks v1.
+            // upstream-only v1 mode, which speaks v1.
             let passes_as_v1 = *d == Disposition::Inapplicable
-                && self.upstream_clean.scenarios.get(scenario) == Some(&Disposition::Pass);
+                && self
+                    .upstream_mode(UpstreamMajor::V1)
+                    .is_some_and(|m| m.clean.scenarios.get(scenario) == Some(&Disposition::Pass));
             // A leg that exists only to block a row where it cannot be witnessed, made of
             // positive controls only (checked below), never runs on the reference host.
             let blocking_leg = *d == Disposition::Inapplicable
@@ -806,7 +863,7 @@ impl Matrix {
                     ));
                     continue;
                 };
-                if !self.kills_in_either_mode(col, &s.id) {
+                if !col.killing.contains(&s.id) && !self.killed_as_v1(m, &s.id) {
                     let seen = col.scenarios.get(&s.id).copied();
                     let how = match seen {
                         Some(d) if only_disturbs(d) => {
@@ -824,7 +881,16 @@ impl Matrix {
         }
         for row in &suite.registry.rows {
             let covered = suite.scenarios.iter().any(|s| s.rows.contains(&row.id));
-            if covered && row.unwitnessable.is_none() && self.killers_of_row(&row.id).is_empty() {
+            let killed_upstream = self.upstream.iter().any(|mode| {
+                mode.mutants
+                    .iter()
+                    .any(|c| c.rows.get(&row.id).is_some_and(|d| kills(*d)))
+            });
+            if covered
+                && row.unwitnessable.is_none()
+                && self.killers_of_row(&row.id).is_empty()
+                && !killed_upstream
+            {
                 out.push(format!(
                     "row {} has a scenario but no mutant turns it to fail or warn",
                     row.id
@@ -851,10 +917,12 @@ impl Matrix {
                     col.name
                 ));
             }
-            let upstream_kills = self
-                .upstream_column(&col.name)
-                .is_some_and(|u| !u.killing.is_empty());
-            if col.killing.is_empty() && !upstream_kills {
+            let killed_upstream = self.upstream.iter().any(|mode| {
+                mode.mutants
+                    .iter()
+                    .any(|c| c.name == col.name && !c.killing.is_empty())
+            });
+            if col.killing.is_empty() && !killed_upstream {
                 out.push(format!(
                     "mutant {} is killed by no scenario (no check fails or warns)",
                     col.name
@@ -862,6 +930,67 @@ impl Matrix {
             }
         }
         out
+    }
+
+    /// The section of `reports/mutation-matrix.md` on one upstream-only mode: the clean
+    /// host's row counts there, and which rows each mutant turns to fail or warn.
+    fn render_upstream(&self, out: &mut String, suite: &Suite, mode: &UpstreamColumns) {
+        let count = |d: Disposition| mode.clean.rows.values().filter(|r| **r == d).count();
+        let (title, what) = match mode.major {
+            UpstreamMajor::V1 => (
+                "The upstream contract alone",
+                "a plain upstream v1 host (v1 discovery, every route under `/v1`, the v1 seams, which ignore members they do not know) that serves none of toolcert's extensions",
+            ),
+            UpstreamMajor::V2 => (
+                "The upstream v2 contract alone",
+                "a plain upstream v2 host (the closed v2 root, the seams profile `openwop-conformance-seams-v2` with closed bodies that refuse toolcert's members with a 400, tenant-bound run ids projected into one path segment) that serves none of toolcert's extensions",
+            ),
+        };
+        let caught = mode.caught();
+        let _ = writeln!(out, "\n## {title}\n");
+        let _ = writeln!(
+            out,
+            "The same mutants with the reference host in upstream-only mode `{}` (`--reference-upstream-only={}`): {what}. A mutant is caught when some row fails or warns. The clean upstream-only {} host: {} rows pass, {} blocked, {} inapplicable, {} fail.\n",
+            mode.major,
+            mode.major,
+            mode.major,
+            count(Disposition::Pass),
+            count(Disposition::Blocked),
+            count(Disposition::Inapplicable),
+            count(Disposition::Fail),
+        );
+        let _ = writeln!(
+            out,
+            "Caught by the upstream {} contract alone: {} of {} mutants.\n",
+            mode.major,
+            caught.len(),
+            mode.mutants.len()
+        );
+        let _ = writeln!(
+            out,
+            "| mutant | rows that fail or warn (upstream-only {}) |",
+            mode.major
+        );
+        let _ = writeln!(out, "|---|---|");
+        for col in &mode.mutants {
+            let rows: Vec<&str> = suite
+                .registry
+                .rows
+                .iter()
+                .filter(|r| col.rows.get(&r.id).is_some_and(|d| kills(*d)))
+                .map(|r| r.id.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "| `{}` | {} |",
+                col.name,
+                if rows.is_empty() {
+                    "not caught".to_string()
+                } else {
+                    rows.join(", ")
+                }
+            );
+        }
     }
 
     /// The Markdown matrix (`reports/mutation-matrix.md`). Deterministic: no timings, ports
@@ -922,58 +1051,8 @@ impl Matrix {
                 }
             );
         }
-        let caught = self.caught_upstream();
-        let _ = writeln!(out, "\n## The upstream contract alone\n");
-        let _ = writeln!(
-            out,
-            "The same mutants with the reference host in upstream-only mode (`--reference-upstream-only`): a plain upstream v1 host that serves none of toolcert's extensions. A mutant is caught when some row fails or warns. The clean upstream-only host: {} rows pass, {} blocked, {} inapplicable, {} fail.\n",
-            self.upstream_clean
-                .rows
-                .values()
-                .filter(|d| **d == Disposition::Pass)
-                .count(),
-            self.upstream_clean
-                .rows
-                .values()
-                .filter(|d| **d == Disposition::Blocked)
-                .count(),
-            self.upstream_clean
-                .rows
-                .values()
-                .filter(|d| **d == Disposition::Inapplicable)
-                .count(),
-            self.upstream_clean
-                .rows
-                .values()
-                .filter(|d| **d == Disposition::Fail)
-                .count(),
-        );
-        let _ = writeln!(
-            out,
-            "Caught by the upstream contract alone: {} of {} mutants.\n",
-            caught.len(),
-            self.upstream.len()
-        );
-        let _ = writeln!(out, "| mutant | rows that fail or warn (upstream-only) |");
-        let _ = writeln!(out, "|---|---|");
-        for col in &self.upstream {
-            let rows: Vec<&str> = suite
-                .registry
-                .rows
-                .iter()
-                .filter(|r| col.rows.get(&r.id).is_some_and(|d| kills(*d)))
-                .map(|r| r.id.as_str())
-                .collect();
-            let _ = writeln!(
-                out,
-                "| `{}` | {} |",
-                col.name,
-                if rows.is_empty() {
-                    "not caught".to_string()
-                } else {
-                    rows.join(", ")
-                }
-            );
+        for mode in &self.upstream {
+            self.render_upstream(&mut out, suite, mode);
         }
         let _ = writeln!(out, "\n## Rows\n");
         let _ = writeln!(out, "| row | clean | killed by |");

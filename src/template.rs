@@ -161,10 +161,40 @@ fn render_str_at(s: &str, doc: &Value, depth: usize) -> Result<Value, TemplateEr
 
 /// Render a string as text, interpolating every placeholder.
 pub fn render_text(s: &str, doc: &Value) -> Result<String, TemplateError> {
+    interpolate(s, doc, &|_, text| text.to_owned())
+}
+
+/// Render a request path: a placeholder inside the path (after its first character, before
+/// any `?`) renders through `segment`, so a value the host sent (a tenant-bound `runId`) stays
+/// one path segment (identity.md §5); a placeholder that starts the path (a whole path a host
+/// profile states, `{{facts.mcpServerPath}}`) or sits in the query renders as text.
+pub fn render_path(
+    s: &str,
+    doc: &Value,
+    segment: &dyn Fn(&str) -> String,
+) -> Result<String, TemplateError> {
+    let query_at = s.find('?').unwrap_or(s.len());
+    interpolate(s, doc, &|at, text| {
+        if at == 0 || at > query_at {
+            text.to_owned()
+        } else {
+            segment(text)
+        }
+    })
+}
+
+/// Interpolate every placeholder of `s`, passing each value's text and the byte offset of
+/// its `{{` in `s` through `place`.
+fn interpolate(
+    s: &str,
+    doc: &Value,
+    place: &dyn Fn(usize, &str) -> String,
+) -> Result<String, TemplateError> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("{{") {
         out.push_str(&rest[..start]);
+        let at = s.len() - rest.len() + start;
         let after = &rest[start + 2..];
         let end = after
             .find("}}")
@@ -172,8 +202,8 @@ pub fn render_text(s: &str, doc: &Value) -> Result<String, TemplateError> {
         let path = after[..end].trim();
         let value = lookup(doc, path).ok_or_else(|| TemplateError::Missing(path.to_string()))?;
         match value.as_ref() {
-            Value::String(v) => out.push_str(v),
-            other => out.push_str(&other.to_string()),
+            Value::String(v) => out.push_str(&place(at, v)),
+            other => out.push_str(&place(at, &other.to_string())),
         }
         rest = &after[end + 2..];
     }
@@ -204,6 +234,22 @@ mod tests {
                 "{broken}"
             );
         }
+    }
+
+    #[test]
+    fn path_placeholders_stay_one_segment() {
+        let doc = json!({"r": {"runId": "acme/r-9f3c", "path": "/mcp/x"}, "q": "a/b"});
+        let seg = |v: &str| v.replace('/', "~2F");
+        assert_eq!(
+            render_path("/runs/{{r.runId}}:fork", &doc, &seg).unwrap(),
+            "/runs/acme~2Fr-9f3c:fork"
+        );
+        // A whole path from a profile, and a query value, render as text.
+        assert_eq!(render_path("{{r.path}}/y", &doc, &seg).unwrap(), "/mcp/x/y");
+        assert_eq!(
+            render_path("/tools?source={{q}}", &doc, &seg).unwrap(),
+            "/tools?source=a/b"
+        );
     }
 
     #[test]

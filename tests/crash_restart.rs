@@ -16,8 +16,7 @@ fn kill_restart_cycles_lose_nothing_and_fire_nothing_twice() {
         .enable_all()
         .build()
         .unwrap();
-    let command =
-        SpawnCommand::reference_host(env!("CARGO_BIN_EXE_toolcert").as_ref(), None, false);
+    let command = SpawnCommand::reference_host(env!("CARGO_BIN_EXE_toolcert").as_ref(), None, None);
     let outcome = rt.block_on(crash_cycles(&command, 8, 7)).unwrap();
     assert_eq!(outcome.cycles, 8);
     assert!(outcome.clean(), "{outcome:?}");

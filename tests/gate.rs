@@ -2,6 +2,8 @@
 //! expectation baselines, offline recheck, partitions with merge, `--repeat` (pass^k), the
 //! progress bar's absence from piped output, and certification bundles.
 
+#[path = "support/rows.rs"]
+mod rows;
 #[path = "support/scratch.rs"]
 mod scratch;
 

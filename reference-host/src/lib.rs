@@ -16,6 +16,6 @@ pub mod turn;
 // The paths the harness and the binary use.
 pub use surface::{cli, mutants};
 
-pub use base::config::{HostConfig, RateLimitConfig};
+pub use base::config::{HostConfig, RateLimitConfig, UpstreamMajor};
 pub use domain::error::{ApiError, ErrorCode, HostError};
 pub use surface::app::{AppState, RunningHost, router, start};

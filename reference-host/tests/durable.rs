@@ -989,8 +989,14 @@ async fn fork_requests_are_checked() {
             (json!({}), 400, "validation_error"),
             (json!({"mode": "rewind"}), 400, "validation_error"),
             (json!({"mode": "replay", "x": 1}), 400, "validation_error"),
+            // runs.md §Fork: a fromSeq not in the source log.
             (
                 json!({"mode": "replay", "fromSeq": last + 1}),
+                422,
+                "fork_point_invalid",
+            ),
+            (
+                json!({"mode": "replay", "fromSeq": -1}),
                 400,
                 "validation_error",
             ),
@@ -1042,19 +1048,34 @@ async fn fork_requests_are_checked() {
         )
         .await;
         assert_eq!(status, 404);
-        // A workflow run is not a turn run.
-        let (status, workflow) = post_json(
-            &client,
-            &format!("{base}/runs"),
-            Some(ALICE),
-            &json!({"workflowId": "conformance-noop"}),
-        )
-        .await;
-        assert_eq!(status, 201, "{workflow}");
-        let workflow_id = workflow["runId"].as_str().expect("runId");
+        // An instant fixture run forks (its prefix copied, the rest re-run);
+        // another workflow's run is no turn run and cannot be replayed here.
+        let start = async |body: Value| {
+            let (status, workflow) =
+                post_json(&client, &format!("{base}/runs"), Some(ALICE), &body).await;
+            assert_eq!(status, 201, "{workflow}");
+            workflow["runId"].as_str().expect("runId").to_owned()
+        };
+        let noop = start(json!({"workflowId": "conformance-noop"})).await;
         let (status, answer) = post_json(
             &client,
-            &format!("{base}/runs/{workflow_id}:fork"),
+            &format!("{base}/runs/{noop}:fork"),
+            Some(ALICE),
+            &json!({"mode": "replay", "fromSeq": 1}),
+        )
+        .await;
+        assert_eq!(status, 201, "{answer}");
+        assert_eq!(
+            (&answer["sourceRunId"], &answer["fromSeq"], &answer["status"]),
+            (&json!(noop), &json!(1), &json!("completed"))
+        );
+        let flaky = start(json!({"workflowId": "conformance-flaky",
+                                 "inputs": {"nonce": format!("flaky-{}", uuid::Uuid::new_v4().simple()),
+                                            "failTimes": 0}}))
+        .await;
+        let (status, answer) = post_json(
+            &client,
+            &format!("{base}/runs/{flaky}:fork"),
             Some(ALICE),
             &json!({"mode": "replay"}),
         )
@@ -1093,7 +1114,8 @@ async fn fork_requests_are_checked() {
         assert_eq!(status, 200);
         assert_eq!(manifest["manifestVersion"], "1");
         assert_eq!(manifest["host"]["name"], "toolcert-reference-host");
-        assert_eq!(manifest["seams"][0]["suppression"], "recorded-outcome");
+        assert_eq!(manifest["seams"][0]["seam"], "tool-receiver");
+        assert_eq!(manifest["seams"][0]["guarded"], true);
         let anonymous = client
             .get(format!("{base}/host/effect-seams"))
             .send()

@@ -100,7 +100,7 @@ async fn manifest_ids(client: &reqwest::Client, host: &RunningHost) -> Vec<Strin
         .as_array()
         .expect("seams")
         .iter()
-        .map(|row| row["id"].as_str().expect("id").to_owned())
+        .map(|row| row["seam"].as_str().expect("seam").to_owned())
         .collect()
 }
 
@@ -732,7 +732,6 @@ async fn branch_requests_are_checked() {
                 json!({"mode": "branch", "fromSeq": 1, "runOptionsOverlay": {"a": 1}}),
                 "runOptionsOverlay",
             ),
-            (json!({"mode": "branch", "fromSeq": last + 1}), "fromSeq"),
             // Inside the effect: neither inheritable nor re-callable.
             (json!({"mode": "branch", "fromSeq": called}), "fromSeq"),
         ];
@@ -743,6 +742,12 @@ async fn branch_requests_are_checked() {
             let message = answer.body["message"].as_str().expect("message");
             assert!(message.contains(field), "{body}: {message}");
         }
+        // runs.md §Fork: a fromSeq not in the source log.
+        let beyond = json!({"mode": "branch", "fromSeq": last + 1});
+        let answer = fork_with(&client, &host, &parent_id, &beyond).await;
+        assert_eq!(answer.status, 422, "{}", answer.body);
+        assert_eq!(answer.body["error"], "fork_point_invalid");
+        assert_eq!(answer.body["details"]["lastSequence"], last);
         // An empty overlay is fine.
         let answer = fork_with(
             &client,

@@ -716,10 +716,10 @@ async fn provider_tools_are_declared_listed_and_their_output_is_untrusted() {
             .as_array()
             .into_iter()
             .flatten()
-            .find(|row| row["id"] == "provider:web_search")
+            .find(|row| row["seam"] == "provider:web_search")
             .expect("a provider row");
-        assert_eq!(row["kind"], "provider");
-        assert_eq!(row["suppression"], "recorded-outcome");
+        assert_eq!(row["kind"], "provider-sdk");
+        assert_eq!(row["guarded"], true);
         host.shutdown().await;
     })
     .await;

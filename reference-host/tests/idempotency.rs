@@ -1055,8 +1055,7 @@ async fn discovery_advertises_the_idempotency_record() {
         assert_eq!(
             discovery(&client, &host.base_url).await["idempotency"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                   "crossRegion": "single-region", "layer1RetentionSeconds": 86400,
-                   "layer2RetentionSeconds": 1209600})
+                   "crossRegion": "single-region"})
         );
         host.shutdown().await;
     })

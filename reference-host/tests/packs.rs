@@ -620,11 +620,11 @@ async fn the_manifest_row_fires_once_and_a_replay_fork_does_not_fire_it_again() 
             .as_array()
             .expect("seams")
             .iter()
-            .find(|row| row["kind"] == "pack")
+            .find(|row| row["seam"] == "packs-test-node")
             .cloned()
             .expect("a pack row");
-        assert_eq!(row["id"], "packs-test-node");
-        assert_eq!(row["suppression"], "recorded-outcome");
+        assert_eq!(row["kind"], "http");
+        assert_eq!(row["guarded"], true);
         let receiver = receiver().await;
         let body = json!({"seam": "packs-test-node", "receiverUrl": receiver.url("/fired")});
         assert_valid("effect-seams-fire.request.schema.json", &body);

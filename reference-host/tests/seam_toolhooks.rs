@@ -560,7 +560,7 @@ async fn discovery_serves_etag_and_304() {
         let doc: Value = first.json().await.expect("json");
         assert_eq!(doc["preferredVersion"], "2.0");
         assert_eq!(
-            doc["metadata"]["conformance.seamsProfile"],
+            doc["conformance"]["seamsProfile"],
             "openwop-conformance-seams-v2"
         );
         let again = client

@@ -23,7 +23,9 @@ use reference_host::base::events::{
 };
 use reference_host::mutants::Mutant;
 use reference_host::store::storage::RunStatus;
-use reference_host::{AppState, HostConfig, RateLimitConfig, RunningHost, router, start};
+use reference_host::{
+    AppState, HostConfig, RateLimitConfig, RunningHost, UpstreamMajor, router, start,
+};
 use serde_json::{Value, json};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -39,7 +41,7 @@ const EMPTY_ARGS_HASH: &str = "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e831
 /// Upstream-only, two calls per (principal, tool) refilled every 30 s.
 fn config() -> HostConfig {
     HostConfig {
-        upstream_only: true,
+        upstream_only: Some(UpstreamMajor::V1),
         rate_limit: RateLimitConfig {
             capacity: 2,
             refill_every: Duration::from_secs(30),
@@ -207,7 +209,7 @@ async fn discovery_is_the_v1_document_whatever_version_is_asked_for() {
         let host = host(None).await;
         let doc = discovery(&client, &host.base_url).await;
         assert_eq!(doc["protocolVersion"], "1.0", "{doc}");
-        for v2 in ["protocolVersions", "preferredVersion", "metadata"] {
+        for v2 in ["protocolVersions", "preferredVersion", "conformance"] {
             assert!(doc.get(v2).is_none(), "{v2} in {doc}");
         }
         assert_eq!(
@@ -224,20 +226,17 @@ async fn discovery_is_the_v1_document_whatever_version_is_asked_for() {
             doc["authorization"],
             json!({"supported": true, "failClosed": true})
         );
+        assert_eq!(
+            doc["toolCatalog"],
+            json!({"supported": true, "sources": ["host-extension"], "compactView": true})
+        );
         // The deprecated wrapper mirrors the root families.
-        for family in ["toolHooks", "idempotency", "authorization"] {
+        for family in ["toolHooks", "idempotency", "authorization", "toolCatalog"] {
             assert_eq!(doc["capabilities"][family], doc[family], "{family}");
         }
         assert_eq!(
             doc["refusedCapabilities"],
-            json!([
-                "replay",
-                "mcp",
-                "a2a",
-                "toolCatalog",
-                "httpClient",
-                "aiProviders"
-            ])
+            json!(["replay", "mcp", "a2a", "httpClient", "aiProviders"])
         );
         assert_eq!(
             doc["fixtures"],
@@ -251,7 +250,7 @@ async fn discovery_is_the_v1_document_whatever_version_is_asked_for() {
         assert_eq!(doc["implementation"]["mode"], "upstream-only");
         assert!(doc["implementation"]["version"].is_string());
         // No v2 family at the root.
-        for v2 in ["replay", "mcp", "toolCatalog", "httpClient", "memory"] {
+        for v2 in ["replay", "mcp", "httpClient", "memory"] {
             assert!(doc.get(v2).is_none(), "{v2} in {doc}");
         }
 
@@ -291,7 +290,6 @@ async fn v2_paths_are_unknown_and_unknown_routes_are_flat_404s() {
             format!("/runs/{run_id}/events/poll"),
             "/tools".to_owned(),
             "/host/effect-seams".to_owned(),
-            "/v1/tools".to_owned(),
             "/v1/nope".to_owned(),
         ] {
             get(&client, &host, &path, ALICE)
@@ -514,7 +512,7 @@ async fn every_read_path_serves_v1_event_type_names() {
         ];
         let served_by = async |upstream_only: bool| {
             let state = AppState::new(&HostConfig {
-                upstream_only,
+                upstream_only: upstream_only.then_some(UpstreamMajor::V1),
                 ..HostConfig::default()
             })
             .expect("state");
@@ -1054,7 +1052,7 @@ async fn toolcert_only_seams_are_unknown_routes() {
         assert!(
             discovery(&client, &quiet.base_url)
                 .await
-                .get("metadata")
+                .get("conformance")
                 .is_none()
         );
         quiet.shutdown().await;

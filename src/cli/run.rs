@@ -95,12 +95,22 @@ pub struct RunArgs {
     #[cfg(feature = "reference")]
     #[arg(long, value_name = "NAME", conflicts_with = "host")]
     pub reference_mutant: Option<String>,
-    /// Run the embedded reference host as a plain upstream OpenWOP v1 host (v1 discovery, only
-    /// upstream seams, seam fields and fixtures): what toolcert can judge on a host that
-    /// implements none of toolcert's extensions.
+    /// Run the embedded reference host as a plain upstream OpenWOP host of one major, with
+    /// only upstream surfaces, seam fields and fixtures: what toolcert can judge on a host
+    /// that implements none of toolcert's extensions. Bare, a v1 host (v1 discovery, the v1
+    /// seams); `=v2`, a v2 host (the closed v2 root, the seams profile with closed bodies,
+    /// tenant-bound run ids).
     #[cfg(feature = "reference")]
-    #[arg(long, conflicts_with_all = ["host", "spawn"])]
-    pub reference_upstream_only: bool,
+    #[arg(
+        long,
+        value_name = "MAJOR",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "v1",
+        value_parser = parse_upstream_major,
+        conflicts_with_all = ["host", "spawn"]
+    )]
+    pub reference_upstream_only: Option<reference_host::UpstreamMajor>,
     /// Write the JSON report here.
     #[arg(long, value_name = "PATH")]
     pub report: Option<PathBuf>,
@@ -251,7 +261,7 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
     {
         let embedded_only = if args.reference_mutant.is_some() {
             Some("--reference-mutant")
-        } else if args.reference_upstream_only {
+        } else if args.reference_upstream_only.is_some() {
             Some("--reference-upstream-only")
         } else {
             None
@@ -285,6 +295,13 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
         }
         None => embedded_target(args, rt),
     }
+}
+
+/// `--reference-upstream-only`'s value: `v1` or `v2`.
+#[cfg(feature = "reference")]
+fn parse_upstream_major(value: &str) -> Result<reference_host::UpstreamMajor, String> {
+    reference_host::UpstreamMajor::parse(value)
+        .ok_or_else(|| format!("`{value}` is no major; use --reference-upstream-only=v1 or =v2"))
 }
 
 /// The embedded reference host (clean, or the `--reference-*` variant) as the target.

@@ -32,6 +32,7 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
                 .ok_or_else(|| format!("expected {}, found {}", show(&expected), show(&v)))
         }
         Matcher::OneOf(options) => {
+            let options = rendered_options(options, doc)?;
             let v = need(actual)?;
             options.contains(&v).then_some(()).ok_or_else(|| {
                 format!(
@@ -42,6 +43,7 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
             })
         }
         Matcher::NotOneOf(options) => {
+            let options = rendered_options(options, doc)?;
             let v = need(actual)?;
             match options.iter().find(|o| **o == v) {
                 None => Ok(()),
@@ -398,6 +400,15 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
 }
 
 /// The value of a numeric bound (a placeholder renders through the observations).
+/// The options of `oneOf`/`notOneOf`, their `{{…}}` placeholders rendered (an option may name
+/// a value observed earlier, e.g. another run's effect id).
+fn rendered_options(options: &[Value], doc: &Value) -> Result<Vec<Value>, String> {
+    options
+        .iter()
+        .map(|o| template::render(o, doc).map_err(|e| e.to_string()))
+        .collect()
+}
+
 fn number(bound: &Bound, doc: &Value) -> Result<f64, String> {
     match bound {
         Bound::Number(n) => Ok(*n),

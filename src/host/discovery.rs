@@ -316,17 +316,12 @@ impl Discovery {
         Some(reasons.join(", and "))
     }
 
-    /// The fixture workflow ids the host advertises: `fixtures[]` at the root, or (v2, whose
-    /// root is closed) the metadata key `conformance.fixtures`.
+    /// The fixture workflow ids the host advertises: `fixtures[]` at the root, in v1 and in
+    /// v2 alike (a metadata key of the closed v2 root, capabilities.md §3.1; the v2 root has
+    /// no `metadata` key to hold one).
     pub fn fixtures(&self) -> Vec<String> {
-        let lists = [
-            self.document.get("fixtures"),
-            self.document
-                .get("metadata")
-                .and_then(|m| m.get("conformance.fixtures")),
-        ];
         let mut out: Vec<String> = Vec::new();
-        for list in lists.into_iter().flatten() {
+        if let Some(list) = self.document.get("fixtures") {
             for id in list
                 .as_array()
                 .into_iter()
@@ -499,14 +494,20 @@ mod tests {
     }
 
     #[test]
-    fn fixtures_come_from_the_root_or_v2_metadata() {
+    fn fixtures_come_from_the_root_on_both_majors() {
         let v1 = disc(json!({"fixtures": ["conformance-noop"]}), WireMajor::V1);
         assert_eq!(v1.fixtures(), vec!["conformance-noop".to_string()]);
         let v2 = disc(
-            json!({"metadata": {"conformance.fixtures": ["conformance-effect"]}}),
+            json!({"fixtures": ["conformance-effect", "conformance-effect"]}),
             WireMajor::V2,
         );
         assert_eq!(v2.fixtures(), vec!["conformance-effect".to_string()]);
+        // A `metadata` object is no key of the closed v2 root: nothing is read from it.
+        let misplaced = disc(
+            json!({"metadata": {"conformance.fixtures": ["conformance-effect"]}}),
+            WireMajor::V2,
+        );
+        assert!(misplaced.fixtures().is_empty());
     }
 
     #[test]

@@ -101,8 +101,12 @@ pub enum SpawnCommand {
 impl SpawnCommand {
     /// toolcert's own binary serving the reference host (`toolcert reference-host`), seams on,
     /// on a pinned port and a data directory, with `mutant` switched on, and as a plain
-    /// upstream v1 host when `upstream_only`.
-    pub fn reference_host(exe: &Path, mutant: Option<&str>, upstream_only: bool) -> SpawnCommand {
+    /// upstream host of major `upstream_only` (`v1` or `v2`) when given.
+    pub fn reference_host(
+        exe: &Path,
+        mutant: Option<&str>,
+        upstream_only: Option<&str>,
+    ) -> SpawnCommand {
         let mut argv = vec![
             exe.display().to_string(),
             "reference-host".into(),
@@ -116,8 +120,8 @@ impl SpawnCommand {
             argv.push("--mutant".into());
             argv.push(m.into());
         }
-        if upstream_only {
-            argv.push("--upstream-only".into());
+        if let Some(major) = upstream_only {
+            argv.push(format!("--upstream-only={major}"));
         }
         SpawnCommand::Argv(argv)
     }
@@ -125,7 +129,11 @@ impl SpawnCommand {
     /// [`SpawnCommand::reference_host`] as the mutation matrix's probe host: the clean host
     /// that appends each mutant site it reaches to `reach_file` (`--probe-reach`), so a
     /// kill-and-restart scenario's own host process is in the probe's sight too.
-    pub fn reference_probe(exe: &Path, reach_file: &Path, upstream_only: bool) -> SpawnCommand {
+    pub fn reference_probe(
+        exe: &Path,
+        reach_file: &Path,
+        upstream_only: Option<&str>,
+    ) -> SpawnCommand {
         let SpawnCommand::Argv(mut argv) = SpawnCommand::reference_host(exe, None, upstream_only)
         else {
             unreachable!("reference_host builds an argv")
@@ -609,20 +617,23 @@ mod tests {
         let (shown, _) =
             SpawnCommand::Shell("host --port {port} --data {data_dir}".into()).render(7, dir);
         assert_eq!(shown, "host --port 7 --data /tmp/x");
-        let cmd = SpawnCommand::reference_host(Path::new("/bin/toolcert"), Some("m"), false);
+        let cmd = SpawnCommand::reference_host(Path::new("/bin/toolcert"), Some("m"), None);
         assert!(cmd.pins_port());
         let (shown, _) = cmd.render(9, dir);
         assert_eq!(
             shown,
             "/bin/toolcert reference-host --port 9 --data-dir /tmp/x --enable-seams --mutant m"
         );
-        let upstream = SpawnCommand::reference_host(Path::new("/bin/toolcert"), None, true);
-        assert!(
-            upstream
-                .render(9, dir)
-                .0
-                .ends_with("--enable-seams --upstream-only")
-        );
+        for major in ["v1", "v2"] {
+            let upstream =
+                SpawnCommand::reference_host(Path::new("/bin/toolcert"), None, Some(major));
+            assert!(
+                upstream
+                    .render(9, dir)
+                    .0
+                    .ends_with(&format!("--enable-seams --upstream-only={major}"))
+            );
+        }
     }
 
     #[tokio::test]

@@ -58,6 +58,7 @@ pub fn of_step(step: &Step) -> (Root, &'static [&'static str]) {
         Step::Release(_) => (Root::Steps, names_of::<ReleaseObservation>()),
         Step::Wait(_) => (Root::Steps, names_of::<WaitObservation>()),
         Step::FireEffectSeams(_) => (Root::Steps, names_of::<FireEffectSeamsObservation>()),
+        Step::Catalog(_) => (Root::Steps, names_of::<CatalogObservation>()),
     }
 }
 

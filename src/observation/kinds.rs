@@ -94,6 +94,40 @@ pub struct BurstObservation {
     pub items: Vec<HttpObservation>,
 }
 
+/// `catalog`: the tool catalog as one role sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogObservation {
+    /// The list's status code.
+    pub status: u16,
+    /// `array` (a bare list), `object` (`{tools: [...]}`) or `other`.
+    pub shape: String,
+    /// The listed descriptors, whichever shape held them (none for `other`).
+    pub tools: Vec<Value>,
+    /// The list's body as the host sent it.
+    pub body: Value,
+    /// With `probeHiddenFrom`: that role's view of a tool it does not list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<HiddenToolProbe>,
+}
+
+/// A tool one role lists, fetched as a role that does not list it (CAT-3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HiddenToolProbe {
+    /// The status of that role's own list.
+    pub list_status: u16,
+    /// The tool fetched; absent when that role lists every tool the first one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
+    /// The answer's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The answer's body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+}
+
 /// `discovery`: discovery fetched, then again with `If-None-Match`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

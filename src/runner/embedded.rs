@@ -12,9 +12,12 @@ use crate::suite::{Scenario, Suite};
 pub struct ReferenceVariant {
     /// The known bug switched on, if any.
     pub mutant: Option<reference_host::mutants::Mutant>,
-    /// Serve a plain upstream OpenWOP v1 host: v1 discovery without `protocolVersions`, only
-    /// upstream seams, seam fields and fixtures (`reference-host --upstream-only`).
-    pub upstream_only: bool,
+    /// Serve a plain upstream OpenWOP host of this major (`reference-host
+    /// --upstream-only=v1|v2`): v1, its discovery without `protocolVersions` and the v1 seams,
+    /// which ignore members they do not know; v2, the closed v2 root, the seams profile with
+    /// closed bodies and tenant-bound run ids. Either serves only upstream surfaces, seam
+    /// fields and fixtures.
+    pub upstream_only: Option<reference_host::UpstreamMajor>,
 }
 
 impl ReferenceVariant {
@@ -22,7 +25,7 @@ impl ReferenceVariant {
     pub fn with_mutant(mutant: Option<reference_host::mutants::Mutant>) -> Self {
         ReferenceVariant {
             mutant,
-            upstream_only: false,
+            upstream_only: None,
         }
     }
 }
@@ -41,13 +44,15 @@ pub fn probe_child_file(slot: usize) -> std::path::PathBuf {
 /// reference-host` with the variant's mutant, or as the probe ([`probe_child_file`]).
 fn spawn_command(exe: &std::path::Path, variant: ReferenceVariant) -> SpawnCommand {
     match variant.mutant.and_then(|m| m.probe_slot()) {
-        Some(slot) => {
-            SpawnCommand::reference_probe(exe, &probe_child_file(slot), variant.upstream_only)
-        }
+        Some(slot) => SpawnCommand::reference_probe(
+            exe,
+            &probe_child_file(slot),
+            variant.upstream_only.map(|m| m.as_str()),
+        ),
         None => SpawnCommand::reference_host(
             exe,
             variant.mutant.map(|m| m.name()),
-            variant.upstream_only,
+            variant.upstream_only.map(|m| m.as_str()),
         ),
     }
 }
@@ -80,7 +85,7 @@ impl Target {
         let spawner = reference_host_exe().map(|exe| spawn_command(&exe, variant));
         let mut target = Target::remote(&host.base_url, HostProfile::reference());
         target.mutant = mutant.map(|m| m.name().to_string());
-        target.upstream_only = upstream_only;
+        target.upstream_only = upstream_only.is_some();
         target.spawner = spawner;
         target.embedded = Some(Embedded {
             host,

@@ -521,7 +521,8 @@ pub(super) async fn run_status(
     role: &str,
     run_id: &str,
 ) -> Result<Value, (NotObserved, Flow)> {
-    let path = ctx.client.wire().api_path(&format!("/runs/{run_id}"));
+    let wire = ctx.client.wire();
+    let path = wire.api_path(&format!("/runs/{}", wire.id_segment(run_id)));
     match ctx
         .send(step, &HostRequest::get(path).role(role.to_string()))
         .await
@@ -595,10 +596,11 @@ async fn via_sse(
     read: &EventsRead,
     run_id: &str,
 ) -> Result<Stream, (NotObserved, Flow)> {
-    let path = ctx
-        .client
-        .wire()
-        .api_path(&format!("/runs/{run_id}/events?streamMode=debug"));
+    let wire = ctx.client.wire();
+    let path = wire.api_path(&format!(
+        "/runs/{}/events?streamMode=debug",
+        wire.id_segment(run_id)
+    ));
     let mut collected = Collected::new("sse");
     let budgets = ctx.client.budgets();
     let max_bytes = budgets.max_body_bytes;
@@ -767,8 +769,10 @@ async fn via_poll(
         polls += 1;
         // A confirming poll does not long-poll: a settled run has nothing more to wait for.
         let wait = if seen_settled { "" } else { "&timeout=1" };
-        let path = ctx.client.wire().api_path(&format!(
-            "/runs/{run_id}/events/poll?{cursor}={after}&streamMode=debug{wait}"
+        let wire = ctx.client.wire();
+        let path = wire.api_path(&format!(
+            "/runs/{}/events/poll?{cursor}={after}&streamMode=debug{wait}",
+            wire.id_segment(run_id)
         ));
         let asked_after = after;
         let asked_at = Instant::now();

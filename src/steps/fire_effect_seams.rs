@@ -74,7 +74,13 @@ async fn fire_all(
     let seams: Vec<Value> = manifest["seams"].as_array().cloned().unwrap_or_default();
     let mut rows = Vec::with_capacity(seams.len());
     for (index, seam) in seams.iter().enumerate() {
-        let seam_id = seam["id"].as_str().unwrap_or("").to_string();
+        // replay.md §The effect-seam manifest names a row by `seam`; an older schema by
+        // `id` (C-10).
+        let seam_id = seam["seam"]
+            .as_str()
+            .or_else(|| seam["id"].as_str())
+            .unwrap_or("")
+            .to_string();
         let receiver_id = format!("{}-{}-{index}", ctx.nonce, spec.name);
         let url =
             ctx.receiver
@@ -122,7 +128,8 @@ async fn fire_all(
         row.delivered_at_fire = Some(delivered_at_fire);
         let parent_effects = effects(ctx, &spec.name, &spec.role, &parent).await;
         row.parent_effects = Some(parent_effects.len());
-        let fork_path = ctx.client.wire().api_path(&format!("/runs/{parent}:fork"));
+        let wire = ctx.client.wire();
+        let fork_path = wire.api_path(&format!("/runs/{}:fork", wire.id_segment(&parent)));
         let fork = HostRequest::post(fork_path, json!({"mode": "replay"})).role(spec.role.clone());
         let forked = send(ctx, &spec.name, fork).await?;
         row.fork_status = Some(forked.status);
@@ -170,10 +177,8 @@ async fn settle(ctx: &mut ScenarioCtx<'_>, step: &str, role: &str, run_id: &str)
 
 /// The run's effect ledger rows (`GET /runs/{runId}/effects`), empty when unreadable.
 async fn effects(ctx: &mut ScenarioCtx<'_>, step: &str, role: &str, run_id: &str) -> Vec<Value> {
-    let path = ctx
-        .client
-        .wire()
-        .api_path(&format!("/runs/{run_id}/effects"));
+    let wire = ctx.client.wire();
+    let path = wire.api_path(&format!("/runs/{}/effects", wire.id_segment(run_id)));
     match ctx
         .send(step, &HostRequest::get(path).role(role.to_string()))
         .await

@@ -110,7 +110,8 @@ pub(super) fn build(ctx: &ScenarioCtx<'_>, call: &HttpCall) -> Result<HostReques
     {
         return Err(obs);
     }
-    let path = match crate::template::render_text(&call.path, &ctx.doc) {
+    let wire = ctx.client.wire();
+    let path = match crate::template::render_path(&call.path, &ctx.doc, &|v| wire.id_segment(v)) {
         Ok(p) => p,
         Err(e) => return Err(ctx.template_failure(&e)),
     };

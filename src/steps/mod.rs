@@ -7,6 +7,7 @@
 //! read through such an observation inherit its state.
 
 mod burst;
+mod catalog;
 mod discovery;
 mod events;
 mod fire_effect_seams;
@@ -136,6 +137,7 @@ impl ScenarioCtx<'_> {
             Step::Release(spec) => record((release::run(self, spec), go)),
             Step::Wait(spec) => record((host::wait(self, spec).await, go)),
             Step::FireEffectSeams(spec) => record(fire_effect_seams::run(self, spec).await),
+            Step::Catalog(spec) => record(catalog::run(self, spec).await),
         };
         if let Some((state @ (Unobserved::Blocked | Unobserved::Error), reason)) = &obs.not_made {
             self.taint_doubles_of(step, *state, reason);

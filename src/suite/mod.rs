@@ -24,7 +24,7 @@ mod surfaces;
 pub use error::SuiteError;
 pub use registry::{Basis, Family, Level, Profile, Registry, Row};
 pub use scenario::{
-    AbandonPoint, Bound, BurstSpec, Check, Condition, DaysSpec, EventsRead, FailFirst,
+    AbandonPoint, Bound, BurstSpec, CatalogSpec, Check, Condition, DaysSpec, EventsRead, FailFirst,
     FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall, IgnoringSpec,
     KillPoint, Matcher, McpServerSpec, ONLY_WHERE_UNWITNESSABLE, ProviderScript, ReceiverSpec,
     ReleaseSpec, RepeatSpec, SameSetSpec, Scenario, SeamCall, SeamMethod, Shape, Step, WaitSpec,

@@ -111,6 +111,8 @@ pub enum Step {
     McpServer(McpServerSpec),
     /// Fire every effect-seam manifest row, fork each fired run, and count re-fires (RPL-11).
     FireEffectSeams(FireEffectSeamsSpec),
+    /// List the host's tool catalog as a role, whichever shape the list has (CAT, DESC).
+    Catalog(CatalogSpec),
 }
 
 impl Step {
@@ -131,6 +133,7 @@ impl Step {
             Step::Wait(s) => &s.name,
             Step::McpServer(s) => &s.name,
             Step::FireEffectSeams(s) => &s.name,
+            Step::Catalog(s) => &s.name,
         }
     }
 }
@@ -145,6 +148,24 @@ pub struct FireEffectSeamsSpec {
     pub name: String,
     /// The role that fires, forks and reads.
     pub role: String,
+}
+
+/// `{"step": "catalog"}`: `GET /tools` (with `query`) as `role`, the items read from a bare
+/// array or from `{tools: [...]}`; with `probeHiddenFrom`, the first listed tool that role
+/// does not list is fetched as that role (CAT-3).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CatalogSpec {
+    /// Name of the observation.
+    pub name: String,
+    /// The role that lists.
+    pub role: String,
+    /// The query string after `?` (templated), e.g. `view=compact`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// A second role, whose view of a tool it does not list is probed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_hidden_from: Option<String>,
 }
 
 /// `{"step": "mcpServer"}`: an MCP server double endpoint and its scripted `tools/call`

@@ -53,11 +53,51 @@ pub struct HostConfig {
     /// default 65536); a larger one is kept as a digest with a truncation
     /// marker and is a miss on replay and recovery (TURN-D10).
     pub record_limit_bytes: usize,
-    /// Serve as a plain upstream OpenWOP v1 host (`--upstream-only`): the
-    /// v1 discovery document, every API route under `/v1`, only the
-    /// upstream fixtures and seams (see [`crate::surface::upstream`]). Default off:
-    /// the v2 host.
-    pub upstream_only: bool,
+    /// Serve as a plain upstream OpenWOP host of one major
+    /// (`--upstream-only[=v1|v2]`, see [`crate::surface::upstream`]): only
+    /// that major's upstream surfaces, fixtures and seams, none of toolcert's
+    /// extensions. `None` (the default): the full v2 host.
+    pub upstream_only: Option<UpstreamMajor>,
+}
+
+/// The major an upstream-only host speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UpstreamMajor {
+    /// A plain v1 host: the v1 discovery document, every route under `/v1`,
+    /// the v1 seams (`/v1/host/sample/…`), which ignore members they do not
+    /// know.
+    V1,
+    /// A plain v2 host: the closed v2 root, unprefixed routes, the seams
+    /// profile `openwop-conformance-seams-v2` under `/conformance/seams/…`
+    /// with closed bodies (an unknown member is a 400 naming it), and
+    /// tenant-bound ids (`<tenant>/<opaque>`, projected into one path
+    /// segment, identity.md §5).
+    V2,
+}
+
+impl UpstreamMajor {
+    /// `v1` or `v2`, as `--upstream-only` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V1 => "v1",
+            Self::V2 => "v2",
+        }
+    }
+
+    /// Parses `v1` or `v2` (also `1`, `2`).
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "v1" | "1" => Some(Self::V1),
+            "v2" | "2" => Some(Self::V2),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for UpstreamMajor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Default of [`HostConfig::record_limit_bytes`].
@@ -78,7 +118,7 @@ impl Default for HostConfig {
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             data_dir: None,
             record_limit_bytes: DEFAULT_RECORD_LIMIT_BYTES,
-            upstream_only: false,
+            upstream_only: None,
         }
     }
 }
@@ -100,6 +140,10 @@ mod tests {
         assert_eq!(config.approval_timeout, Duration::from_secs(120));
         assert_eq!(config.data_dir, None);
         assert_eq!(config.record_limit_bytes, 65_536);
-        assert!(!config.upstream_only);
+        assert_eq!(config.upstream_only, None);
+        for major in [UpstreamMajor::V1, UpstreamMajor::V2] {
+            assert_eq!(UpstreamMajor::parse(major.as_str()), Some(major));
+        }
+        assert_eq!(UpstreamMajor::parse("v3"), None);
     }
 }

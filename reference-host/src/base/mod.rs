@@ -10,6 +10,7 @@ pub mod config;
 pub mod content_trust;
 pub mod event_codes;
 pub mod events;
+pub mod ids;
 pub mod mac_key;
 pub mod mutant;
 pub mod principals;

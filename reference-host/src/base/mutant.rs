@@ -288,6 +288,8 @@ pub enum Mutant {
     SourceFilterIgnored,
     /// The compact list is a bare array (CAT-9).
     CompactViewBareArray,
+    /// The v2 standard list is wrapped in `{tools}` (CAT-1).
+    CatalogListWrapped,
     /// The compact view keeps the heavy fields (CAT-9, CAT-11).
     CompactViewHeavyFields,
     /// The compact list drops a tool (CAT-10).
@@ -318,6 +320,10 @@ pub enum Mutant {
     EventErrorEmptyCode,
     /// Discovery carries a root `supportedTransports` list (DISC-5).
     DiscoverySupportedTransports,
+    /// The closed v2 root carries a `metadata` object (DISC-1).
+    DiscoveryMetadataKey,
+    /// A replay fork of a fixture run rewrites its prefix (RPL-6).
+    ForkPrefixRewritten,
     /// A facet is advertised as `false` (DISC-3).
     DiscoveryFacetFalse,
     /// `toolCatalog.sources[]` repeats a source (DISC-8).

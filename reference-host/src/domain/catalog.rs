@@ -1,8 +1,11 @@
 //! The tool catalog behind `GET /tools` and `GET /tools/{toolId}` (routes:
 //! [`crate::surface::catalog_routes`]).
 //!
-//! The only tools this host knows are the run-scoped fixture tools that the
-//! turn seam registers (source `host-extension`). A caller sees a tool only
+//! Each tenant's catalog starts with the host's own tools ([`host_tools`],
+//! source `host-extension`), so a host serving no seam at all still serves a
+//! catalog with tools; the run-scoped fixture tools the turn seam registers
+//! (and the tools of an MCP server mounted through the mount seam) join the
+//! registering caller's tenant. A caller sees a tool only
 //! when it holds every scope the tool requires (`auth.scopes` ⊆ the caller's
 //! scopes), and an unknown tool and a hidden one get the same 404, so the
 //! catalog never reveals what a caller may not invoke (RFC 0064 §C).
@@ -125,6 +128,9 @@ pub enum ToolEndpoint {
     /// (`memory`, TRUST-2, see [`crate::turn::memory`]); never registered
     /// in the catalog.
     Memory(MemoryEndpoint),
+    /// One of the host's own catalog tools ([`host_tools`]): listed and
+    /// described, never offered to a model by a run of this host.
+    Host,
 }
 
 /// Which of the two tools a call reaches.
@@ -251,7 +257,7 @@ impl FixtureTool {
     pub fn mcp(&self) -> Option<&McpEndpoint> {
         match &self.endpoint {
             ToolEndpoint::Mcp(mcp) => Some(mcp),
-            ToolEndpoint::Receiver(_) | ToolEndpoint::Memory(_) => None,
+            ToolEndpoint::Receiver(_) | ToolEndpoint::Memory(_) | ToolEndpoint::Host => None,
         }
     }
 
@@ -266,6 +272,81 @@ impl FixtureTool {
             .iter()
             .all(|required| scopes.contains(required))
     }
+}
+
+/// The host's own catalog tools, one set per tenant: what a host that
+/// serves no seam lists (CAT, DESC on upstream surfaces alone). Between them
+/// they cover every safety tier but `pure`, each replay policy, a tool whose
+/// scope not every caller holds (`tools:write`, CAT-2, CAT-3), an `exec`
+/// tool (`host-extension`, DESC-2) and an input schema that is not flat
+/// (`oneOf`, which the compact view leaves out, CAT-11).
+pub fn host_tools() -> Vec<Arc<FixtureTool>> {
+    let tool = |id: &str,
+                description: &str,
+                input_schema: Value,
+                safety_tier: SafetyTier,
+                replay_policy: ReplayPolicy,
+                scopes: &[&str],
+                approval: Approval| {
+        let input_validator = ArgsSchema::compile(&input_schema).ok()?;
+        Some(Arc::new(FixtureTool {
+            tool_id: id.to_owned(),
+            description: description.to_owned(),
+            input_validator,
+            input_schema,
+            output_schema: None,
+            replay_policy,
+            safety_tier,
+            required_scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            approval,
+            endpoint: ToolEndpoint::Host,
+        }))
+    };
+    [
+        tool(
+            "x-host-refhost-balance-read",
+            "Read an account balance.",
+            serde_json::json!({"type": "object", "properties": {"account": {"type": "string"}},
+                               "required": ["account"]}),
+            SafetyTier::Read,
+            ReplayPolicy::Deterministic,
+            &[],
+            Approval::Never,
+        ),
+        tool(
+            "x-host-refhost-ledger-write",
+            "Write one ledger entry.",
+            serde_json::json!({"type": "object",
+                               "properties": {"amount": {"type": "integer", "minimum": 1}},
+                               "required": ["amount"]}),
+            SafetyTier::Write,
+            ReplayPolicy::Idempotent,
+            &["tools:write"],
+            Approval::Never,
+        ),
+        tool(
+            "x-host-refhost-record-lookup",
+            "Look a record up by id or by name.",
+            serde_json::json!({"type": "object", "properties": {
+                "key": {"oneOf": [{"type": "integer"}, {"type": "string"}]}}}),
+            SafetyTier::Read,
+            ReplayPolicy::Deterministic,
+            &[],
+            Approval::Never,
+        ),
+        tool(
+            "x-host-refhost-script-exec",
+            "Run a maintenance script.",
+            serde_json::json!({"type": "object", "properties": {"script": {"type": "string"}}}),
+            SafetyTier::Exec,
+            ReplayPolicy::NonDeterministic,
+            &["tools:write"],
+            Approval::Always,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Every fixture tool registered so far, by tenant and tool id.
@@ -285,6 +366,16 @@ impl Catalog {
     /// An empty catalog.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A catalog holding the host's own tools ([`host_tools`]) in each of
+    /// `tenants`.
+    pub fn with_host_tools<'t>(tenants: impl IntoIterator<Item = &'t str>) -> Self {
+        let catalog = Self::new();
+        for tenant in tenants {
+            catalog.register(tenant, &host_tools());
+        }
+        catalog
     }
 
     /// Locks the map for one lookup or update (never across an await).
@@ -564,6 +655,41 @@ mod tests {
         )
         .expect("serialises");
         assert!(mutated.get("replayPolicy").is_none());
+    }
+
+    #[test]
+    fn every_tenant_starts_with_the_host_tools() {
+        let catalog = Catalog::with_host_tools(["a", "b"]);
+        let all = owned(&["tools:write"]);
+        let ids = |tenant: &str, scopes: &[String]| -> Vec<String> {
+            catalog
+                .visible(Some(tenant), Some(scopes))
+                .iter()
+                .map(|t| t.tool_id.clone())
+                .collect()
+        };
+        assert_eq!(ids("a", &all).len(), host_tools().len());
+        assert_eq!(ids("a", &all), ids("b", &all));
+        // The scoped ones are hidden from a caller without the scope.
+        assert_eq!(
+            ids("a", &[]),
+            [
+                "x-host-refhost-balance-read",
+                "x-host-refhost-record-lookup"
+            ]
+        );
+        let exec = catalog
+            .visible_tool(Some("a"), "x-host-refhost-script-exec", &all)
+            .expect("listed");
+        assert_eq!(exec.safety_tier, SafetyTier::Exec);
+        assert_eq!(exec.descriptor(None).source, SOURCE_HOST_EXTENSION);
+        // A removal in one tenant leaves the other's tools alone.
+        assert!(catalog.remove("a", "x-host-refhost-balance-read"));
+        assert!(
+            catalog
+                .visible_tool(Some("b"), "x-host-refhost-balance-read", &all)
+                .is_some()
+        );
     }
 
     #[test]

@@ -51,6 +51,12 @@ pub enum ErrorCode {
     /// Only the upstream-only mode sends it ([`crate::surface::upstream`]); the v2
     /// host answers `not_found`.
     WorkflowNotFound,
+    /// 403 `id_tenant_mismatch`: a tenant-bound id whose tenant segment is
+    /// not the caller's (identity.md §5; v2 upstream-only mode).
+    IdTenantMismatch,
+    /// 422 `fork_point_invalid`: a fork's `fromSeq` names no event of the
+    /// source log (runs.md §Fork).
+    ForkPointInvalid,
     /// 400 `interop_version_unsupported`: an MCP or A2A negotiation would
     /// land below the advertised floor (MCP-5, A2A-3); `details` say
     /// `protocol`, `requested` and `supported[]`.
@@ -76,6 +82,8 @@ impl ErrorCode {
             Self::RunAlreadyTerminal => "refhost.run_already_terminal",
             Self::WorkflowNotFound => "workflow_not_found",
             Self::InteropVersionUnsupported => "interop_version_unsupported",
+            Self::IdTenantMismatch => "id_tenant_mismatch",
+            Self::ForkPointInvalid => "fork_point_invalid",
         }
     }
 
@@ -84,7 +92,7 @@ impl ErrorCode {
         match self {
             Self::ValidationError => StatusCode::BAD_REQUEST,
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
-            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::Forbidden | Self::IdTenantMismatch => StatusCode::FORBIDDEN,
             Self::NotFound | Self::WorkflowNotFound => StatusCode::NOT_FOUND,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
@@ -96,7 +104,9 @@ impl ErrorCode {
             | Self::IdempotencyKeyConflict
             | Self::RunAlreadyTerminal => StatusCode::CONFLICT,
             Self::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            Self::CapabilityNotProvided => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::CapabilityNotProvided | Self::ForkPointInvalid => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
         }
     }
 }

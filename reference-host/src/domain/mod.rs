@@ -77,6 +77,9 @@ struct Inner {
     /// Whether the store is durable (`--data-dir`): then a shutdown leaves
     /// in-flight turn runs `running`, to be recovered at the next start.
     durable: bool,
+    /// Whether run ids are tenant-bound (`<tenant>/<opaque>`, identity.md
+    /// §5): the v2 upstream-only mode's.
+    tenant_bound_ids: bool,
 }
 
 impl Domain {
@@ -99,11 +102,17 @@ impl Domain {
             // Test mode (seams on) is what lets loopback through the guard.
             safe_fetch: SafeFetch::new(config.seams_enabled).map_err(HostError::HttpClient)?,
             default_tool_timeout: config.default_tool_timeout,
-            catalog: Catalog::new(),
+            catalog: Catalog::with_host_tools(
+                config
+                    .principals
+                    .iter()
+                    .map(|principal| principal.tenant.as_str()),
+            ),
             interrupts: Interrupts::new(),
             approval_timeout: config.approval_timeout,
             shutdown: watch::Sender::new(false),
             durable: config.data_dir.is_some(),
+            tenant_bound_ids: config.upstream_only == Some(crate::base::config::UpstreamMajor::V2),
         };
         Ok(Self {
             inner: Arc::new(inner),
@@ -190,6 +199,18 @@ impl Domain {
     /// Whether the store survives a restart (`--data-dir`).
     pub fn durable(&self) -> bool {
         self.inner.durable
+    }
+
+    /// A fresh id for a run of `tenant`: tenant-bound (`<tenant>/run_…`,
+    /// identity.md §5) in the v2 upstream-only mode, else bare
+    /// ([`crate::domain::workflows::new_run_id`]).
+    pub fn new_run_id(&self, tenant: &str) -> String {
+        let opaque = crate::domain::workflows::new_run_id();
+        if self.inner.tenant_bound_ids {
+            format!("{tenant}/{opaque}")
+        } else {
+            opaque
+        }
     }
 
     /// Tells background work (tool loops, sweeper, dispatcher) that the

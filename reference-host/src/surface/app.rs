@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::base::config::HostConfig;
+use crate::base::config::{HostConfig, UpstreamMajor};
 use crate::domain::Domain;
 use crate::domain::effects;
 use crate::domain::error::{ApiError, HostError};
@@ -63,8 +63,9 @@ pub struct AppState {
 struct Inner {
     turn: LoopState,
     seams_enabled: bool,
-    /// Serving as a plain upstream v1 host ([`crate::surface::upstream`]).
-    upstream_only: bool,
+    /// Serving as a plain upstream host of one major
+    /// ([`crate::surface::upstream`]).
+    upstream_only: Option<UpstreamMajor>,
     /// The discovery document, rendered on first use.
     discovery: DiscoveryState,
     /// The MCP server mount's templates and request-state key (TURN-E4).
@@ -85,10 +86,10 @@ impl AppState {
             seams_enabled: config.seams_enabled,
             upstream_only: config.upstream_only,
             discovery: DiscoveryState::new(
-                if config.upstream_only {
-                    upstream::discovery::render
-                } else {
-                    DiscoveryDoc::render
+                match config.upstream_only {
+                    Some(UpstreamMajor::V1) => upstream::discovery::render,
+                    Some(UpstreamMajor::V2) => upstream::v2::render,
+                    None => DiscoveryDoc::render,
                 },
                 config.seams_enabled,
                 config.mutant,
@@ -115,9 +116,9 @@ impl AppState {
         self.inner.seams_enabled
     }
 
-    /// Whether the host serves as a plain upstream v1 host
-    /// (`--upstream-only`, [`crate::surface::upstream`]).
-    pub fn upstream_only(&self) -> bool {
+    /// The major the host serves as a plain upstream host of
+    /// (`--upstream-only`, [`crate::surface::upstream`]), if any.
+    pub fn upstream_only(&self) -> Option<UpstreamMajor> {
         self.inner.upstream_only
     }
 
@@ -171,26 +172,21 @@ impl FromRef<AppState> for DiscoveryState {
 
 /// The host's routes. Unknown routes and wrong methods answer the 404
 /// `not_found` envelope (the closed code set has no 405). In upstream-only
-/// mode the routes are [`upstream::router`]'s instead.
+/// mode the routes are [`upstream::router`]'s (v1) or
+/// [`upstream::v2::router`]'s instead.
 pub fn router(state: AppState) -> Router {
-    if state.upstream_only() {
-        return upstream::router(state.seams_enabled())
-            .fallback(unknown_route)
-            .method_not_allowed_fallback(unknown_route)
-            .with_state(state);
+    match state.upstream_only() {
+        Some(UpstreamMajor::V1) => {
+            return upstream::router(state.seams_enabled())
+                .fallback(unknown_route)
+                .method_not_allowed_fallback(unknown_route)
+                .with_state(state);
+        }
+        Some(UpstreamMajor::V2) => return upstream::v2::router(state),
+        None => {}
     }
-    let mut router = Router::new()
-        .route("/.well-known/openwop", get(discovery::get_discovery))
+    let mut router = v2_routes()
         .route("/runs", post(workflows::post_runs))
-        // `POST /runs/{runId}:fork` and `:cancel` share the segment (axum
-        // cannot match `{runId}:fork` in one segment).
-        .route(
-            "/runs/{runId}",
-            get(runs::get_run).post(run_actions::post_run_action),
-        )
-        .route("/runs/{runId}/effects", get(effects::list_run_effects))
-        .route("/runs/{runId}/events", get(sse::stream_events))
-        .route("/runs/{runId}/events/poll", get(runs::poll_events))
         .route(
             "/runs/{runId}/interrupts/{nodeId}",
             post(interrupt_routes::resolve_at_node),
@@ -199,12 +195,8 @@ pub fn router(state: AppState) -> Router {
             "/interrupts/{token}",
             post(interrupt_routes::resolve_by_link),
         )
-        .route("/host/effect-seams", get(effect_seams::get_effect_seams))
-        .route("/tools", get(catalog_routes::list_tools))
-        .route(
-            "/tools/{toolId}",
-            get(catalog_routes::get_tool).delete(catalog_routes::delete_tool),
-        )
+        // CAT-4: the refused DELETE (the reads are in `v2_routes`).
+        .route("/tools/{toolId}", delete(catalog_routes::delete_tool))
         .route("/webhooks", post(webhook_routes::post_webhook))
         // The manifest-agent inventory (RFC 0072 §A), per tenant (RFC 0074),
         // each entry with its A2A routing value (A2A-8, RFC 0202).
@@ -241,6 +233,27 @@ pub fn router(state: AppState) -> Router {
             error_shape::shape_errors,
         ))
         .with_state(state)
+}
+
+/// The v2 routes both the default mode and the v2 upstream-only mode serve
+/// ([`upstream::v2`]): discovery, run reads, `:cancel` and `:fork`, the
+/// event stream and poll, the effect ledger, the catalog's reads and the
+/// effect-seam manifest.
+pub(crate) fn v2_routes() -> Router<AppState> {
+    Router::new()
+        .route("/.well-known/openwop", get(discovery::get_discovery))
+        // `POST /runs/{runId}:fork` and `:cancel` share the segment (axum
+        // cannot match `{runId}:fork` in one segment).
+        .route(
+            "/runs/{runId}",
+            get(runs::get_run).post(run_actions::post_run_action),
+        )
+        .route("/runs/{runId}/effects", get(effects::list_run_effects))
+        .route("/runs/{runId}/events", get(sse::stream_events))
+        .route("/runs/{runId}/events/poll", get(runs::poll_events))
+        .route("/host/effect-seams", get(effect_seams::get_effect_seams))
+        .route("/tools", get(catalog_routes::list_tools))
+        .route("/tools/{toolId}", get(catalog_routes::get_tool))
 }
 
 /// The 404 of a route this host does not serve (also upstream-only mode's).

@@ -1,6 +1,11 @@
 //! The tool catalog's routes: `GET /tools`, `GET /tools/{toolId}` and the
 //! refused `DELETE /tools/{toolId}` (CAT-4).
 //!
+//! The v2 standard list is a bare `ToolDescriptor[]` and the compact list
+//! `{tools: [...]}` (tool-catalog.md §The catalog, §Views); the v1 list
+//! (`GET /v1/tools`, upstream-only v1 mode) is `{tools: [...]}` in both views
+//! (v1 tool-catalog.md §B).
+//!
 //! A caller sees a tool only when it holds every scope the tool requires,
 //! and an unknown tool and a hidden one get the same 404, so the catalog
 //! never reveals what a caller may not invoke (RFC 0064 §C). The catalog
@@ -88,13 +93,49 @@ impl CatalogQuery {
     }
 }
 
-/// Handler for `GET /tools`.
+/// Handler for `GET /tools` (v2): the standard list bare, the compact one
+/// as `{tools}`.
 pub async fn list_tools(
     State(state): State<Domain>,
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let caller = catalog_caller(&state, &headers)?;
+    let (listed, compact) = listed(&state, &headers, query)?;
+    let mutant = state.mutant();
+    // Bug under `compact-view-bare-array`: the compact list is a bare array.
+    // Bug under `catalog-list-wrapped`: the standard list is `{tools}` (v1's).
+    let bare = if compact {
+        mutant == Some(Mutant::CompactViewBareArray)
+    } else {
+        mutant != Some(Mutant::CatalogListWrapped)
+    };
+    if bare {
+        return Ok(Json(Value::Array(listed)).into_response());
+    }
+    Ok(Json(json!({ "tools": listed })).into_response())
+}
+
+/// Handler for `GET /v1/tools`: `{tools}` in both views.
+pub async fn list_tools_v1(
+    State(state): State<Domain>,
+    headers: HeaderMap,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let (listed, compact) = listed(&state, &headers, query)?;
+    if compact && state.mutant() == Some(Mutant::CompactViewBareArray) {
+        return Ok(Json(Value::Array(listed)).into_response());
+    }
+    Ok(Json(json!({ "tools": listed })).into_response())
+}
+
+/// The descriptors the caller may list, in the view the query asks for,
+/// and whether that view is the compact one.
+fn listed(
+    state: &Domain,
+    headers: &HeaderMap,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<(Vec<Value>, bool), ApiError> {
+    let caller = catalog_caller(state, headers)?;
     let mutant = state.mutant();
     let query = CatalogQuery::parse(query, mutant)?;
     // Bug under `catalog-cross-tenant`: every tenant's tools are listed.
@@ -135,11 +176,7 @@ pub async fn list_tools(
     {
         listed.retain(|d| d.get("source").and_then(Value::as_str) == Some(source.as_str()));
     }
-    // Bug under `compact-view-bare-array`: the compact list is a bare array.
-    if query.compact && mutant == Some(Mutant::CompactViewBareArray) {
-        return Ok(Json(Value::Array(listed)).into_response());
-    }
-    Ok(Json(json!({ "tools": listed })).into_response())
+    Ok((listed, query.compact))
 }
 
 /// Handler for `GET /tools/{toolId}`.
@@ -244,6 +281,11 @@ pub const MUTANTS: &[MutantInfo] = &[
         mutant: Mutant::CompactViewBareArray,
         name: "compact-view-bare-array",
         breaks: "GET /tools?view=compact answers a bare array instead of {tools}",
+    },
+    MutantInfo {
+        mutant: Mutant::CatalogListWrapped,
+        name: "catalog-list-wrapped",
+        breaks: "GET /tools (v2) answers {tools: [...]} instead of a bare ToolDescriptor[]",
     },
     MutantInfo {
         mutant: Mutant::CompactListDropsTool,

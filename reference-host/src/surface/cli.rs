@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 
-use crate::base::config::DEFAULT_RECORD_LIMIT_BYTES;
+use crate::base::config::{DEFAULT_RECORD_LIMIT_BYTES, UpstreamMajor};
 use crate::base::principals::{self, load_principals_file};
 use crate::surface::mutants::{self, Mutant};
 use crate::{HostConfig, start};
@@ -52,10 +52,23 @@ struct Cli {
     /// (a miss on replay and recovery).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RECORD_LIMIT_BYTES)]
     record_limit_bytes: usize,
-    /// Serve as a plain upstream OpenWOP v1 host: v1 discovery, every route
-    /// under /v1, only the upstream fixtures and seams.
-    #[arg(long)]
-    upstream_only: bool,
+    /// Serve as a plain upstream OpenWOP host of one major (v1, the default
+    /// when no value is given, or v2): only that major's upstream discovery,
+    /// routes, fixtures and seams, none of toolcert's extensions.
+    #[arg(
+        long,
+        value_name = "MAJOR",
+        num_args = 0..=1,
+        require_equals = false,
+        default_missing_value = "v1",
+        value_parser = parse_upstream_major
+    )]
+    upstream_only: Option<UpstreamMajor>,
+}
+
+/// `--upstream-only`'s value: `v1` or `v2`.
+fn parse_upstream_major(value: &str) -> Result<UpstreamMajor, String> {
+    UpstreamMajor::parse(value).ok_or_else(|| format!("`{value}` is no major; use v1 or v2"))
 }
 
 /// Runs the command line `args` (the first one is the program name) and

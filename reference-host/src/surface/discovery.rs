@@ -18,7 +18,6 @@ use serde_json::{Value, json};
 use crate::base::args_hash::sha256_hex;
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::catalog::{SOURCE_HOST_EXTENSION, SOURCE_MCP};
-use crate::domain::effects::sweeper::EFFECT_RETENTION_SECS;
 use crate::domain::http_client;
 use crate::domain::layer1::LAYER1_RETENTION_SECS;
 use crate::surface::effect_seams::MANIFEST_PATH;
@@ -121,7 +120,7 @@ impl DiscoveryDoc {
 }
 
 /// The document as JSON.
-fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
+pub fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
     let preferred = if mutant == Some(Mutant::DiscoveryPreferredUnlisted) {
         // Bug: advertises a preferred version it does not list.
         "2.1"
@@ -194,14 +193,16 @@ fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
     }
     shape_mutants(&mut root, mutant);
     if seams_enabled && let Some(object) = root.as_object_mut() {
-        // The v2 root is closed, so conformance metadata (the seams profile, C-15, and the
-        // fixture workflows a harness may start) lives under `metadata`.
+        // The closed v2 root's metadata keys (capabilities.md §3.1): `conformance` says the
+        // seams profile is mounted (`seamsProfile`, RFC 0168 §C.1) and `fixtures` lists the
+        // fixture workflows a harness may start.
         object.insert(
-            "metadata".to_owned(),
-            json!({
-                "conformance.seamsProfile": SEAMS_PROFILE,
-                "conformance.fixtures": crate::domain::workflows::WORKFLOWS,
-            }),
+            "conformance".to_owned(),
+            json!({"seamsProfile": SEAMS_PROFILE}),
+        );
+        object.insert(
+            "fixtures".to_owned(),
+            json!(crate::domain::workflows::WORKFLOWS),
         );
     }
     root
@@ -232,6 +233,11 @@ fn shape_mutants(root: &mut Value, mutant: Option<Mutant>) {
         // Bug: REST is the wire; discovery lists no host transports.
         root["supportedTransports"] = json!(["http", "grpc"]);
     }
+    if mutant == Some(Mutant::DiscoveryMetadataKey) {
+        // Bug: the closed root has no `metadata` key (conformance metadata
+        // has root keys of its own).
+        root["metadata"] = json!({"conformance.seamsProfile": SEAMS_PROFILE});
+    }
     if mutant == Some(Mutant::DiscoveryFacetFalse) {
         // Bug: a facet not offered is omitted, never advertised as `false`.
         root["toolCatalog"]["sessionLifecycle"] = json!(false);
@@ -244,9 +250,11 @@ fn shape_mutants(root: &mut Value, mutant: Option<Mutant>) {
 
 /// The `idempotency` capability record.
 ///
-/// v2 has no retention facet of its own, so the two retention facets mirror
-/// the v1 names (`layer1RetentionSeconds`, `layer2RetentionSeconds`): Layer-1
-/// records are kept ≥ 24 h and effect records ≥ 14 days. `crossRegion:
+/// The closed v2 record's facets are `multiRegion` and `crossRegion`
+/// (spec/v2/declaration.json), so neither retention (Layer-1 ≥ 24 h, effect
+/// records ≥ 14 days) is advertised here: those are v1 keys
+/// (`layer1RetentionSeconds`, `layer2RetentionSeconds`, the upstream-only v1
+/// document's). `crossRegion:
 /// "single-region"` is the honest answer for one in-memory store; the claim's
 /// atomicity holds within it and nowhere else.
 fn idempotency_record(mutant: Option<Mutant>) -> Value {
@@ -255,8 +263,6 @@ fn idempotency_record(mutant: Option<Mutant>) -> Value {
         "since": "2.0",
         "witness": "witnessable-gated",
         "crossRegion": cross_region_facet(mutant),
-        "layer1RetentionSeconds": layer1_retention_facet(mutant),
-        "layer2RetentionSeconds": EFFECT_RETENTION_SECS,
     })
 }
 
@@ -280,7 +286,8 @@ pub fn fail_closed_facet(mutant: Option<Mutant>) -> bool {
     mutant != Some(Mutant::AuthorizationFailclosedFalse)
 }
 
-/// `idempotency.layer1RetentionSeconds`: 24 h.
+/// `idempotency.layer1RetentionSeconds`: 24 h (a v1 key: only the
+/// upstream-only v1 document carries it).
 pub fn layer1_retention_facet(mutant: Option<Mutant>) -> u64 {
     if mutant == Some(Mutant::L1RetentionShort) {
         // Bug: advertises a retention below the 24 h Layer-1 floor.
@@ -380,6 +387,11 @@ pub const MUTANTS: &[MutantInfo] = &[
         breaks: "discovery carries a root `supportedTransports` list naming grpc",
     },
     MutantInfo {
+        mutant: Mutant::DiscoveryMetadataKey,
+        name: "discovery-metadata-key",
+        breaks: "the closed v2 root carries a `metadata` object (the seams profile as a dotted key)",
+    },
+    MutantInfo {
         mutant: Mutant::DiscoveryFacetFalse,
         name: "discovery-facet-false",
         breaks: "toolCatalog advertises `sessionLifecycle: false` instead of omitting the facet",
@@ -432,7 +444,7 @@ pub const MUTANTS: &[MutantInfo] = &[
     MutantInfo {
         mutant: Mutant::L1RetentionShort,
         name: "l1-retention-short",
-        breaks: "discovery advertises idempotency.layer1RetentionSeconds 3600 (below 24 h)",
+        breaks: "the v1 discovery advertises idempotency.layer1RetentionSeconds 3600 (below 24 h)",
     },
     MutantInfo {
         mutant: Mutant::CrossRegionUnknown,
@@ -472,8 +484,7 @@ mod tests {
         assert_eq!(
             value["idempotency"],
             json!({"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                   "crossRegion": "single-region", "layer1RetentionSeconds": 86400,
-                   "layer2RetentionSeconds": 1209600})
+                   "crossRegion": "single-region"})
         );
         assert_eq!(
             value["httpClient"],
@@ -503,11 +514,18 @@ mod tests {
         assert_eq!(value["a2a"]["agentCards"], true);
         // DISC-4 is witnessed on `prompts`, a family this host does not advertise.
         assert!(value.get("prompts").is_none());
+        assert!(value.get("conformance").is_none() && value.get("fixtures").is_none());
         let with_seams = parsed(&DiscoveryDoc::render(true, None));
         assert_eq!(
-            with_seams["metadata"]["conformance.seamsProfile"],
-            "openwop-conformance-seams-v2"
+            with_seams["conformance"],
+            json!({"seamsProfile": "openwop-conformance-seams-v2"})
         );
+        assert!(
+            with_seams["fixtures"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty())
+        );
+        assert!(with_seams.get("metadata").is_none());
     }
 
     #[test]
@@ -543,14 +561,15 @@ mod tests {
             Some(Mutant::AuthorizationFailclosedFalse),
         ));
         assert_eq!(value["authorization"]["failClosed"], false);
+        // The v2 record carries no retention: that mutant acts on the v1
+        // document only (crate::surface::upstream::discovery).
         let value = parsed(&DiscoveryDoc::render(false, Some(Mutant::L1RetentionShort)));
-        assert_eq!(value["idempotency"]["layer1RetentionSeconds"], 3600);
+        assert!(value["idempotency"].get("layer1RetentionSeconds").is_none());
         assert_eq!(value["idempotency"]["crossRegion"], "single-region");
         let value = parsed(&DiscoveryDoc::render(
             false,
             Some(Mutant::CrossRegionUnknown),
         ));
         assert_eq!(value["idempotency"]["crossRegion"], "multi-master");
-        assert_eq!(value["idempotency"]["layer1RetentionSeconds"], 86400);
     }
 }

@@ -1,14 +1,17 @@
-//! `GET /host/effect-seams`: the effect-seam manifest (RPL-1, RPL-11,
-//! wire §6.7, the replay prose shape).
+//! `GET /host/effect-seams`: the effect-seam manifest (RPL-1, RPL-11;
+//! replay.md §The effect-seam manifest: `{manifestVersion: "1", host: {name,
+//! build}, seams[]}`, each row `{seam, kind, guarded: true, guardedBy,
+//! note?}`).
 //!
 //! Each row is a place where this host performs an effect and how a replay
-//! fork suppresses it: the tool call to a receiver (a replay fork serves
-//! its recorded outcome instead, TURN-D5), and one `provider` row per
-//! provider-executed tool the host supports (TURN-F1): the provider runs
-//! it, and a replay fork serves the round that ran it from the record
+//! fork suppresses it: the tool call to a receiver (kind `http`: a replay
+//! fork serves its recorded outcome instead, TURN-D5), one `provider-sdk`
+//! row per provider-executed tool the host supports (TURN-F1): the provider
+//! runs it, and a replay fork serves the round that ran it from the record
 //! instead of asking the provider again (TURN-F2), and the pack node
-//! dispatch of the packs-test seam (kind `pack`): a replay fork serves a
-//! side-effecting node its recorded outcome instead (RPL-2, RPL-4).
+//! dispatch of the packs-test seam (kind `http`, a POST to the node's
+//! receiver): a replay fork serves a side-effecting node its recorded
+//! outcome instead (RPL-2, RPL-4).
 
 use axum::Json;
 use axum::extract::State;
@@ -31,18 +34,26 @@ pub const MANIFEST_PATH: &str = "/host/effect-seams";
 /// The manifest document.
 pub fn manifest(mutant: Option<Mutant>) -> Value {
     let mut seams = vec![json!({
-        "id": "tool-receiver",
+        "seam": "tool-receiver",
         "kind": "http",
-        "suppression": "recorded-outcome",
+        "guarded": true,
+        "guardedBy": "turn admission's replay source: a replay fork serves the call's recorded outcome",
         "note": "turn-run tool calls POST to the tool's receiverUrl; a replay fork serves the source run's recorded outcome and never dispatches",
     })];
     seams.extend(provider_tools::manifest_rows(mutant));
     seams.push(crate::surface::seams::packs::manifest_row());
     json!({
         "manifestVersion": "1",
-        "host": {"name": HOST_NAME, "build": env!("CARGO_PKG_VERSION")},
+        "host": {"name": HOST_NAME, "build": build()},
         "seams": seams,
     })
+}
+
+/// `host.build` (`{kind, id}`): this host has no image or artifact digest
+/// at hand, so it names the digest of its package name and version.
+fn build() -> Value {
+    let name = format!("{HOST_NAME}@{}", env!("CARGO_PKG_VERSION"));
+    json!({"kind": "artifact-sha256", "id": crate::base::args_hash::sha256_hex(name.as_bytes())})
 }
 
 /// The ids of the manifest's rows, in manifest order: the seams
@@ -52,7 +63,7 @@ pub fn seam_ids(mutant: Option<Mutant>) -> Vec<String> {
         .as_array()
         .map(|rows| {
             rows.iter()
-                .filter_map(|row| row["id"].as_str().map(str::to_owned))
+                .filter_map(|row| row["seam"].as_str().map(str::to_owned))
                 .collect()
         })
         .unwrap_or_default()
@@ -86,18 +97,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn manifest_has_the_prose_shape_and_a_provider_row() {
+    fn manifest_has_the_replay_md_shape_and_a_provider_row() {
         let doc = manifest(None);
         assert_eq!(doc["manifestVersion"], "1");
         assert_eq!(doc["host"]["name"], HOST_NAME);
-        assert_eq!(doc["seams"][0]["suppression"], "recorded-outcome");
+        assert_eq!(doc["host"]["build"]["kind"], "artifact-sha256");
         assert_eq!(doc["seams"].as_array().map(Vec::len), Some(3));
-        assert_eq!(doc["seams"][1]["id"], "provider:web_search");
-        assert_eq!(doc["seams"][1]["kind"], "provider");
-        assert_eq!(doc["seams"][1]["suppression"], "recorded-outcome");
-        assert_eq!(doc["seams"][2]["id"], "packs-test-node");
-        assert_eq!(doc["seams"][2]["kind"], "pack");
-        assert_eq!(doc["seams"][2]["suppression"], "recorded-outcome");
+        for row in doc["seams"].as_array().into_iter().flatten() {
+            assert_eq!(row["guarded"], true, "{row}");
+            assert!(
+                row["guardedBy"].as_str().is_some_and(|g| !g.is_empty()),
+                "{row}"
+            );
+        }
+        assert_eq!(doc["seams"][0]["seam"], "tool-receiver");
+        assert_eq!(doc["seams"][0]["kind"], "http");
+        assert_eq!(doc["seams"][1]["seam"], "provider:web_search");
+        assert_eq!(doc["seams"][1]["kind"], "provider-sdk");
+        assert_eq!(doc["seams"][2]["seam"], "packs-test-node");
+        assert_eq!(doc["seams"][2]["kind"], "http");
         let unlisted = manifest(Some(Mutant::ProviderToolUnlisted));
         assert_eq!(unlisted["seams"].as_array().map(Vec::len), Some(2));
         assert_eq!(

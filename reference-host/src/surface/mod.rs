@@ -18,3 +18,4 @@ pub mod seams;
 pub mod sse;
 pub mod upstream;
 pub mod webhook_routes;
+pub mod workflow_fork;

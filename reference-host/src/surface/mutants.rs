@@ -32,6 +32,7 @@ const TABLES: &[&[MutantInfo]] = &[
     crate::surface::discovery::MUTANTS,
     crate::surface::effect_seams::MUTANTS,
     crate::surface::error_shape::MUTANTS,
+    crate::surface::workflow_fork::MUTANTS,
     crate::domain::effects::claim::MUTANTS,
     crate::domain::effects::identity::MUTANTS,
     crate::domain::effects::ledger::MUTANTS,

@@ -38,10 +38,10 @@ use crate::domain::effects::ledger;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::json_body::{Fields, body_rejection, parse_object};
 use crate::domain::runs::{authorize_reader, find_visible_run};
-use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunRecord, RunStatus};
 use crate::surface::seams::effect_fire::{self, BranchEffect, BranchSource, FireRequest, FireSeam};
 use crate::surface::seams::packs::{self, PackRunRequest};
+use crate::surface::workflow_fork;
 use crate::turn::control::cancelled_by;
 use crate::turn::driver;
 use crate::turn::ownership::cancel_run;
@@ -135,11 +135,41 @@ fn fork(
         .events_after(&source.run_id, -1)?
         .last()
         .map_or(-1, |event| event.sequence);
-    let from_seq = request.from_seq.unwrap_or(last_seq);
+    let stored = records::plan(state.storage(), &source.run_id)?;
+    let fixture = workflow_fork::fixture_of(
+        state,
+        &source.run_id,
+        stored.as_ref().map(|plan| plan.request.as_str()),
+    )?;
+    // runs.md §Fork: `fromSeq` defaults to 0 for a replay. The turn, fire
+    // and pack forks of this host re-state their source's whole log, so
+    // theirs defaults to its last sequence.
+    let from_seq = request
+        .from_seq
+        .unwrap_or(if fixture.is_some() { 0 } else { last_seq });
     if from_seq > last_seq {
-        return Err(ApiError::validation(format!(
-            "field `fromSeq` is {from_seq}, beyond the source run's last sequence {last_seq}; send a sequence the run has"
-        )));
+        // runs.md §Fork: a `fromSeq` not in the source log is 422
+        // `fork_point_invalid`.
+        return Err(ApiError::new(
+            ErrorCode::ForkPointInvalid,
+            format!(
+                "field `fromSeq` is {from_seq}, beyond the source run's last sequence {last_seq}; send a sequence the run has"
+            ),
+        )
+        .with_details(serde_json::Map::from_iter([(
+            "lastSequence".to_owned(),
+            json!(last_seq),
+        )])));
+    }
+    if let Some(workflow) = fixture {
+        if branch {
+            return Err(ApiError::new(
+                ErrorCode::CapabilityNotProvided,
+                effect_fire::BRANCH_SOURCE_UNSUPPORTED,
+            ));
+        }
+        let run_id = state.new_run_id(&source.tenant);
+        return workflow_fork::fork_fixture_run(state, &source, workflow, &run_id, from_seq);
     }
     let branch_unsupported = || {
         ApiError::new(
@@ -147,7 +177,7 @@ fn fork(
             effect_fire::BRANCH_SOURCE_UNSUPPORTED,
         )
     };
-    let Some(source_plan) = records::plan(state.storage(), &source.run_id)? else {
+    let Some(source_plan) = stored else {
         if branch {
             return Err(branch_unsupported());
         }
@@ -216,17 +246,36 @@ fn fork(
             driver::start(state.clone(), plan)?;
         }
     }
-    Ok(json_response(
+    Ok(fork_created(
+        &run_id,
+        &source.run_id,
+        from_seq,
+        RunMode::Replay,
+        RunStatus::Running,
+    ))
+}
+
+/// The `201` of a fork (runs.md §Fork): `{runId, sourceRunId, fromSeq, mode,
+/// status, eventsUrl}`, the link carrying the run id projected into one
+/// segment (identity.md §5).
+pub(crate) fn fork_created(
+    run_id: &str,
+    source_run_id: &str,
+    from_seq: i64,
+    mode: RunMode,
+    status: RunStatus,
+) -> Response {
+    json_response(
         StatusCode::CREATED,
         &json!({
             "runId": run_id,
-            "sourceRunId": source.run_id,
+            "sourceRunId": source_run_id,
             "fromSeq": from_seq,
-            "mode": "replay",
-            "status": "running",
-            "eventsUrl": format!("/runs/{run_id}/events"),
+            "mode": mode.as_str(),
+            "status": status.as_str(),
+            "eventsUrl": format!("/runs/{}/events", crate::base::ids::project(run_id)),
         }),
-    ))
+    )
 }
 
 /// Create a fork's run, owned by the source's principal and tenant, and store its plan with
@@ -239,7 +288,7 @@ fn create_fork_run(
     mode: RunMode,
     from_seq: i64,
 ) -> Result<String, ApiError> {
-    let run_id = new_run_id();
+    let run_id = state.new_run_id(&source.tenant);
     state
         .storage()
         .create_run_in(&run_id, &source.principal, &source.tenant)?;
@@ -287,16 +336,12 @@ fn fork_branch(
         branch,
         point,
     )?;
-    Ok(json_response(
-        StatusCode::CREATED,
-        &json!({
-            "runId": run_id,
-            "sourceRunId": source.run_id,
-            "fromSeq": from_seq,
-            "mode": "branch",
-            "status": status.as_str(),
-            "eventsUrl": format!("/runs/{run_id}/events"),
-        }),
+    Ok(fork_created(
+        &run_id,
+        &source.run_id,
+        from_seq,
+        RunMode::Branch,
+        status,
     ))
 }
 
@@ -332,9 +377,11 @@ enum StoredKind {
 /// delivered, not new deliveries. Bug under `fork-ledger-restamped`: the
 /// copies are stamped with the fork's creation time.
 fn inherit_effects(state: &Domain, source_run_id: &str, fork_run_id: &str) -> Result<(), ApiError> {
+    // One millisecond past now: always later than the source's own `at`,
+    // even when the fork follows the effect within the same millisecond.
     let restamp = state
         .mutant_is(Mutant::ForkLedgerRestamped)
-        .then(now_unix_ms);
+        .then(|| now_unix_ms() + 1);
     ledger::inherit_rows(state.storage(), source_run_id, fork_run_id, restamp)?;
     Ok(())
 }

@@ -39,9 +39,10 @@ pub fn manifest_rows(mutant: Option<Mutant>) -> Vec<Value> {
         .iter()
         .map(|name| {
             json!({
-                "id": seam_id(name),
-                "kind": "provider",
-                "suppression": "recorded-outcome",
+                "seam": seam_id(name),
+                "kind": "provider-sdk",
+                "guarded": true,
+                "guardedBy": "the turn loop's replay source: a replay fork serves the model round from the source run's record",
                 "note": format!(
                     "the model provider executes `{name}` inside a model answer (anthropic-messages server tool); a replay fork serves that round from the source run's record and declares no server tools, so the provider never runs it again"
                 ),
@@ -165,7 +166,7 @@ mod tests {
     fn manifest_rows_name_each_supported_tool() {
         let rows = manifest_rows(None);
         assert_eq!(rows.len(), SUPPORTED_PROVIDER_TOOLS.len());
-        assert_eq!(rows[0]["id"], "provider:web_search");
+        assert_eq!(rows[0]["seam"], "provider:web_search");
         assert!(manifest_rows(Some(Mutant::ProviderToolUnlisted)).is_empty());
         let source = ReplaySource {
             run_id: "run_s".into(),

@@ -512,3 +512,13 @@ pub fn anthropic_answer(content: Value, stop_reason: &str) -> Canned {
         "content": content, "stop_reason": stop_reason
     }))
 }
+
+/// The `toolId`s of a `GET /tools` answer (the v2 list is a bare
+/// `ToolDescriptor[]`), in list order.
+pub fn tool_ids(list: &Value) -> Vec<String> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["toolId"].as_str().map(str::to_owned))
+        .collect()
+}

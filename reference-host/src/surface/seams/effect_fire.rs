@@ -70,7 +70,6 @@ use crate::domain::effects::ledger::{self, SeamDelivery};
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::json_body::require_loopback_http;
 use crate::domain::json_body::{Fields, parse_object};
-use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunStatus, StorageError, insert_event};
 use crate::surface::effect_seams;
 use crate::surface::seams::SeamRequest;
@@ -226,7 +225,7 @@ pub async fn fire(State(state): State<LoopState>, seam: SeamRequest) -> Result<R
         ));
     }
 
-    let run_id = new_run_id();
+    let run_id = state.new_run_id(&caller.tenant);
     state
         .storage()
         .create_run_in(&run_id, &caller.id, &caller.tenant)?;

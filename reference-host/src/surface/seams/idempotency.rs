@@ -43,7 +43,7 @@ use crate::domain::json_body::require_loopback_http;
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::layer1::{self, RUNS_ENDPOINT};
 use crate::domain::runs::find_visible_run;
-use crate::domain::workflows::{EFFECT_ESCAPED, RunFailure, begin_run, end_run, new_run_id};
+use crate::domain::workflows::{EFFECT_ESCAPED, RunFailure, begin_run, end_run};
 use crate::surface::seams::SeamRequest;
 
 /// Fewest executors of `concurrent-claim`.
@@ -170,7 +170,7 @@ pub async fn race_claim(
             )
         })?
         .to_owned();
-    let run_id = new_run_id();
+    let run_id = state.new_run_id(&tenant);
     begin_run(
         state,
         &run_id,
@@ -313,7 +313,7 @@ pub async fn redispatch(
 ) -> Result<Response, ApiError> {
     let caller = &seam.caller;
     let request = RedispatchRequest::parse(&seam.body)?;
-    let run_id = new_run_id();
+    let run_id = state.new_run_id(&caller.tenant);
     begin_run(
         &state,
         &run_id,
@@ -425,7 +425,7 @@ pub async fn effect_retry(
 ) -> Result<Response, ApiError> {
     let caller = &seam.caller;
     let request = EffectRetryRequest::parse(&seam.body)?;
-    let run_id = new_run_id();
+    let run_id = state.new_run_id(&caller.tenant);
     begin_run(
         &state,
         &run_id,

@@ -74,7 +74,6 @@ use crate::domain::error::{ApiError, json_response};
 use crate::domain::invoker::JsonExchange;
 use crate::domain::json_body::require_loopback_http;
 use crate::domain::json_body::{Fields, kind, parse_object};
-use crate::domain::workflows::new_run_id;
 use crate::store::storage::{RunStatus, StorageError};
 use crate::surface::seams::SeamRequest;
 use crate::turn::plan::HOST_SHUTDOWN;
@@ -379,9 +378,10 @@ pub fn side_effecting(node: &PackNode, mutant: Option<Mutant>) -> bool {
 /// The manifest row of the pack node dispatch (RPL-11).
 pub fn manifest_row() -> Value {
     json!({
-        "id": PACK_NODE_SEAM,
-        "kind": "pack",
-        "suppression": "recorded-outcome",
+        "seam": PACK_NODE_SEAM,
+        "kind": "http",
+        "guarded": true,
+        "guardedBy": "the packs-test node dispatcher: a side-effecting node of a replay fork is served its recorded outcome",
         "note": "each pack node POSTs to its receiverUrl; in a replay fork a side-effecting node (its pack declares role side-effect, or its kind is http) is served its recorded outcome and never dispatched, and a pure node re-executes",
     })
 }
@@ -403,7 +403,7 @@ pub async fn run(State(state): State<LoopState>, seam: SeamRequest) -> Result<Re
     let body = seam.body;
     let request = PackRunRequest::parse(&body)?;
     let tenant = state.run_tenant(&request.principal, caller);
-    let run_id = new_run_id();
+    let run_id = state.new_run_id(&tenant);
     let run = create(&state, &run_id, &tenant, request)?;
     tokio::spawn(run.drive());
     Ok(json_response(
@@ -437,7 +437,7 @@ pub async fn fire(
             }],
         },
     };
-    let run_id = new_run_id();
+    let run_id = state.new_run_id(tenant);
     let run = create(state, &run_id, tenant, request)?;
     run.drive().await;
     Ok(run_id)
@@ -1033,6 +1033,7 @@ mod tests {
         assert!(crate::base::event_codes::is_conformant(PACK_NODE_FAILED));
         assert!(is_pack_id(FIRE_PACK_ID));
         assert!(is_node_type(FIRE_NODE_TYPE));
-        assert_eq!(manifest_row()["kind"], "pack");
+        assert_eq!(manifest_row()["kind"], "http");
+        assert_eq!(manifest_row()["seam"], PACK_NODE_SEAM);
     }
 }

@@ -8,6 +8,7 @@
 //! at the root, mirrored under the deprecated `capabilities` wrapper; the
 //! families this mode has no upstream surface for are named in
 //! `refusedCapabilities`; `fixtures` lists the upstream fixture workflows.
+//! `toolCatalog` is served (`GET /v1/tools`, the host's own tools).
 //! There is no `metadata.conformance.seamsProfile` (v2) whether or not the
 //! seams are on.
 //!
@@ -18,6 +19,7 @@
 use serde_json::{Value, json};
 
 use crate::base::mutant::Mutant;
+use crate::domain::catalog::SOURCE_HOST_EXTENSION;
 use crate::domain::effects::sweeper::EFFECT_RETENTION_SECS;
 use crate::surface::discovery::{
     DiscoveryDoc, cross_region_facet, fail_closed_facet, layer1_retention_facet,
@@ -34,14 +36,7 @@ pub const IMPLEMENTATION_NAME: &str = "toolcert-reference-host";
 
 /// Capability families this mode does not serve: the host has them in v2,
 /// but they have no upstream surface here.
-pub const REFUSED_CAPABILITIES: &[&str] = &[
-    "replay",
-    "mcp",
-    "a2a",
-    "toolCatalog",
-    "httpClient",
-    "aiProviders",
-];
+pub const REFUSED_CAPABILITIES: &[&str] = &["replay", "mcp", "a2a", "httpClient", "aiProviders"];
 
 /// Renders the v1 document for `mutant` (a [`crate::surface::discovery::Render`]). v1 has no
 /// `seamsProfile`; with the seams on, the one seam v1 advertises by a capability flag,
@@ -68,6 +63,12 @@ pub fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
         "authorization": {
             "supported": true,
             "failClosed": fail_closed_facet(mutant),
+        },
+        // v1 tool-catalog.md §A: the host's own tools, in both views.
+        "toolCatalog": {
+            "supported": true,
+            "sources": [SOURCE_HOST_EXTENSION],
+            "compactView": true,
         },
     });
     if seams_enabled {
@@ -116,8 +117,9 @@ mod tests {
                                 "layer2RetentionSeconds": 1209600, "crossRegion": "single-region"},
                 "authorization": {"supported": true, "failClosed": true},
                 "observability": {"testSeams": {"otelScrape": true}},
-                "refusedCapabilities": ["replay", "mcp", "a2a", "toolCatalog", "httpClient",
-                                        "aiProviders"],
+                "toolCatalog": {"supported": true, "sources": ["host-extension"],
+                                "compactView": true},
+                "refusedCapabilities": ["replay", "mcp", "a2a", "httpClient", "aiProviders"],
                 "fixtures": ["conformance-noop", "conformance-idempotent", "conformance-delay"],
                 "capabilities": {
                     "toolHooks": {"supported": true, "prePostEvents": true,
@@ -127,6 +129,8 @@ mod tests {
                                     "crossRegion": "single-region"},
                     "authorization": {"supported": true, "failClosed": true},
                     "observability": {"testSeams": {"otelScrape": true}},
+                    "toolCatalog": {"supported": true, "sources": ["host-extension"],
+                                    "compactView": true},
                 },
             })
         );

@@ -10,6 +10,8 @@
 //!   paths (`/runs`, `/tools`, `/mcp`, `/conformance/...`) are unknown
 //!   routes (404);
 //! - `POST /v1/runs` runs only the upstream fixtures ([`workflows`]);
+//! - `GET /v1/tools` and `GET /v1/tools/{toolId}` serve the catalog (the
+//!   host's own tools, `{tools}` in both views);
 //! - the read paths serve v1 event type names ([`v1_event_type`]) and the
 //!   v1 poll cursor `lastSequence` ([`runs`]);
 //! - with the seams on, only the upstream seams are mounted, under
@@ -25,6 +27,7 @@ pub mod discovery;
 pub mod runs;
 pub mod seams;
 pub mod toolhooks;
+pub mod v2;
 pub mod workflows;
 
 use axum::Router;
@@ -82,7 +85,16 @@ where
         .route("/v1/runs/{runId}/cancel", post(runs::cancel))
         .route("/v1/runs/{runId}/events", get(runs::stream_events))
         .route("/v1/runs/{runId}/events/poll", get(runs::poll_events))
-        .route("/v1/runs/{runId}/effects", get(effects::list_run_effects));
+        .route("/v1/runs/{runId}/effects", get(effects::list_run_effects))
+        // v1 tool-catalog.md §B: the catalog, `{tools}` in both views.
+        .route(
+            "/v1/tools",
+            get(crate::surface::catalog_routes::list_tools_v1),
+        )
+        .route(
+            "/v1/tools/{toolId}",
+            get(crate::surface::catalog_routes::get_tool),
+        );
     if seams_enabled {
         router = router
             .route(TOOLHOOKS_INVOKE_PATH, post(toolhooks::invoke))

@@ -49,8 +49,9 @@ use crate::domain::json_body::Fields;
 use crate::surface::seams::SeamRequest;
 use crate::surface::upstream::known_members;
 
-/// Every member the upstream request defines; others are ignored.
-const FIELDS: &[&str] = &[
+/// Every member the upstream request defines; others are ignored (v1) or
+/// refused (v2, [`super::v2`]).
+pub const FIELDS: &[&str] = &[
     "principal",
     "toolName",
     "requiredScopes",

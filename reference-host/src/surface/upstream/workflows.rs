@@ -30,7 +30,8 @@ use crate::base::events::{NewEvent, RUN_CANCELLED};
 use crate::base::principals::Principal;
 use crate::domain::error::{ApiError, ErrorCode};
 use crate::domain::json_body::{Fields, parse_object};
-use crate::domain::workflows::{NOOP_WORKFLOW, begin_run, end_run, new_run_id};
+pub use crate::domain::workflows::NOOP_WORKFLOW;
+use crate::domain::workflows::{begin_run, end_run};
 use crate::store::storage::RunStatus;
 use crate::turn::state::LoopState;
 
@@ -120,9 +121,35 @@ pub async fn post_runs(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    serve(state, headers, body, ErrorCode::WorkflowNotFound).await
+}
+
+/// Handler for `POST /runs` of the v2 upstream-only mode
+/// ([`super::v2`]): the same workflows with tenant-bound run ids; an
+/// unknown workflow is v2's `404 not_found`.
+pub async fn post_runs_v2(
+    State(state): State<LoopState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    serve(state, headers, body, ErrorCode::NotFound).await
+}
+
+/// Both majors' `POST …/runs`, an unknown workflow answered with `unknown`.
+async fn serve(
+    state: LoopState,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    unknown: ErrorCode,
+) -> Response {
     let shared = state.clone();
     crate::domain::workflows::serve_post_runs(&state, &headers, body, |caller, body| async move {
-        start(&shared, &caller, &body)
+        start(&shared, &caller, &body).map_err(|mut err| {
+            if err.code == ErrorCode::WorkflowNotFound {
+                err.code = unknown;
+            }
+            err
+        })
     })
     .await
 }
@@ -136,7 +163,7 @@ pub fn start(
     body: &[u8],
 ) -> Result<(StatusCode, Value), ApiError> {
     let workflow = UpstreamWorkflow::parse(body)?;
-    let run_id = new_run_id();
+    let run_id = state.new_run_id(&caller.tenant);
     begin_run(
         state,
         &run_id,

@@ -947,6 +947,26 @@ pub(crate) async fn dispatch(
                 meta_scopes: outcome.meta_scopes,
             });
         }
+        // The host's own catalog tools are described, never played in a
+        // run (a run offers only the tools its request declares).
+        ToolEndpoint::Host => {
+            let message = format!("`{}` is not played in runs of this host", tool.tool_id);
+            return Ok(Dispatched {
+                ret: ToolReturn::failed(
+                    ToolStatus::Error,
+                    ToolErrorCode::ToolExecutionFailed,
+                    message.clone(),
+                    Some(0),
+                ),
+                result: CallToolResult::failure(
+                    feedback::failed_text(&tool.tool_id, &message),
+                    state.mutant(),
+                ),
+                transient: false,
+                mrtr: None,
+                meta_scopes: Vec::new(),
+            });
+        }
     };
     Ok(dispatch_to_receiver(state, tool, receiver, args, Some(on.key)).await)
 }
