@@ -146,6 +146,7 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
         check_scenario_surfaces(&scenario, &surfaces)?;
         check_reads(&scenario)?;
         check_controls(&scenario, &registry)?;
+        check_tentative_requirements(&scenario, &registry)?;
         if let Some(other) = scenarios.iter().find(|s| s.id == scenario.id) {
             return Err(reference(
                 &file,
@@ -517,6 +518,35 @@ fn check_controls(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
     Ok(())
 }
 
+/// A draft's rule never decides an accepted row: a check of an accepted row may require a
+/// check of a draft (tentative) row only when that check is a positive control, which proves
+/// the setup, not the draft's rule. Otherwise a host breaking the draft would leave the
+/// accepted row `blocked`, and a tentative row would deny certification through another.
+fn check_tentative_requirements(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
+    let tentative = |row: &str| registry.row(row).is_some_and(|r| r.tentative());
+    for (i, check) in s.checks.iter().enumerate() {
+        if tentative(&check.row) {
+            continue;
+        }
+        for (j, id) in check.requires.iter().enumerate() {
+            let Some(dep) = s.checks.iter().find(|c| &c.id == id) else {
+                continue;
+            };
+            if tentative(&dep.row) && !dep.control {
+                return Err(reference(
+                    &s.file,
+                    format!("/checks/{i}/requires/{j}"),
+                    format!(
+                        "check \"{}\" of row {} (accepted) requires \"{}\", a check of the draft row {}: a draft's rule must not decide an accepted row; require a positive control instead (a check with \"control\": true that proves the same setup)",
+                        check.id, check.row, dep.id, dep.row
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn check_registry(registry: &Registry) -> Result<(), SuiteError> {
     let families: BTreeSet<&str> = registry.families.iter().map(|f| f.id.as_str()).collect();
     check_profiles(registry, &families)?;
@@ -785,6 +815,33 @@ mod tests {
     #[test]
     fn a_minimal_scenario_loads() {
         embedded_with("scenarios/test/min.json", MINIMAL).unwrap();
+    }
+
+    #[test]
+    fn an_accepted_row_may_require_a_draft_row_s_control_but_not_its_rule() {
+        // DISC-7 is accepted, TURN-A1 a draft (tentative) row.
+        let scenario = |control: bool| {
+            let role = if control {
+                r#""control": true, "guards": ["DISC-7"]"#
+            } else {
+                r#""control": false"#
+            };
+            format!(
+                r#"{{"id": "x.y", "title": "t", "rows": ["DISC-7", "TURN-A1"], "gate": null, "kills": [],
+                "steps": [], "checks": [
+                  {{"id": "setup", "row": "DISC-7", "says": "s", "at": "/discovery", "expect": {{"present": true}}, "control": true, "guards": ["DISC-7", "TURN-A1"]}},
+                  {{"id": "draft", "row": "TURN-A1", "says": "s", "at": "/discovery", "expect": {{"present": true}}, {role}}},
+                  {{"id": "c", "row": "DISC-7", "says": "s", "at": "/discovery", "expect": {{"present": true}}, "requires": ["draft"]}}]}}"#
+            )
+        };
+        let err = embedded_with("scenarios/test/gated.json", &scenario(false))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("/checks/2/requires/0") && err.contains("draft row TURN-A1"),
+            "{err}"
+        );
+        embedded_with("scenarios/test/gated.json", &scenario(true)).unwrap();
     }
 
     #[test]
