@@ -240,6 +240,29 @@ pub enum Selection {
     /// Every scenario in every column (`toolcert matrix --full`): the slow proof that
     /// [`Selection::Reached`] leaves the matrix unchanged.
     Full,
+    /// [`Selection::Reached`], plus `per_column` scenarios per column that the probe says
+    /// cannot tell the mutant apart, picked by `seed`: the cheap proof that the probe is right.
+    /// A sampled scenario that did tell the mutant apart changes the column, so the matrix no
+    /// longer equals the committed one; over many seeds (CI takes one from the commit) every
+    /// pair is drawn.
+    Sampled {
+        /// Unreached scenarios run per column.
+        per_column: usize,
+        /// Which ones.
+        seed: u64,
+    },
+}
+
+/// A stable 64-bit hash (FNV-1a) of the parts, for the sample of [`Selection::Sampled`].
+fn sample_rank(seed: u64, parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for part in parts {
+        for b in part.bytes().chain([0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
 }
 
 /// Run the clean host and every mutant through the suite, `columns` mutants at a time.
@@ -537,20 +560,19 @@ fn spawns_a_host(scenario: &Scenario) -> bool {
     scenario.steps.iter().any(|s| matches!(s, Step::Host(_)))
 }
 
-/// The scenarios of `mutant`'s column under `selection`.
+/// The scenarios of `mutant`'s column in mode `mode` under `selection`.
 fn selected<'s>(
     suite: &'s Suite,
     probed: &Probed,
     sensitive: &BTreeMap<&'static str, BTreeSet<String>>,
     selection: Selection,
+    mode: Option<UpstreamMajor>,
     info: &MutantInfo,
 ) -> BTreeSet<&'s str> {
     let everywhere = probed.at_start.contains(info.name);
     let through_discovery = sensitive.get(info.name);
-    suite
-        .scenarios
-        .iter()
-        .filter(|s| {
+    let (reached, unreached): (Vec<&Scenario>, Vec<&Scenario>) =
+        suite.scenarios.iter().partition(|s| {
             selection == Selection::Full
                 || everywhere
                 || s.kills.iter().any(|k| k == info.name)
@@ -559,9 +581,18 @@ fn selected<'s>(
                     .get(&s.id)
                     .is_none_or(|r| r.as_ref().is_none_or(|r| r.contains(info.name)))
                 || through_discovery.is_some_and(|ids| ids.contains(&s.id))
-        })
-        .map(|s| s.id.as_str())
-        .collect()
+        });
+    let mut chosen: BTreeSet<&str> = reached.iter().map(|s| s.id.as_str()).collect();
+    if let Selection::Sampled { per_column, seed } = selection {
+        let mode = mode_note(mode);
+        let mut ranked: Vec<(u64, &str)> = unreached
+            .iter()
+            .map(|s| (sample_rank(seed, &[&mode, info.name, &s.id]), s.id.as_str()))
+            .collect();
+        ranked.sort_unstable();
+        chosen.extend(ranked.into_iter().take(per_column).map(|(_, id)| id));
+    }
+    chosen
 }
 
 /// [`run_matrix`], with a `selection`, calling `on_column` with each column's name as it
@@ -598,7 +629,9 @@ pub async fn run_matrix_observed(
     let probing = async {
         match selection {
             Selection::Full => Ok(Default::default()),
-            Selection::Reached => probe_reach(suite, opts, columns).await,
+            Selection::Reached | Selection::Sampled { .. } => {
+                probe_reach(suite, opts, columns).await
+            }
         }
     };
     let cleans =
@@ -633,7 +666,7 @@ pub async fn run_matrix_observed(
     probe_problems.sort();
     let sensitive: Vec<BTreeMap<&'static str, BTreeSet<String>>> = match selection {
         Selection::Full => vec![BTreeMap::new(); MODES.len()],
-        Selection::Reached => futures_util::future::join_all(
+        Selection::Reached | Selection::Sampled { .. } => futures_util::future::join_all(
             MODES
                 .iter()
                 .zip(&probed)
@@ -662,10 +695,10 @@ pub async fn run_matrix_observed(
         .iter()
         .enumerate()
         .map(|(i, (mode, info))| {
-            let mode = mode_index(*mode);
+            let m = mode_index(*mode);
             (
                 i,
-                selected(suite, &probed[mode], &sensitive[mode], selection, info),
+                selected(suite, &probed[m], &sensitive[m], selection, *mode, info),
             )
         })
         .collect();

@@ -28,6 +28,13 @@ pub struct MatrixArgs {
     /// the mutant's site on the probe host (slow; it proves the fast matrix is the same).
     #[arg(long)]
     pub full: bool,
+    /// Also run N scenarios per column that the probe says cannot tell the mutant apart (the
+    /// cheap proof that skipping them is right: a matrix that changes shows the probe wrong).
+    #[arg(long, value_name = "N", conflicts_with = "full")]
+    pub sample: Option<usize>,
+    /// Which scenarios `--sample` draws (any number; CI takes one from the commit).
+    #[arg(long, value_name = "SEED", default_value_t = 0, requires = "sample")]
+    pub sample_seed: u64,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -52,10 +59,13 @@ pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         &suite,
         &opts,
         args.columns,
-        if args.full {
-            crate::matrix::Selection::Full
-        } else {
-            crate::matrix::Selection::Reached
+        match (args.full, args.sample) {
+            (true, _) => crate::matrix::Selection::Full,
+            (false, Some(per_column)) => crate::matrix::Selection::Sampled {
+                per_column,
+                seed: args.sample_seed,
+            },
+            (false, None) => crate::matrix::Selection::Reached,
         },
         &|_| progress.inc(),
     ))?;
