@@ -66,11 +66,13 @@ fn profile_table(c: &Certification) -> Vec<String> {
         "  {:<16} {:<14} {:<12} {:>9}  rows",
         "profile", "verdict", "tier", "witnesses"
     )];
+    let partial = c.verdict == crate::verdict::Verdict::Partial;
     for p in c.profiles.iter().filter(|p| p.decides()) {
-        let verdict = if p.certified {
-            "certified"
-        } else {
-            "NOT CERTIFIED"
+        let verdict = match (partial, p.certified, p.denying == 0) {
+            (true, _, true) => "partial: ok",
+            (true, _, false) => "partial: DENIED",
+            (false, true, _) => "certified",
+            (false, false, _) => "NOT CERTIFIED",
         };
         let rows: Vec<String> = p.counts.iter().map(|(d, n)| format!("{n} {d}")).collect();
         out.push(format!(
@@ -90,9 +92,21 @@ fn profile_table(c: &Certification) -> Vec<String> {
     let unclaimed: Vec<&str> = c
         .profiles
         .iter()
-        .filter(|p| !p.claimed)
+        .filter(|p| !p.claimed && !p.counts.is_empty())
         .map(|p| p.id.as_str())
         .collect();
+    let not_run: Vec<&str> = c
+        .profiles
+        .iter()
+        .filter(|p| p.counts.is_empty())
+        .map(|p| p.id.as_str())
+        .collect();
+    if !not_run.is_empty() {
+        out.push(format!(
+            "  not judged in this run (no scenario of theirs ran): {}",
+            not_run.join(", ")
+        ));
+    }
     if !unclaimed.is_empty() {
         out.push(format!(
             "  not claimed (the host does not advertise them): {}",

@@ -201,6 +201,12 @@ fn profiles_table(out: &mut String, r: &Redactor, certification: &Value) {
             "tentative (not scored)"
         } else if p["extensionOnly"].as_bool() == Some(true) {
             "not measurable here (needs toolcert extensions)"
+        } else if certification["verdict"] == "partial" {
+            if p["denying"].as_u64().unwrap_or(0) == 0 {
+                "partial run: no row denies"
+            } else {
+                "partial run: denied"
+            }
         } else if p["certified"].as_bool() == Some(true) {
             "certified"
         } else {

@@ -235,6 +235,12 @@ fn profiles_section(out: &mut String, c: &crate::verdict::Certification) {
             "tentative (not scored)"
         } else if p.extension_only {
             "not measurable here (needs toolcert extensions)"
+        } else if c.verdict == crate::verdict::Verdict::Partial {
+            if p.denying == 0 {
+                "partial run: no row denies"
+            } else {
+                "partial run: denied"
+            }
         } else if p.certified {
             "certified"
         } else {

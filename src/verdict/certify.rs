@@ -175,6 +175,8 @@ pub struct ProfileVerdict {
     pub counts: BTreeMap<String, usize>,
     /// Rows only toolcert's extensions could witness here.
     pub needs_extension: u32,
+    /// Rows that deny certification.
+    pub denying: u32,
     /// Why it is not certified (empty when it is, or when it is not claimed).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
@@ -294,6 +296,14 @@ impl Certification {
                 )
             })
             .collect();
+        let mut profiles = profiles;
+        if selection.partial() {
+            // A partial run certifies no profile either: each says only whether a row it
+            // judged denies.
+            for p in &mut profiles {
+                p.certified = false;
+            }
+        }
         let denied: Vec<&RowStanding> = standings.iter().filter(|s| s.denies).collect();
         let deciding: Vec<&ProfileVerdict> = profiles.iter().filter(|p| p.decides()).collect();
         let (verdict, headline) = if selection.partial() {
@@ -597,6 +607,7 @@ fn profile_verdict(
         witnesses,
         counts,
         needs_extension,
+        denying: denying.len() as u32,
         reason,
     }
 }
