@@ -17,7 +17,7 @@
 //! - the secret split by characters a reader does not see: control characters (DEL
 //!   included), zero-width and bidirectional formatting characters are skipped while matching,
 //!   and the whole split span is replaced;
-//! - a piece of a long secret: any run of at least [`Compiled::fragment_len`] characters of a
+//! - a piece of a long secret: any run of at least `fragment_len` characters of a
 //!   secret of 20 characters or more (a third of it, at least 12), wherever it appears, so a
 //!   secret cut in two or three across adjacent fields, or quoted in part, goes too; and in one
 //!   JSON value, a string that starts with the rest of a secret whose head ends another string

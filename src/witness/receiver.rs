@@ -48,9 +48,9 @@ pub struct Endpoint {
     pub delay: Duration,
     /// The first `n` calls get this status instead (a transient failure).
     pub fail_first: Option<(u32, u16)>,
-    /// Calls seen (the first [`MAX_ARRIVALS`]).
+    /// Calls seen (the first `MAX_ARRIVALS` (1,000)).
     pub arrivals: Vec<Arrival>,
-    /// Calls seen past [`MAX_ARRIVALS`], counted only.
+    /// Calls seen past `MAX_ARRIVALS`, counted only.
     pub uncounted_beyond: usize,
     /// Body bytes kept so far.
     pub kept_bytes: usize,

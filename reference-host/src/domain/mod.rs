@@ -203,9 +203,9 @@ impl Domain {
 
     /// A fresh id for a run of `tenant`: tenant-bound (`<tenant>/run_…`,
     /// identity.md §5) in the v2 upstream-only mode, else bare
-    /// ([`crate::domain::workflows::new_run_id`]).
+    /// ([`crate::base::ids::new_run_id`]).
     pub fn new_run_id(&self, tenant: &str) -> String {
-        let opaque = crate::domain::workflows::new_run_id();
+        let opaque = crate::base::ids::new_run_id();
         if self.inner.tenant_bound_ids {
             format!("{tenant}/{opaque}")
         } else {

@@ -375,22 +375,7 @@ impl RunFailure {
     }
 }
 
-/// A fresh run id: `run_` and 128 random bits from the OS in lowercase hex.
-///
-/// MCP-14: a run's id is its MCP `taskId`, whose opaque segment must carry at
-/// least 128 bits of entropy (a v4 UUID has only 122). Should the OS source
-/// fail, two v4 UUIDs (244 random bits) stand in.
-pub fn new_run_id() -> String {
-    let mut bytes = [0u8; 16];
-    match getrandom::fill(&mut bytes) {
-        Ok(()) => format!("run_{}", hex::encode(bytes)),
-        Err(_) => format!(
-            "run_{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        ),
-    }
-}
+pub use crate::base::ids::new_run_id;
 
 /// Creates a run of `tenant` attributed to `principal` and appends
 /// `run.started` with `started`.

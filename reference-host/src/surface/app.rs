@@ -173,7 +173,7 @@ impl FromRef<AppState> for DiscoveryState {
 /// The host's routes. Unknown routes and wrong methods answer the 404
 /// `not_found` envelope (the closed code set has no 405). In upstream-only
 /// mode the routes are [`upstream::router`]'s (v1) or
-/// [`upstream::v2::router`]'s instead.
+/// [`upstream_v2_router`]'s instead.
 pub fn router(state: AppState) -> Router {
     match state.upstream_only() {
         Some(UpstreamMajor::V1) => {
@@ -182,7 +182,7 @@ pub fn router(state: AppState) -> Router {
                 .method_not_allowed_fallback(unknown_route)
                 .with_state(state);
         }
-        Some(UpstreamMajor::V2) => return upstream::v2::router(state),
+        Some(UpstreamMajor::V2) => return upstream_v2_router(state),
         None => {}
     }
     let mut router = v2_routes()
@@ -233,6 +233,34 @@ pub fn router(state: AppState) -> Router {
             error_shape::shape_errors,
         ))
         .with_state(state)
+}
+
+/// The routes of v2 upstream-only mode ([`upstream::v2`]): `v2_routes`
+/// and its own `POST /runs`, the seams among them when
+/// `state.seams_enabled()`, behind the tenant-bound id projection
+/// ([`upstream::v2::tenant_bound_paths`]). Anything else is 404 `not_found`.
+pub fn upstream_v2_router(state: AppState) -> Router {
+    let mut routes = v2_routes().route("/runs", post(upstream::workflows::post_runs_v2));
+    if state.seams_enabled() {
+        routes = routes.merge(upstream::v2::seam_routes());
+    }
+    let domain = state.domain().clone();
+    let inner = routes
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(unknown_route)
+        .layer(axum::middleware::from_fn_with_state(
+            domain.clone(),
+            error_shape::shape_errors,
+        ))
+        .with_state(state);
+    // The projection is undone before routing, so the routes' path
+    // extractors read the id itself.
+    Router::new()
+        .fallback_service(inner)
+        .layer(axum::middleware::from_fn_with_state(
+            domain,
+            upstream::v2::tenant_bound_paths,
+        ))
 }
 
 /// The v2 routes both the default mode and the v2 upstream-only mode serve

@@ -246,36 +246,13 @@ fn fork(
             driver::start(state.clone(), plan)?;
         }
     }
-    Ok(fork_created(
+    Ok(workflow_fork::fork_created(
         &run_id,
         &source.run_id,
         from_seq,
         RunMode::Replay,
         RunStatus::Running,
     ))
-}
-
-/// The `201` of a fork (runs.md §Fork): `{runId, sourceRunId, fromSeq, mode,
-/// status, eventsUrl}`, the link carrying the run id projected into one
-/// segment (identity.md §5).
-pub(crate) fn fork_created(
-    run_id: &str,
-    source_run_id: &str,
-    from_seq: i64,
-    mode: RunMode,
-    status: RunStatus,
-) -> Response {
-    json_response(
-        StatusCode::CREATED,
-        &json!({
-            "runId": run_id,
-            "sourceRunId": source_run_id,
-            "fromSeq": from_seq,
-            "mode": mode.as_str(),
-            "status": status.as_str(),
-            "eventsUrl": format!("/runs/{}/events", crate::base::ids::project(run_id)),
-        }),
-    )
 }
 
 /// Create a fork's run, owned by the source's principal and tenant, and store its plan with
@@ -336,7 +313,7 @@ fn fork_branch(
         branch,
         point,
     )?;
-    Ok(fork_created(
+    Ok(workflow_fork::fork_created(
         &run_id,
         &source.run_id,
         from_seq,

@@ -14,13 +14,14 @@
 //! fork is one too and the webhook fan-out never re-delivers the prefix
 //! (RPL-8).
 
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::base::events::{NewEvent, RUN_COMPLETED, RUN_STARTED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
-use crate::domain::error::ApiError;
+use crate::domain::error::{ApiError, json_response};
 use crate::domain::workflows::{IDEMPOTENT_WORKFLOW, NOOP_WORKFLOW};
 use crate::store::storage::{RunRecord, RunStatus};
 use crate::turn::records::{self, RunMode};
@@ -99,13 +100,36 @@ pub fn fork_fixture_run(
         None,
         NewEvent::new(RUN_COMPLETED, json!({ "result": Value::Null })),
     )?;
-    Ok(crate::surface::run_actions::fork_created(
+    Ok(fork_created(
         run_id,
         &source.run_id,
         from_seq,
         RunMode::Replay,
         RunStatus::Completed,
     ))
+}
+
+/// The `201` of a fork (runs.md §Fork): `{runId, sourceRunId, fromSeq, mode,
+/// status, eventsUrl}`, the link carrying the run id projected into one
+/// segment (identity.md §5).
+pub(crate) fn fork_created(
+    run_id: &str,
+    source_run_id: &str,
+    from_seq: i64,
+    mode: RunMode,
+    status: RunStatus,
+) -> Response {
+    json_response(
+        StatusCode::CREATED,
+        &json!({
+            "runId": run_id,
+            "sourceRunId": source_run_id,
+            "fromSeq": from_seq,
+            "mode": mode.as_str(),
+            "status": status.as_str(),
+            "eventsUrl": format!("/runs/{}/events", crate::base::ids::project(run_id)),
+        }),
+    )
 }
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].

@@ -31,9 +31,9 @@
 //! breaks this mode the same way.
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{FromRef, Request, State};
 use axum::http::Uri;
-use axum::middleware::{Next, from_fn_with_state};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -45,11 +45,10 @@ use crate::domain::auth::authenticate;
 use crate::domain::catalog::{SOURCE_HOST_EXTENSION, SOURCE_MCP};
 use crate::domain::error::{ApiError, ErrorCode};
 use crate::domain::json_body::parse_object;
-use crate::surface::app::{AppState, unknown_route, v2_routes};
 use crate::surface::discovery::{self, DiscoveryDoc};
-use crate::surface::error_shape;
 use crate::surface::seams::{self, SeamRequest};
 use crate::surface::upstream::{seams as upstream_seams, toolhooks, workflows};
+use crate::turn::state::LoopState;
 
 /// The families of the default document this mode has no upstream
 /// surface for.
@@ -88,8 +87,14 @@ pub fn document(seams_enabled: bool, mutant: Option<Mutant>) -> Value {
     doc
 }
 
-/// The seams of this mode: the profile's, with closed bodies.
-fn seam_routes() -> Router<AppState> {
+/// The seams of this mode: the profile's, with closed bodies, for any
+/// router state the handlers' own states come from.
+pub fn seam_routes<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Domain: FromRef<S>,
+    LoopState: FromRef<S>,
+{
     Router::new()
         .route(seams::TOOLHOOKS_INVOKE_PATH, post(toolhooks_invoke))
         .route(seams::CONCURRENT_CLAIM_PATH, post(concurrent_claim))
@@ -99,30 +104,6 @@ fn seam_routes() -> Router<AppState> {
             seams::EFFECT_SEAMS_FIRE_PATH,
             post(seams::effect_fire::fire),
         )
-}
-
-/// The routes of v2 upstream-only mode, the seams among them when
-/// `state.seams_enabled()`, behind the tenant-bound id projection
-/// ([`tenant_bound_paths`]). Anything else is 404 `not_found`.
-pub fn router(state: AppState) -> Router {
-    let mut routes = v2_routes().route("/runs", post(workflows::post_runs_v2));
-    if state.seams_enabled() {
-        routes = routes.merge(seam_routes());
-    }
-    let domain = state.domain().clone();
-    let inner = routes
-        .fallback(unknown_route)
-        .method_not_allowed_fallback(unknown_route)
-        .layer(from_fn_with_state(
-            domain.clone(),
-            error_shape::shape_errors,
-        ))
-        .with_state(state);
-    // The projection is undone before routing, so the routes' path
-    // extractors read the id itself.
-    Router::new()
-        .fallback_service(inner)
-        .layer(from_fn_with_state(domain, tenant_bound_paths))
 }
 
 /// Middleware before routing: undoes the projection of a tenant-bound id in
