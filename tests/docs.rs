@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-const DOC: &str = include_str!("../docs/ci.md");
+const DOC: &str = include_str!("../docs/guide/release-gates.md");
 
 /// The fenced ```yaml blocks.
 fn yaml_blocks(doc: &str) -> Vec<String> {
