@@ -1,4 +1,4 @@
-//! `docs/ci.md` stays true: its workflows are well-formed YAML (a structural check of the
+//! `docs/guide/release-gates.md` stays true: its workflows are well-formed YAML (a structural check of the
 //! subset they use; no YAML crate is in the lock) and every `toolcert` command they run names a
 //! real subcommand and real flags, as `toolcert SUB --help` lists them.
 
@@ -25,7 +25,7 @@ fn yaml_blocks(doc: &str) -> Vec<String> {
             (None, _) => {}
         }
     }
-    assert!(current.is_none(), "an unclosed ```yaml block in docs/ci.md");
+    assert!(current.is_none(), "an unclosed ```yaml block in docs/guide/release-gates.md");
     out
 }
 
@@ -215,7 +215,7 @@ fn every_toolcert_command_in_docs_ci_md_is_real() {
     for must in ["run", "merge", "recheck"] {
         assert!(
             subcommands.contains(must),
-            "docs/ci.md runs no `toolcert {must}`"
+            "docs/guide/release-gates.md runs no `toolcert {must}`"
         );
     }
     for words in &all {

@@ -3,7 +3,7 @@
 //! It is the known-good target of toolcert's conformance checks and also
 //! carries deliberately broken variants ("mutants", see [`mutants`]), each
 //! one known bug at one named place. Embed it with [`start`] or run the
-//! `reference-host` binary. See `docs/reference-host.md`.
+//! `reference-host` binary. See `docs/reference/reference-host/README.md`.
 
 // One folder per layer (reference-host/layers.txt); a module imports its own
 // layer and those below.

@@ -218,7 +218,7 @@ fn rows_to_fix(suite: &Suite, run: &RunOutcome) -> Vec<String> {
     }
     for (needs, rows) in &extensions {
         out.push(format!(
-            "  not scored   {} — only toolcert extensions witness these here ({needs}; docs/host-extensions.md)",
+            "  not scored   {} — only toolcert extensions witness these here ({needs}; docs/reference/host-extensions.md)",
             rows.join(", ")
         ));
     }

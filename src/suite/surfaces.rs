@@ -3,7 +3,7 @@
 //!
 //! A surface is an upstream seam (with the request fields the upstream contract defines), one
 //! of toolcert's own extensions (a seam, or an extra field on an upstream seam, written up in
-//! `docs/host-extensions.md`), a fixture workflow (upstream, or toolcert's own shipped in
+//! `docs/reference/host-extensions.md`), a fixture workflow (upstream, or toolcert's own shipped in
 //! `fixtures/`), a fact the host profile states, or a harness ability (`--spawn`). Scenarios
 //! declare the surfaces they use; the loader checks the declaration against what the steps
 //! really use, and at run time a surface the host lacks makes the checks that need it
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub enum SurfaceKind {
     /// A seam the OpenWOP seam documents define (`fields` lists its request members).
     UpstreamSeam,
-    /// A seam only toolcert defines (`docs/host-extensions.md`).
+    /// A seam only toolcert defines (`docs/reference/host-extensions.md`).
     ExtensionSeam,
     /// A request member toolcert adds to an upstream seam.
     ExtensionField,

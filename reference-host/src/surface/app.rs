@@ -287,7 +287,7 @@ pub(crate) fn v2_routes() -> Router<AppState> {
 /// The 404 of a route this host does not serve (also upstream-only mode's).
 pub(crate) async fn unknown_route(method: Method, uri: Uri) -> ApiError {
     ApiError::not_found(format!(
-        "no route for {method} {}; see docs/reference-host.md for the endpoints this host serves",
+        "no route for {method} {}; see docs/reference/reference-host/README.md for the endpoints this host serves",
         uri.path()
     ))
 }

@@ -236,7 +236,7 @@ pub async fn delete_tool(
         }
     }
     Err(ApiError::not_found(format!(
-        "no route for DELETE /tools/{tool_id}: the tool catalog is read-only; see docs/reference-host.md for the endpoints this host serves"
+        "no route for DELETE /tools/{tool_id}: the tool catalog is read-only; see docs/reference/reference-host/README.md for the endpoints this host serves"
     )))
 }
 
