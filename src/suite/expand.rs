@@ -41,7 +41,10 @@ pub(crate) fn scenario_file(
         }]);
     };
     let entries = match body.remove("params") {
-        None => vec![None],
+        None => {
+            super::derived::set_id(file, &mut body)?;
+            vec![None]
+        }
         Some(p) => {
             if body.contains_key("id") {
                 return Err(reference(
@@ -215,7 +218,7 @@ mod tests {
     #[test]
     fn a_scenario_without_params_has_no_placeholders_and_uses_fragments() {
         let text = TWINS
-            .replacen(r#""params": [{"id": "x.p-a", "code": 304, "what": "a"}, {"id": "x.p-b", "code": 200, "what": "b"}],"#, r#""id": "x.q","#, 1)
+            .replacen(r#""params": [{"id": "x.p-a", "code": 304, "what": "a"}, {"id": "x.p-b", "code": 200, "what": "b"}],"#, r#""id": "test.p","#, 1)
             .replacen(r#""${code}""#, "304", 1);
         let e = err(&text);
         assert!(
@@ -234,6 +237,6 @@ mod tests {
         );
         let ok = text.replacen(r#"[{"$fragment": "turn/nope"}]"#, "[]", 1);
         let suite = with_file("scenarios/test/p.json", &ok).unwrap();
-        assert_eq!(suite.scenario("x.q").unwrap().title, "t ${what}");
+        assert_eq!(suite.scenario("test.p").unwrap().title, "t ${what}");
     }
 }

@@ -94,10 +94,14 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
         if path.starts_with("schemas/") {
             schemas.insert(&path, &value)?;
         } else {
-            // Canonical form: a reformatted file is the same suite, an edited rule is not.
+            // Canonical form: a reformatted file is the same suite, an edited rule is not;
+            // nor is a file restating what the loader derives.
             file_digests.insert(
                 path.clone(),
-                format!("sha256:{}", crate::canonical::jcs_sha256_hex(&value)),
+                format!(
+                    "sha256:{}",
+                    crate::canonical::jcs_sha256_hex(&super::derived::digest_form(&path, &value))
+                ),
             );
             data.insert(path, value);
         }
@@ -138,12 +142,14 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
         .collect::<Result<Vec<_>, _>>()?;
     for Expanded { label: file, value } in documents.into_iter().flatten() {
         schemas.validate(SCENARIO_SCHEMA, &file, &value)?;
-        let expanded_value = value.clone();
+        let mut expanded_value = value.clone();
+        let states_surfaces = value.get("surfaces").is_some();
         let mut scenario: Scenario = serde_json::from_value(value)
             .map_err(|e| reference(&file, String::new(), format!("does not deserialize: {e}")))?;
         scenario.file = file.clone();
         check_scenario(&scenario, &registry)?;
-        check_scenario_surfaces(&scenario, &surfaces)?;
+        scenario.surfaces = check_scenario_surfaces(&scenario, states_surfaces, &surfaces)?;
+        expanded_value["surfaces"] = serde_json::json!(scenario.surfaces);
         check_reads(&scenario)?;
         check_controls(&scenario, &registry)?;
         check_tentative_requirements(&scenario, &registry)?;
@@ -278,8 +284,27 @@ pub(crate) fn used_surfaces(s: &Scenario, surfaces: &Surfaces) -> Result<BTreeSe
     Ok(used)
 }
 
-fn check_scenario_surfaces(s: &Scenario, surfaces: &Surfaces) -> Result<(), SuiteError> {
+/// The surfaces `s` needs: those its steps use ([`used_surfaces`]), in id order. A scenario
+/// file that still states `surfaces` must state exactly those.
+fn check_scenario_surfaces(
+    s: &Scenario,
+    stated: bool,
+    surfaces: &Surfaces,
+) -> Result<Vec<String>, SuiteError> {
     let file = s.file.as_str();
+    let used = used_surfaces(s, surfaces).map_err(|m| reference(file, "/steps".into(), m))?;
+    if let Some(unlisted) = used.iter().find(|id| surfaces.get(id).is_none()) {
+        return Err(reference(
+            file,
+            "/steps".into(),
+            format!(
+                "the steps use surface \"{unlisted}\", which {SURFACES_FILE} does not list; add it there (a member toolcert adds to an upstream seam needs a field:… surface of kind extension-field)"
+            ),
+        ));
+    }
+    if !stated {
+        return Ok(used.into_iter().collect());
+    }
     for (i, id) in s.surfaces.iter().enumerate() {
         if surfaces.get(id).is_none() {
             return Err(reference(
@@ -289,19 +314,13 @@ fn check_scenario_surfaces(s: &Scenario, surfaces: &Surfaces) -> Result<(), Suit
             ));
         }
     }
-    let used = used_surfaces(s, surfaces).map_err(|m| reference(file, "/steps".into(), m))?;
     let declared: BTreeSet<String> = s.surfaces.iter().cloned().collect();
     if let Some(missing) = used.difference(&declared).next() {
-        let hint = if surfaces.get(missing).is_none() {
-            format!(" (and add it to {SURFACES_FILE}: an extension member needs a field:… surface)")
-        } else {
-            String::new()
-        };
         return Err(reference(
             file,
             "/surfaces".into(),
             format!(
-                "the steps use surface \"{missing}\" but the scenario does not declare it; add it to /surfaces{hint}"
+                "the steps use surface \"{missing}\" but the scenario does not declare it; remove /surfaces (the loader derives it from the steps), or add it"
             ),
         ));
     }
@@ -309,10 +328,12 @@ fn check_scenario_surfaces(s: &Scenario, surfaces: &Surfaces) -> Result<(), Suit
         return Err(reference(
             file,
             "/surfaces".into(),
-            format!("declares surface \"{unused}\", which no step uses; remove it"),
+            format!(
+                "declares surface \"{unused}\", which no step uses; remove /surfaces (the loader derives it from the steps), or remove it"
+            ),
         ));
     }
-    Ok(())
+    Ok(used.into_iter().collect())
 }
 
 /// Every pointer a check reads names a root of the observation document and, below
@@ -802,7 +823,7 @@ mod tests {
         from_files(files)
     }
 
-    const MINIMAL: &str = r#"{"id": "x.y", "title": "t", "rows": ["DISC-7"], "gate": null, "kills": [],
+    const MINIMAL: &str = r#"{"title": "t", "rows": ["DISC-7"], "gate": null, "kills": [],
         "steps": [], "checks": [{"id": "c", "row": "DISC-7", "says": "s", "at": "/discovery", "expect": {"present": true}}]}"#;
 
     #[test]
@@ -827,7 +848,7 @@ mod tests {
                 r#""control": false"#
             };
             format!(
-                r#"{{"id": "x.y", "title": "t", "rows": ["DISC-7", "TURN-A1"], "gate": null, "kills": [],
+                r#"{{"title": "t", "rows": ["DISC-7", "TURN-A1"], "gate": null, "kills": [],
                 "steps": [], "checks": [
                   {{"id": "setup", "row": "DISC-7", "says": "s", "at": "/discovery", "expect": {{"present": true}}, "control": true, "guards": ["DISC-7", "TURN-A1"]}},
                   {{"id": "draft", "row": "TURN-A1", "says": "s", "at": "/discovery", "expect": {{"present": true}}, {role}}},
@@ -929,7 +950,7 @@ mod tests {
     }
 
     /// A scenario of an ordinary row (HOOKS-AUTH-1 needs a control) with one seam step.
-    const GUARDED: &str = r#"{"id": "x.g", "title": "t", "rows": ["HOOKS-AUTH-1"], "gate": null, "kills": [],
+    const GUARDED: &str = r#"{"title": "t", "rows": ["HOOKS-AUTH-1"], "gate": null, "kills": [],
         "surfaces": ["seam:toolhooks/invoke"],
         "steps": [{"step": "seam", "name": "call", "seam": "toolhooks/invoke", "role": "operator", "body": {"principal": "p", "toolName": "t"}}],
         "checks": [
@@ -1042,16 +1063,15 @@ mod tests {
     }
 
     #[test]
-    fn surfaces_must_match_what_the_steps_use() {
+    fn stated_surfaces_must_match_what_the_steps_use() {
+        // Left out, they are derived from the steps.
         let text = GUARDED.replacen(r#""surfaces": ["seam:toolhooks/invoke"],"#, "", 1);
-        let err = embedded_with("scenarios/test/g.json", &text)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("seam:toolhooks/invoke") && err.contains("does not declare"),
-            "{err}"
+        let suite = embedded_with("scenarios/test/g.json", &text).unwrap();
+        assert_eq!(
+            suite.scenario("test.g").unwrap().surfaces,
+            ["seam:toolhooks/invoke"]
         );
-        // An extension member of an upstream seam is a surface of its own.
+        // Stated, an extension member of an upstream seam is a surface of its own.
         let text = GUARDED.replacen(
             r#""toolName": "t"}"#,
             r#""toolName": "t", "receiverUrl": "http://127.0.0.1:1/x"}"#,
@@ -1060,7 +1080,12 @@ mod tests {
         let err = embedded_with("scenarios/test/g.json", &text)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("field:toolhooks/invoke.receiverUrl"), "{err}");
+        assert!(
+            err.contains("field:toolhooks/invoke.receiverUrl")
+                && err.contains("does not declare")
+                && err.contains("remove /surfaces"),
+            "{err}"
+        );
         let text = GUARDED.replacen(
             r#"["seam:toolhooks/invoke"]"#,
             r#"["seam:toolhooks/invoke", "spawn"]"#,
@@ -1070,6 +1095,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("\"spawn\", which no step uses"), "{err}");
+        // Derived or stated, a member surfaces.json does not list is named with the fix.
+        let text = GUARDED
+            .replacen(r#""surfaces": ["seam:toolhooks/invoke"],"#, "", 1)
+            .replacen(r#""toolName": "t"}"#, r#""toolName": "t", "novel": 1}"#, 1);
+        let err = embedded_with("scenarios/test/g.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "\"field:toolhooks/invoke.novel\", which scenarios/surfaces.json does not list"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! `params`; both are expanded at load, before validation, so what runs is the
 //! written-out scenario.
 
+mod derived;
 mod error;
 mod expand;
 mod fragment;
