@@ -22,7 +22,7 @@ use crate::domain::error::{ApiError, json_response};
 use crate::domain::workflows::new_run_id;
 use crate::surface::mcp_server::templates::parse_registration;
 use crate::surface::mcp_server::{MCP_PATH, McpServer};
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 use crate::turn::driver;
 use crate::turn::plan::TurnPlan;
 use crate::turn::records::{self, RunMode};

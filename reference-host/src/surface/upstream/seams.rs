@@ -32,7 +32,7 @@ use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::layer1::{self, RUNS_ENDPOINT};
 use crate::domain::runs::find_visible_run;
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 use crate::surface::seams::idempotency::{self, ConcurrentClaimRequest, race_claim};
 use crate::surface::upstream::common::{fresh_business_key, known_members};
 
