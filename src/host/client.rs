@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use super::{CaCerts, WireMajor};
+use super::paths::WireMajor;
+use super::tls::CaCerts;
 use crate::transcript::Exchange;
 
 /// Time and size budgets, scaled by `--timeout-scale`.
