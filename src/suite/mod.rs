@@ -25,10 +25,11 @@ mod surfaces;
 pub use error::SuiteError;
 pub use registry::{Basis, Family, Level, Profile, Registry, Row};
 pub use scenario::{
-    AbandonPoint, Bound, BurstSpec, CatalogSpec, Check, Condition, DaysSpec, EventsRead, FailFirst,
-    FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall, IgnoringSpec,
-    KillPoint, Matcher, McpServerSpec, ONLY_WHERE_UNWITNESSABLE, ProviderScript, ReceiverSpec,
-    ReleaseSpec, RepeatSpec, SameSetSpec, Scenario, SeamCall, SeamMethod, Shape, Step, WaitSpec,
+    AbandonPoint, Bound, BurstSpec, CatalogSpec, Check, Condition, DaysSpec, EventsRead, Evidence,
+    FailFirst, FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall,
+    IgnoringSpec, KillPoint, Matcher, McpAnswer, McpServerSpec, ONLY_WHERE_UNWITNESSABLE,
+    ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec, SameSetSpec, Scenario, SeamCall,
+    SeamMethod, Shape, Step, WaitSpec,
 };
 pub use schema::SchemaSet;
 pub use surfaces::{Surface, SurfaceKind, Surfaces, fact_id, field_id, fixture_id, seam_id};
