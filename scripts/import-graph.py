@@ -8,7 +8,7 @@ not just a shell over its own library) is read from its root file, following its
 is an edge A -> B:
 
   - `crate::…`, `self::…`, `super::…` paths;
-  - a bare path through a child module (`load::check` in `suite` is `suite -> suite::load`),
+  - a bare path through a child module (`load::from_dir` in `loader` is `loader -> loader::load`),
     in a `use` or in code;
   - a path through a name a `use` bound to a module (`use crate::suite;` then `suite::x`);
   - a path into another workspace crate (`toolcert_core::suite::…`): an edge between modules

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::interrupt;
 use super::target::{Target, TargetError};
-use crate::host::budget::{MAX_DEPTH, MAX_DISCOVERY_BYTES, MemoryBudget, bound_depth, json_len};
+use crate::budget::{MAX_DEPTH, MAX_DISCOVERY_BYTES, MemoryBudget, bound_depth, json_len};
 use crate::host::{
     Budgets, Discovery, HostClient, HostProfile, STARTUP_BUDGET, SpawnCommand, SpawnedHost,
     discover,
@@ -198,7 +198,7 @@ impl Session {
             HostClient::new_with_ca_certs(&target.base_url, tokens, opts.budgets, &opts.ca_certs)
                 .map_err(|e| TargetError::Client(e.to_string()))?;
         // One budget for everything the run keeps of what hosts send, every trial's client
-        // included ([`crate::host::budget`]); set once discovery is read, which keeps only
+        // included ([`crate::budget`]); set once discovery is read, which keeps only
         // the document it takes (bounded on its own, [`bounded_discovery`]).
         let budget = std::sync::Arc::new(MemoryBudget::for_trials(opts.repeat));
         let receiver = Receiver::start().await.map_err(TargetError::Receiver)?;

@@ -90,8 +90,8 @@ impl ScenarioCtx<'_> {
     /// What a double saw, as kept: bounded in depth and charged to the run's memory budget
     /// (an `error` observation naming the budget once it is spent).
     pub(super) fn keep_double(&self, mut seen: Value) -> Value {
-        crate::host::budget::bound_depth(&mut seen, crate::host::budget::MAX_DEPTH);
-        match self.client.charge(crate::host::budget::json_len(&seen)) {
+        crate::budget::bound_depth(&mut seen, crate::budget::MAX_DEPTH);
+        match self.client.charge(crate::budget::json_len(&seen)) {
             Ok(()) => seen,
             Err(e) => NotObserved::error(e.to_string()).to_value(),
         }

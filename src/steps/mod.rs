@@ -74,7 +74,7 @@ impl ScenarioCtx<'_> {
         }
         let mut value = obs.value;
         // Judged as the report keeps it: no deeper than a report can be read back.
-        crate::host::budget::bound_depth(&mut value, crate::host::budget::MAX_DEPTH);
+        crate::budget::bound_depth(&mut value, crate::budget::MAX_DEPTH);
         self.doc["steps"][step.name()] = value;
         flow
     }
