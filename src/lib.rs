@@ -44,6 +44,9 @@
 //! # Ok(()) }
 //! ```
 
+// Every public item says what it is and why it exists (checked, not hoped for).
+#![deny(missing_docs)]
+
 pub mod baseline;
 pub mod budget;
 pub mod bundle;

@@ -25,7 +25,7 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod body;
 pub mod response;

@@ -556,6 +556,8 @@ pub struct IgnoringSpec {
     pub ignore: Vec<String>,
 }
 
+/// What a check expects of the value its pointer names: one matcher, written as a
+/// single-member object (`{"equals": …}`) and evaluated exactly by `expect::matcher`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Matcher {
