@@ -7,8 +7,10 @@
 //!
 //! The crate is a library with a thin binary on top:
 //!
-//! - [`suite`] loads and validates the requirement registry and the scenario files;
+//! - [`suite`] is the requirement registry and the scenario files, loaded and validated (by
+//!   the private `loader`, which sits above [`expect`] and [`observation`]);
 //! - [`host`] talks to a host: discovery, wire major, paths, bearer tokens per role;
+//! - [`budget`] bounds what a run keeps of what hosts send (memory, depth, JSON values);
 //! - [`witness`] holds the doubles toolcert owns (the tool receiver);
 //! - [`steps`] runs the typed steps a scenario is made of and records observations;
 //! - [`observation`] types what each step kind observes, and "not observed";
@@ -42,13 +44,18 @@
 //! # Ok(()) }
 //! ```
 
+// Every public item says what it is and why it exists (checked, not hoped for).
+#![deny(missing_docs)]
+
 pub mod baseline;
+pub mod budget;
 pub mod bundle;
 pub mod canonical;
 pub mod cli;
 pub mod expect;
 pub mod host;
 pub mod input;
+mod loader;
 #[cfg(feature = "reference")]
 pub mod matrix;
 pub mod mcp;

@@ -91,7 +91,7 @@ pub const MAX_PRETTY_JSON_BYTES: usize = 8 * 1024 * 1024;
 pub fn json_text(value: &serde_json::Value) -> String {
     // Measured before it is built: the pretty text of deeply nested host values can be many
     // times the compact one, and building it only to drop it would cost that much memory.
-    let mut pretty = crate::host::budget::ByteCount::default();
+    let mut pretty = crate::budget::ByteCount::default();
     let _ = serde_json::to_writer_pretty(&mut pretty, value);
     let mut text = if pretty.0 <= MAX_PRETTY_JSON_BYTES {
         serde_json::to_string_pretty(value).unwrap_or_default()

@@ -76,7 +76,7 @@ pub struct Transcript {
     /// The run's memory budget what this transcript keeps is charged to (none: unbounded
     /// but for the per-entry and per-scenario bounds).
     #[serde(skip)]
-    budget: Option<std::sync::Arc<crate::host::budget::MemoryBudget>>,
+    budget: Option<std::sync::Arc<crate::budget::MemoryBudget>>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -85,7 +85,7 @@ fn is_zero(n: &usize) -> bool {
 
 impl Transcript {
     /// An empty transcript whose entries are charged to `budget`.
-    pub fn charged_to(budget: Option<std::sync::Arc<crate::host::budget::MemoryBudget>>) -> Self {
+    pub fn charged_to(budget: Option<std::sync::Arc<crate::budget::MemoryBudget>>) -> Self {
         Transcript {
             budget,
             ..Transcript::default()
@@ -99,7 +99,7 @@ impl Transcript {
         for body in [&mut exchange.request_body, &mut exchange.response_body] {
             if let Some(b) = body.as_mut() {
                 cap_in_place(b, MAX_KEPT_BODY_BYTES);
-                crate::host::budget::bound_depth(b, crate::host::budget::MAX_DEPTH);
+                crate::budget::bound_depth(b, crate::budget::MAX_DEPTH);
             }
         }
         if let Some(budget) = &self.budget {
@@ -108,7 +108,7 @@ impl Transcript {
             let bodies: usize = [&exchange.request_body, &exchange.response_body]
                 .into_iter()
                 .flatten()
-                .map(crate::host::budget::json_len)
+                .map(crate::budget::json_len)
                 .sum();
             if budget.charge(bodies).is_err() {
                 for body in [&mut exchange.request_body, &mut exchange.response_body] {

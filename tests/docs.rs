@@ -25,7 +25,10 @@ fn yaml_blocks(doc: &str) -> Vec<String> {
             (None, _) => {}
         }
     }
-    assert!(current.is_none(), "an unclosed ```yaml block in docs/guide/release-gates.md");
+    assert!(
+        current.is_none(),
+        "an unclosed ```yaml block in docs/guide/release-gates.md"
+    );
     out
 }
 

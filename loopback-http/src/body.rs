@@ -13,6 +13,9 @@ use http_body_util::{BodyExt, Empty, Full, Limited, StreamBody};
 /// connection, which is how a double cuts an answer short.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// What every handler answers with.
+pub type Response = http::Response<Body>;
+
 /// A response body: whole (its length is declared) or streamed (chunked).
 pub struct Body(UnsyncBoxBody<Bytes, BoxError>);
 
@@ -121,20 +124,6 @@ impl RequestBody {
             Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
             Err(e) => Err(BodyError::Transport(e.to_string())),
         }
-    }
-}
-
-impl RequestBody {
-    /// [`RequestBody::read`] with at most [`DEFAULT_BODY_LIMIT`] bytes; a failure is already
-    /// the answer: `413` (or `400` for a broken transfer) with a plain-text reason.
-    pub async fn read_or_reject(self) -> Result<Bytes, crate::Response> {
-        self.read(DEFAULT_BODY_LIMIT).await.map_err(|e| {
-            let status = match e {
-                BodyError::TooLarge => http::StatusCode::PAYLOAD_TOO_LARGE,
-                BodyError::Transport(_) => http::StatusCode::BAD_REQUEST,
-            };
-            crate::response::text(status, format!("Failed to buffer the request body: {e}"))
-        })
     }
 }
 

@@ -25,18 +25,15 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod body;
 pub mod response;
 mod router;
 mod server;
 
-pub use body::{Body, BodyError, DEFAULT_BODY_LIMIT, RequestBody};
+pub use body::{Body, BodyError, DEFAULT_BODY_LIMIT, RequestBody, Response};
 pub use router::{Request, Router};
 pub use server::Server;
-
-/// What every handler answers with.
-pub type Response = http::Response<Body>;
 
 pub use http::{HeaderMap, HeaderValue, Method, StatusCode, header};

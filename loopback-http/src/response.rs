@@ -1,9 +1,11 @@
-//! The responses the doubles build most: JSON, plain text, a bare status.
+//! The responses the doubles build most: JSON, plain text, a bare status; and the answer to
+//! a request body that could not be read ([`RequestBody::read_or_reject`]).
 
+use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use serde_json::Value;
 
-use crate::{Body, Response};
+use crate::body::{Body, BodyError, DEFAULT_BODY_LIMIT, RequestBody, Response};
 
 /// `status` with `body` as compact JSON (`content-type: application/json`).
 pub fn json(status: StatusCode, body: &Value) -> Response {
@@ -30,4 +32,18 @@ pub fn with_type(status: StatusCode, content_type: &'static str, body: Body) -> 
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
+}
+
+impl RequestBody {
+    /// [`RequestBody::read`] with at most [`DEFAULT_BODY_LIMIT`] bytes; a failure is already
+    /// the answer: `413` (or `400` for a broken transfer) with a plain-text reason.
+    pub async fn read_or_reject(self) -> Result<Bytes, Response> {
+        self.read(DEFAULT_BODY_LIMIT).await.map_err(|e| {
+            let status = match e {
+                BodyError::TooLarge => http::StatusCode::PAYLOAD_TOO_LARGE,
+                BodyError::Transport(_) => http::StatusCode::BAD_REQUEST,
+            };
+            text(status, format!("Failed to buffer the request body: {e}"))
+        })
+    }
 }

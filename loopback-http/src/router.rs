@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 
-use crate::{RequestBody, Response, response};
+use crate::body::{RequestBody, Response};
+use crate::response;
 
 /// One request as a handler sees it.
 #[derive(Debug)]

@@ -13,8 +13,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
+use crate::body::{RequestBody, Response};
 use crate::router::{Request, Router};
-use crate::{RequestBody, Response};
 
 /// How long the accept loop pauses after an accept error that is not about one connection
 /// (say, out of file descriptors), so it does not spin.

@@ -105,7 +105,7 @@
 //! curl -s -X DELETE http://127.0.0.1:PORT/_toolcert/scripts/tc-abc123-turn
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod anthropic;
 mod control;

@@ -5,6 +5,9 @@
 //! one known bug at one named place. Embed it with [`start`] or run the
 //! `reference-host` binary. See `docs/reference/reference-host/README.md`.
 
+// Every public item says what it is and why it exists (checked, not hoped for).
+#![deny(missing_docs)]
+
 // One folder per layer (reference-host/layers.txt); a module imports its own
 // layer and those below.
 pub mod base;

@@ -808,7 +808,7 @@ mod tests {
             // Compact text with members reordered by serde_json, keyed checks written in their
             // array form (in file order, which is the order they are judged in): the same suite.
             let value: Value = if path.starts_with("scenarios/") {
-                crate::suite::keyed::parse_scenario(text).unwrap()
+                crate::loader::keyed::parse_scenario(text).unwrap()
             } else {
                 serde_json::from_str(text).unwrap()
             };

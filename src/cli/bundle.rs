@@ -53,7 +53,7 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .context("--key")?;
     let bundle = crate::bundle::load(&args.bundle)?;
-    let suite = super::load_suite(args.suite.as_deref()).context("loading the suite")?;
+    let suite = super::common::load_suite(args.suite.as_deref()).context("loading the suite")?;
     let shown = args.bundle.display().to_string();
     let verified = crate::bundle::verify(&suite, &bundle, &shown, key.as_ref())?;
     println!(

@@ -16,7 +16,7 @@ pub struct CoverageArgs {
 }
 
 pub(super) fn run(args: CoverageArgs) -> anyhow::Result<ExitCode> {
-    let suite = super::load_suite(args.suite.as_deref())?;
+    let suite = super::common::load_suite(args.suite.as_deref())?;
     print!("{}", render(&suite, args.verbose));
     Ok(ExitCode::SUCCESS)
 }

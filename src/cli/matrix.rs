@@ -41,8 +41,8 @@ pub struct MatrixArgs {
 }
 
 pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
-    let suite = super::load_suite(args.suite.as_deref())?;
-    let rt = super::runtime()?;
+    let suite = super::common::load_suite(args.suite.as_deref())?;
+    let rt = super::common::runtime()?;
     anyhow::ensure!(
         args.jobs >= 1 && args.columns >= 1,
         "--jobs {} --columns {}: expected at least 1 of each",

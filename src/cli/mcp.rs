@@ -399,7 +399,7 @@ pub struct DoubleArgs {
 
 /// Run `toolcert mcp …`.
 pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
-    let rt = super::runtime()?;
+    let rt = super::common::runtime()?;
     match args.command {
         McpCommand::Capture(a) => rt.block_on(capture(a)),
         McpCommand::Review(a) => review_cmd(a),

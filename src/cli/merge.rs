@@ -68,7 +68,7 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         .map(crate::baseline::Expectations::load)
         .transpose()
         .context("--expect")?;
-    let suite = super::load_suite(args.suite.as_deref()).context("loading the suite")?;
+    let suite = super::common::load_suite(args.suite.as_deref()).context("loading the suite")?;
     let output = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
     for shard in &args.shards {
         anyhow::ensure!(

@@ -13,7 +13,7 @@ pub struct MockProviderArgs {
 }
 
 pub(super) fn run(args: MockProviderArgs) -> anyhow::Result<ExitCode> {
-    let rt = super::runtime()?;
+    let rt = super::common::runtime()?;
     rt.block_on(mock_provider::serve_standalone(SocketAddr::from((
         [127, 0, 0, 1],
         args.port,

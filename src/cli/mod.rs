@@ -2,6 +2,7 @@
 
 mod baseline;
 mod bundle;
+mod common;
 pub mod console;
 mod coverage;
 mod keygen;
@@ -110,25 +111,4 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// Load the embedded suite or the one at `--suite DIR`.
-///
-/// With the reference host built in, every `kills` name must be one of its mutants, as the
-/// matrix requires; without it the names cannot be checked and are not.
-fn load_suite(dir: Option<&std::path::Path>) -> anyhow::Result<crate::suite::Suite> {
-    let suite = match dir {
-        Some(d) => crate::suite::Suite::from_dir(d)?,
-        None => crate::suite::Suite::embedded()?,
-    };
-    #[cfg(feature = "reference")]
-    crate::matrix::check_kills(&suite)?;
-    Ok(suite)
-}
-
-/// A multi-threaded runtime for the CLI.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
 }

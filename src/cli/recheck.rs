@@ -19,7 +19,7 @@ pub struct RecheckArgs {
 
 pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
     let report = crate::recheck::load_sealed(&args.report)?;
-    let suite = super::load_suite(args.suite.as_deref()).context("loading the suite")?;
+    let suite = super::common::load_suite(args.suite.as_deref()).context("loading the suite")?;
     let shown = args.report.display().to_string();
     let outcome = crate::recheck::recheck(&suite, &report, &shown)?;
     print_outcome(&outcome);

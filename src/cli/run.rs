@@ -350,7 +350,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .map(crate::bundle::keys::load_secret)
         .transpose()
         .context("--sign")?;
-    let suite = Arc::new(super::load_suite(args.suite.as_deref()).context("loading the suite")?);
+    let suite =
+        Arc::new(super::common::load_suite(args.suite.as_deref()).context("loading the suite")?);
     let filtered: Vec<&str> = suite
         .scenarios
         .iter()
@@ -397,7 +398,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         println!("{} tests, 0 benchmarks", listed.len());
         return Ok(ExitCode::SUCCESS);
     }
-    let rt = super::runtime()?;
+    let rt = super::common::runtime()?;
     super::signals::install(&rt);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()

@@ -20,7 +20,7 @@ pub struct SuiteArgs {
 }
 
 pub(super) fn run(args: SuiteArgs) -> anyhow::Result<ExitCode> {
-    let suite = super::load_suite(args.suite.as_deref())?;
+    let suite = super::common::load_suite(args.suite.as_deref())?;
     let wanted = |id: &str| args.filters.is_empty() || args.filters.iter().any(|f| id.contains(f));
     let mut out = std::io::stdout().lock();
     if args.expanded {

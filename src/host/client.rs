@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use super::{CaCerts, WireMajor};
+use super::paths::WireMajor;
+use super::tls::CaCerts;
 use crate::transcript::Exchange;
 
 /// Time and size budgets, scaled by `--timeout-scale`.
@@ -90,9 +91,9 @@ pub enum TransportError {
         /// Why.
         reason: String,
     },
-    /// The run's memory budget is spent ([`super::budget`]): the answer was not kept.
+    /// The run's memory budget is spent ([`crate::budget`]): the answer was not kept.
     #[error("{0}")]
-    OverBudget(#[from] super::budget::Exhausted),
+    OverBudget(#[from] crate::budget::Exhausted),
     /// The connection broke mid-exchange or the request could not be built.
     #[error("exchange with {url} failed: {message}")]
     Broken {
@@ -196,7 +197,7 @@ pub struct HostClient {
     /// Whether `--ca-cert` roots replace the system's (for the hint on certificate errors).
     tls_roots_given: bool,
     /// The run's memory budget every kept answer is charged to, once a session sets it.
-    budget: Option<std::sync::Arc<super::budget::MemoryBudget>>,
+    budget: Option<std::sync::Arc<crate::budget::MemoryBudget>>,
 }
 
 impl HostClient {
@@ -253,12 +254,12 @@ impl HostClient {
     }
 
     /// Charge every answer this client (and each client made from it) keeps to `budget`.
-    pub fn set_budget(&mut self, budget: std::sync::Arc<super::budget::MemoryBudget>) {
+    pub fn set_budget(&mut self, budget: std::sync::Arc<crate::budget::MemoryBudget>) {
         self.budget = Some(budget);
     }
 
     /// The run's memory budget, once set.
-    pub fn budget(&self) -> Option<&std::sync::Arc<super::budget::MemoryBudget>> {
+    pub fn budget(&self) -> Option<&std::sync::Arc<crate::budget::MemoryBudget>> {
         self.budget.as_ref()
     }
 
@@ -555,12 +556,12 @@ pub(crate) fn parse_body(bytes: &[u8]) -> Value {
     }
     let text = String::from_utf8_lossy(bytes);
     // Refused before parsing: what would take far more memory parsed than it took to send.
-    let (values, _) = super::budget::shape_of(bytes);
-    if values > super::budget::MAX_BODY_VALUES {
+    let (values, _) = crate::budget::shape_of(bytes);
+    if values > crate::budget::MAX_BODY_VALUES {
         let prefix: String = text.chars().take(512).collect();
         return json!({"$nonJson": prefix, "$parseError": format!(
             "not parsed: the body holds more than {} JSON values, toolcert's bound for one answer",
-            super::budget::MAX_BODY_VALUES
+            crate::budget::MAX_BODY_VALUES
         )});
     }
     match crate::canonical::parse_strict(&text) {

@@ -10,7 +10,8 @@
 
 use serde_json::Value;
 
-use super::{HostClient, HostRequest, TransportError, WireMajor};
+use super::client::{HostClient, HostRequest, TransportError};
+use super::paths::WireMajor;
 use crate::transcript::Exchange;
 
 /// The captured discovery document.

@@ -1,7 +1,6 @@
 //! Talking to a host: the HTTP client with its budgets, discovery and the wire major,
 //! paths per major, and bearer tokens per role.
 
-pub mod budget;
 mod client;
 mod discovery;
 pub mod loopback;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
-use super::{HostClient, TransportError};
+use super::client::{HostClient, TransportError};
 
 /// The largest single event (its pending line, `id`, `event` and `data` together) the parser
 /// buffers by default: 1 MiB, far above any event a conformance run produces.

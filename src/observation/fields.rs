@@ -9,6 +9,7 @@
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde::forward_to_deserialize_any;
 
+use super::RepeatObservation;
 use super::kinds::*;
 use crate::suite::{HostActionKind, Step};
 

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Observation;
 use crate::witness::Arrival;
 
 /// `http` (and each item of `burst`, discovery's answers): one answer of the host.
@@ -251,26 +250,6 @@ pub struct PartialLog {
     pub kept: usize,
     /// The first events read.
     pub events: Vec<Value>,
-}
-
-/// `repeat`: a seam call repeated until a condition held.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RepeatObservation {
-    /// Calls made.
-    pub iterations: usize,
-    /// Their statuses.
-    pub statuses: Vec<u16>,
-    /// How many the host reported `ok`.
-    pub ok_count: u32,
-    /// Whether an answer met the condition.
-    pub condition_met: bool,
-    /// The first answer.
-    pub first: Option<SeamObservation>,
-    /// The last answer.
-    pub last: Option<SeamObservation>,
-    /// The answer that met the condition; `blocked` when none did.
-    pub met: Observation<SeamObservation>,
 }
 
 /// `foreach`: the same seam call made `count` times.

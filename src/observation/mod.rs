@@ -170,6 +170,28 @@ pub const OBSERVATION_ROOTS: &[&str] = &["steps", "receivers", "providers", "mcp
 /// ([`RepeatObservation::met`]), and so may be not-made.
 pub const NESTED: &[&str] = &["met"];
 
+/// `repeat`: a seam call repeated until a condition held. Kept here beside [`Observation`],
+/// not with the other step kinds ([`kinds`]): it holds an `Observation` while [`NotObserved`]
+/// holds kinds, so in `kinds` the two modules would import each other.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepeatObservation {
+    /// Calls made.
+    pub iterations: usize,
+    /// Their statuses.
+    pub statuses: Vec<u16>,
+    /// How many the host reported `ok`.
+    pub ok_count: u32,
+    /// Whether an answer met the condition.
+    pub condition_met: bool,
+    /// The first answer.
+    pub first: Option<SeamObservation>,
+    /// The last answer.
+    pub last: Option<SeamObservation>,
+    /// The answer that met the condition; `blocked` when none did.
+    pub met: Observation<SeamObservation>,
+}
+
 /// Where a check's pointer may meet a not-made observation: the recorded observation at
 /// `/ROOT/NAME`, and its nested observation fields.
 pub trait MarkerPositions {

@@ -18,7 +18,7 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::Report as JsonReport;
+use super::json::Report as JsonReport;
 use crate::verdict::{Disposition, Standing};
 
 fn standing_word(s: Standing) -> &'static str {

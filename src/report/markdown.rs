@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::Report;
+use super::json::Report;
 use crate::verdict::{Disposition, Evidence, Standing};
 
 /// Text fit for one Markdown table cell or list item: one line (no line break or other

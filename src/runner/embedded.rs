@@ -2,8 +2,9 @@
 //! its `--repeat` trial hosts, and the runs of the mutation matrix and the benchmarks.
 
 use super::embedded_host::{Embedded, mutant_in_trial};
+use super::run::run_selected_after_open;
+use super::session::{RunOptions, RunOutcome, Session};
 use super::target::{Target, TargetError};
-use super::{RunOptions, RunOutcome, Session, run_selected_after_open};
 use crate::host::{HostProfile, SpawnCommand, reference_host_exe};
 use crate::suite::{Scenario, Suite};
 

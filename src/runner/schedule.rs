@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use tokio::sync::{RwLock, Semaphore};
 
-use super::{ScenarioResult, Session};
+use super::session::{ScenarioResult, Session};
 use crate::suite::{Scenario, Suite};
 
 /// The tag of a scenario that must run with nothing else in flight (it measures something

@@ -3,7 +3,8 @@
 //! A concurrent duplicate (IDEM-L1-4) must be processed once: the others wait for the same
 //! answer or get `409 idempotency_in_flight`. The requests are built once and sent together.
 
-use super::{Flow, ScenarioCtx, http, transport_failure};
+use super::ctx::{Flow, ScenarioCtx, transport_failure};
+use super::http;
 use crate::observation::{BurstObservation, HttpObservation, Observation};
 use crate::suite::BurstSpec;
 

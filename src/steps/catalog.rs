@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::{Flow, ScenarioCtx, require_role, transport_failure};
+use super::ctx::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::{HostRequest, HostResponse};
 use crate::observation::{CatalogObservation, HiddenToolProbe, Observation};
 use crate::suite::CatalogSpec;

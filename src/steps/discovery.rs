@@ -1,6 +1,6 @@
 //! `discovery`: re-fetch discovery with `If-None-Match` (DISC-6) and record both answers.
 
-use super::{Flow, ScenarioCtx, transport_failure};
+use super::ctx::{Flow, ScenarioCtx, transport_failure};
 use crate::host::HostRequest;
 use crate::observation::{DiscoveryObservation, Observation};
 

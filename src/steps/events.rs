@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Flow, ScenarioCtx, require_role, transport_failure};
+use super::ctx::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::{HostRequest, SseCap, SseEnd, SseLimits, TransportError, WireMajor};
 use crate::observation::{
     Context, EventsObservation, HttpObservation, NotObserved, Observation, Pairing, PartialLog,
@@ -331,62 +331,6 @@ pub(super) async fn run(
             (observation(&run_id, collected), Flow::Continue)
         }
         Err((not_made, flow)) => (not_made.into(), flow),
-    }
-}
-
-/// After this many event reads in a row were cut before their run's log ended, a host's logs
-/// are taken never to end: the run's later reads are `blocked` at once, naming the cap,
-/// instead of each waiting out its read budget (a host whose runs stay `running` for ever
-/// otherwise held the whole suite for 755 s).
-pub const LOG_CUTS_AFTER: usize = 3;
-
-/// The event reads of one run: how many in a row were cut, and once [`LOG_CUTS_AFTER`] were,
-/// why no more are made. Shared by every scenario of a session.
-#[derive(Debug, Default)]
-pub struct LogReads {
-    streak: std::sync::atomic::AtomicUsize,
-    stopped: std::sync::OnceLock<String>,
-    /// Wakes the reads under way when reading stops.
-    stop: tokio::sync::Notify,
-}
-
-impl LogReads {
-    /// A read reached the end of its run's log: the streak starts again.
-    fn ended(&self) {
-        self.streak.store(0, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// A read was cut (`reason`) after up to `budget` of reading.
-    fn cut(&self, reason: &str, budget: Duration) {
-        let streak = self
-            .streak
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-            + 1;
-        if streak >= LOG_CUTS_AFTER && self.stopped.get().is_none() {
-            let _ = self.stopped.set(format!(
-                "not read: {streak} event reads in a row on this host were cut before their run's log ended (each may take its read budget of {} ms; the last: {reason}), so toolcert takes this host's logs never to end and reads no more of them; toolcert cannot witness the end of the run",
-                budget.as_millis()
-            ));
-            self.stop.notify_waiters();
-        }
-    }
-
-    /// Why no more reads are made, once that is so.
-    pub fn stopped(&self) -> Option<String> {
-        self.stopped.get().cloned()
-    }
-
-    /// Resolves with [`LogReads::stopped`]'s reason once reading stops.
-    async fn stopping(&self) -> String {
-        loop {
-            let woken = self.stop.notified();
-            tokio::pin!(woken);
-            woken.as_mut().enable();
-            if let Some(why) = self.stopped() {
-                return why;
-            }
-            woken.await;
-        }
     }
 }
 
@@ -892,13 +836,11 @@ mod tests {
 
     use std::time::Duration;
 
-    use super::{
-        Collected, LOG_CUTS_AFTER, LogReads, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation,
-        session_brackets,
-    };
+    use super::{Collected, MAX_EVENTS, PARTIAL_KEPT_BYTES, observation, session_brackets};
     use crate::host::{Budgets, Discovery, HostClient, WireMajor};
     use crate::observation::{Context, NotObserved, Unobserved};
     use crate::steps::ScenarioCtx;
+    use crate::steps::{LOG_CUTS_AFTER, LogReads};
     use crate::suite::{EventsRead, Step};
     use crate::transcript::Transcript;
     use crate::witness::Receiver;

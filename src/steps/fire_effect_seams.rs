@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Flow, ScenarioCtx, require_role, transport_failure};
+use super::ctx::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::HostRequest;
 use crate::observation::{EffectSeamRow, FireEffectSeamsObservation, NotObserved, Observation};
 use crate::suite::FireEffectSeamsSpec;

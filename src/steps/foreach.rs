@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Flow, ScenarioCtx, seam};
+use super::ctx::{Flow, ScenarioCtx};
+use super::seam;
 use crate::observation::{ForeachObservation, Observation};
 use crate::suite::ForeachSpec;
 

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Flow, Recorded, ScenarioCtx, record};
+use super::ctx::{Flow, Recorded, ScenarioCtx, record};
 use crate::observation::{
     KillObservation, NotObserved, Observation, RestartObservation, WaitObservation,
 };

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Flow, ScenarioCtx, require_role, transport_failure};
+use super::ctx::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::{HostRequest, Sent};
 use crate::observation::{AbandonObservation, HttpObservation, NotObserved, Observation};
 use crate::suite::{AbandonPoint, HttpCall};

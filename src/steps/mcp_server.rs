@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::ScenarioCtx;
+use super::ctx::ScenarioCtx;
 use crate::observation::{McpCall, McpList, McpServerObservation, NotObserved, Observation};
 use crate::suite::McpServerSpec;
 use crate::witness::{McpRequest, McpServer};
@@ -103,8 +103,8 @@ pub(super) fn observe(mcp: &McpServer, id: &str, url: Value) -> McpServerObserva
                 at_ms: r.at_ms,
             })
             .collect(),
-        distinct_rpc_ids: Some(super::distinct_non_null(calls.iter().map(|r| &r.id))),
-        distinct_idempotency_keys: Some(super::distinct_non_null(
+        distinct_rpc_ids: Some(super::ctx::distinct_non_null(calls.iter().map(|r| &r.id))),
+        distinct_idempotency_keys: Some(super::ctx::distinct_non_null(
             calls.iter().map(|r| &r.idempotency_key),
         )),
         requests: Some(requests.len()),

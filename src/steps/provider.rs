@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::ScenarioCtx;
+use super::ctx::ScenarioCtx;
 use crate::observation::{Context, NotObserved, Observation, ProviderObservation};
 use crate::suite::ProviderScript;
 

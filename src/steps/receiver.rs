@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::ScenarioCtx;
+use super::ctx::ScenarioCtx;
 use crate::observation::{NotObserved, Observation, ReceiverObservation};
 use crate::suite::ReceiverSpec;
 

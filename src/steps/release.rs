@@ -1,6 +1,6 @@
 //! `release`: a holding receiver answers the calls it holds (and every later one at once).
 
-use super::ScenarioCtx;
+use super::ctx::ScenarioCtx;
 use crate::observation::{NotObserved, Observation, ReleaseObservation};
 use crate::suite::ReleaseSpec;
 

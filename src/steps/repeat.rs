@@ -8,7 +8,8 @@
 
 use serde_json::Value;
 
-use super::{Flow, ScenarioCtx, seam};
+use super::ctx::{Flow, ScenarioCtx};
+use super::seam;
 use crate::expect::matches;
 use crate::observation::{NotObserved, Observation, RepeatObservation, SeamObservation};
 use crate::suite::RepeatSpec;

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::{Flow, ScenarioCtx, require_role, transport_failure};
+use super::ctx::{Flow, ScenarioCtx, require_role, transport_failure};
 use crate::host::{HostRequest, HostResponse};
 use crate::observation::{HttpHead, NotObserved, Observation, SeamObservation};
 use crate::suite::{SeamCall, SeamMethod, SurfaceKind, field_id, seam_id};

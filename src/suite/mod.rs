@@ -8,27 +8,25 @@
 //! A scenario file may use fragments (`scenarios/fragments/`) and declare
 //! `params`; both are expanded at load, before validation, so what runs is the
 //! written-out scenario.
+//!
+//! This module is the data model; the loader (the crate's private `loader` module, above
+//! [`crate::expect`] and [`crate::observation`], which it validates checks against) builds a
+//! [`Suite`] through [`Suite::embedded`] and [`Suite::from_dir`].
 
-mod derived;
 mod error;
-mod expand;
-mod fragment;
-pub(crate) mod keyed;
-mod load;
-mod params;
 mod registry;
 mod scenario;
 mod schema;
-mod shorthand;
-mod surfaces;
+pub(crate) mod surfaces;
 
 pub use error::SuiteError;
 pub use registry::{Basis, Family, Level, Profile, Registry, Row};
 pub use scenario::{
-    AbandonPoint, Bound, BurstSpec, CatalogSpec, Check, Condition, DaysSpec, EventsRead, FailFirst,
-    FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall, IgnoringSpec,
-    KillPoint, Matcher, McpServerSpec, ONLY_WHERE_UNWITNESSABLE, ProviderScript, ReceiverSpec,
-    ReleaseSpec, RepeatSpec, SameSetSpec, Scenario, SeamCall, SeamMethod, Shape, Step, WaitSpec,
+    AbandonPoint, Bound, BurstSpec, CatalogSpec, Check, Condition, DaysSpec, EventsRead, Evidence,
+    FailFirst, FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall,
+    IgnoringSpec, KillPoint, Matcher, McpAnswer, McpServerSpec, ONLY_WHERE_UNWITNESSABLE,
+    ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec, SameSetSpec, Scenario, SeamCall,
+    SeamMethod, Shape, Step, WaitSpec,
 };
 pub use schema::SchemaSet;
 pub use surfaces::{Surface, SurfaceKind, Surfaces, fact_id, field_id, fixture_id, seam_id};
@@ -59,20 +57,6 @@ pub struct Suite {
 }
 
 impl Suite {
-    /// The suite embedded in this build of toolcert.
-    pub fn embedded() -> Result<Suite, SuiteError> {
-        let files = embedded::FILES
-            .iter()
-            .map(|(p, c)| (p.to_string(), c.to_string()))
-            .collect();
-        load::from_files(files)
-    }
-
-    /// Load the suite from a checkout: `DIR/scenarios/**.json` and `DIR/schemas/**.json`.
-    pub fn from_dir(dir: &std::path::Path) -> Result<Suite, SuiteError> {
-        load::from_dir(dir)
-    }
-
     /// The suite's digest: `sha256:` and the hex SHA-256 of the RFC 8785 form of
     /// [`Suite::file_digests`], so two suites with the same rules and scenarios agree whatever
     /// their formatting (certification bundles record it).

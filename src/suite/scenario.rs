@@ -178,7 +178,7 @@ pub struct McpServerSpec {
     /// One answer per `tools/call`, in order; a call past the end gets a JSON-RPC error and
     /// is recorded as a problem.
     #[serde(default)]
-    pub answers: Vec<crate::witness::McpAnswer>,
+    pub answers: Vec<McpAnswer>,
     /// The tools `tools/list` serves, verbatim (templated; e.g. a tool whose annotations
     /// lie about what it does, DESC-6).
     #[serde(default)]
@@ -503,7 +503,7 @@ pub struct Check {
     /// `double`, anything else ⇒ `wire`). A seam's account of what happened elsewhere must say
     /// `self-report`: it can prove a violation, never compliance.
     #[serde(default)]
-    pub evidence: Option<crate::verdict::Evidence>,
+    pub evidence: Option<Evidence>,
     /// Wire majors the check applies to (default: those of its row); on another major it is
     /// `inapplicable`, so a v1 rule and its v2 twin can sit side by side.
     #[serde(default)]
@@ -556,6 +556,8 @@ pub struct IgnoringSpec {
     pub ignore: Vec<String>,
 }
 
+/// What a check expects of the value its pointer names: one matcher, written as a
+/// single-member object (`{"equals": …}`) and evaluated exactly by `expect::matcher`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Matcher {
@@ -670,4 +672,75 @@ pub struct SameSetSpec {
     /// scenario compares its own tools while other scenarios register theirs in parallel.
     #[serde(default)]
     pub containing: Option<String>,
+}
+
+/// One scripted answer to a `tools/call`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpAnswer {
+    /// A complete result with one text block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// `structuredContent` of a complete result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// `isError` of a complete result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// `_meta` of a complete result (e.g. a peer claiming scopes it cannot grant, TRUST-5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+    /// An MRTR `input_required` result: `{inputRequests, requestState?}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_required: Option<Value>,
+    /// A JSON-RPC error `{code, message}` instead of a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_error: Option<Value>,
+}
+
+/// What a check observes, strongest first. A row passes at the strongest level its
+/// observations reached; a self-report can prove a violation and never compliance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Evidence {
+    /// A seam's account of what happened elsewhere (`delivered: 1`, a ledger saying "no
+    /// re-fire"): the host's word about itself.
+    SelfReport,
+    /// The host's answer to toolcert's own request, judged by toolcert (a recomputed
+    /// argsHash, a 409 code, a replay header, an event in its durable log).
+    Wire,
+    /// Counted at a double toolcert owns (receiver, mock provider, MCP server).
+    Double,
+}
+
+impl Evidence {
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Evidence::SelfReport => "self-report",
+            Evidence::Wire => "wire",
+            Evidence::Double => "double",
+        }
+    }
+}
+
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Evidence {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "double" => Ok(Evidence::Double),
+            "wire" => Ok(Evidence::Wire),
+            "self-report" => Ok(Evidence::SelfReport),
+            other => Err(format!(
+                "unknown evidence level {other:?}; expected double, wire or self-report"
+            )),
+        }
+    }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::SuiteError;
+use super::error::SuiteError;
 
 /// Compiled schemas, keyed by their path relative to the repo (`schemas/report.schema.json`).
 #[derive(Clone, Default)]

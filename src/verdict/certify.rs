@@ -32,8 +32,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Disposition, Evidence, RowVerdict};
+use super::fold::RowVerdict;
+use super::outcome::Disposition;
 use crate::partition::Partition;
+use crate::suite::Evidence;
 use crate::suite::{Level, Suite};
 
 /// What a run asks of a certification.

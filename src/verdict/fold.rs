@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CheckOutcome, CheckStatus, Disposition, Evidence};
+use super::outcome::{CheckOutcome, CheckStatus, Disposition};
+use crate::suite::Evidence;
 use crate::suite::{Level, Registry, Suite};
 
 /// The verdict on one requirement row.

@@ -13,36 +13,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use loopback_http::{HeaderMap, Request, Response, Router, Server, StatusCode, response};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
+
+use crate::suite::McpAnswer;
 
 /// The MCP revision the double speaks.
 pub const MCP_REVISION: &str = "2026-07-28";
 
-/// One scripted answer to a `tools/call`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct McpAnswer {
-    /// A complete result with one text block.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// `structuredContent` of a complete result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// `isError` of a complete result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
-    /// `_meta` of a complete result (e.g. a peer claiming scopes it cannot grant, TRUST-5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Value>,
-    /// An MRTR `input_required` result: `{inputRequests, requestState?}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_required: Option<Value>,
-    /// A JSON-RPC error `{code, message}` instead of a result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rpc_error: Option<Value>,
-}
-
+// `McpAnswer` is scenario data (`mcpServer` steps script it), declared with the suite; what it
+// answers on the wire is the double's business.
 impl McpAnswer {
     /// The JSON-RPC `result` or `error` member for this answer.
     fn member(&self) -> (&'static str, Value) {

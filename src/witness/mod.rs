@@ -3,5 +3,6 @@
 mod mcp;
 mod receiver;
 
-pub use mcp::{MCP_REVISION, McpAnswer, McpRequest, McpServer};
+pub use crate::suite::McpAnswer;
+pub use mcp::{MCP_REVISION, McpRequest, McpServer};
 pub use receiver::{Arrival, Endpoint, Receiver};

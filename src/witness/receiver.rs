@@ -208,7 +208,7 @@ async fn arrive(shared: Arc<Shared>, request: Request) -> Response {
         match inner.endpoints.get_mut(&id) {
             Some(endpoint) => {
                 let mut arrival = arrival;
-                let size = crate::host::budget::json_len(&arrival.body);
+                let size = crate::budget::json_len(&arrival.body);
                 if endpoint.kept_bytes + size > MAX_KEPT_BYTES {
                     arrival.body = json!({"$notKept": format!(
                         "a body of {size} bytes: this endpoint already keeps {} of bodies, toolcert's bound",

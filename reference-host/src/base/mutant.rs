@@ -9,8 +9,6 @@
 //! `mutant_is`), never a `match` pattern: the comparison is what tells a
 //! probe host ([`Mutant::Probe`]) that the site was reached (see [`probe`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 /// One deliberately broken variant of the host, switched on by name.
 #[derive(Debug, Clone, Copy, Eq)]
 pub enum Mutant {
@@ -560,20 +558,8 @@ const _: () = {
     }
 };
 
-/// Equality is the variant's, and it is where a site is seen: comparing a
-/// probe with mutant `X` records in the probe's slot that `X`'s site was
-/// reached (and is false).
-impl PartialEq for Mutant {
-    fn eq(&self, other: &Self) -> bool {
-        let (a, b) = (*self as usize, *other as usize);
-        if let Some(slot) = self.probe_slot() {
-            probe::reach(slot, b);
-        } else if let Some(slot) = other.probe_slot() {
-            probe::reach(slot, a);
-        }
-        a == b
-    }
-}
+// `Mutant`'s equality is where a probe sees a site: it is implemented in `probe`, the
+// module below this one that holds what each probe reached.
 
 // Consistent with `eq`: equal variants hash alike.
 impl std::hash::Hash for Mutant {
@@ -595,7 +581,24 @@ pub mod probe {
     use std::path::PathBuf;
     use std::sync::OnceLock;
 
-    use super::{AtomicBool, Mutant, Ordering, PROBE_SLOTS};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::{Mutant, PROBE_SLOTS};
+
+    /// Equality is the variant's, and it is where a site is seen: comparing a
+    /// probe with mutant `X` records in the probe's slot that `X`'s site was
+    /// reached (and is false).
+    impl PartialEq for Mutant {
+        fn eq(&self, other: &Self) -> bool {
+            let (a, b) = (*self as usize, *other as usize);
+            if let Some(slot) = self.probe_slot() {
+                reach(slot, b);
+            } else if let Some(slot) = other.probe_slot() {
+                reach(slot, a);
+            }
+            a == b
+        }
+    }
 
     #[allow(clippy::declare_interior_mutable_const)]
     const UNSEEN: AtomicBool = AtomicBool::new(false);
@@ -607,7 +610,8 @@ pub mod probe {
     /// reaches ([`record_to`]).
     static SINK: OnceLock<PathBuf> = OnceLock::new();
 
-    pub(super) fn reach(slot: usize, index: usize) {
+    /// Records that probe slot `slot` reached the site of the variant at `index`.
+    fn reach(slot: usize, index: usize) {
         if let Some(flag) = REACHED.get(slot).and_then(|sites| sites.get(index))
             && !flag.swap(true, Ordering::SeqCst)
             && let Some(path) = SINK.get()

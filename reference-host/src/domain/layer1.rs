@@ -34,7 +34,6 @@ use crate::base::args_hash::sha256_hex;
 use crate::base::clock::cutoff_ms;
 use crate::base::clock::{now_unix_ms, secs_to_ms};
 use crate::base::mutant::{Mutant, MutantInfo};
-use crate::domain::Domain;
 use crate::domain::error::{ApiError, ErrorCode};
 use crate::store::storage::{Storage, StorageError};
 
@@ -544,12 +543,24 @@ pub fn sweep(storage: &Storage, now_ms: i64) -> Result<usize, StorageError> {
     })
 }
 
+/// What [`guard`] reads of the host's state: the caller passes the parts of its
+/// `Domain`, which lives above this module and is not named here.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardState<'a> {
+    /// The store holding the Layer-1 records.
+    pub storage: &'a Storage,
+    /// The holds the hold seam armed.
+    pub holds: &'a ArmedHolds,
+    /// The active mutant, if any.
+    pub mutant: Option<Mutant>,
+}
+
 /// Wraps one endpoint with Layer 1: `process` runs only for the owner of a
 /// key (or when no key is sent), and its outcome is recorded by the rules
 /// above. The caller has already authenticated and authorized the request
 /// (401 and 403 are never cached because they never get here).
 pub async fn guard<F, Fut>(
-    state: &Domain,
+    state: GuardState<'_>,
     tenant: &str,
     endpoint: &'static str,
     headers: &HeaderMap,
@@ -560,7 +571,7 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Outcome>,
 {
-    let mutant = state.mutant();
+    let mutant = state.mutant;
     if mutant == Some(Mutant::L1KeyIgnored) {
         // Bug: the header is not looked at; every retry runs again.
         return bounded(process).await.into_response(false, mutant);
@@ -572,14 +583,14 @@ where
     };
     let scope = Scope::new(tenant, endpoint, &key, mutant);
     let digest = body_digest(body);
-    let storage = state.storage();
+    let storage = state.storage;
     let begun = match begin(storage, &scope, &digest, now_unix_ms()) {
         Ok(begun) => begun,
         Err(err) => return ApiError::from(err).into_response(),
     };
     match begun {
         Begin::Owner(owner) => {
-            if let Some(hold) = state.holds().take(&scope) {
+            if let Some(hold) = state.holds.take(&scope) {
                 // The hold seam armed this key: the claim stays in flight.
                 tokio::time::sleep(hold).await;
             }

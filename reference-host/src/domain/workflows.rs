@@ -208,8 +208,13 @@ where
     };
     let tenant = caller.tenant.clone();
     let digest_input = body.clone();
+    let guarded = layer1::GuardState {
+        storage: state.storage(),
+        holds: state.holds(),
+        mutant: state.mutant(),
+    };
     layer1::guard(
-        state,
+        guarded,
         &tenant,
         RUNS_ENDPOINT,
         headers,

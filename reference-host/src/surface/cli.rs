@@ -13,10 +13,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 
-use crate::base::config::{DEFAULT_RECORD_LIMIT_BYTES, UpstreamMajor};
+use crate::base::config::{DEFAULT_RECORD_LIMIT_BYTES, HostConfig, UpstreamMajor};
 use crate::base::principals::{self, load_principals_file};
+use crate::surface::app::start;
 use crate::surface::mutants::{self, Mutant};
-use crate::{HostConfig, start};
 
 /// Environment variable that enables the conformance seams (`true`).
 const SEAMS_ENV: &str = "OPENWOP_TEST_SEAM_ENABLED";

@@ -34,6 +34,8 @@ use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;
 use crate::domain::effects::claim::{AwaitPoint, ClaimOutcome, ClaimRequest, ClaimState};
 use crate::domain::effects::identity::{Activity, BusinessOperation, EffectIdentity, Keying};
+use crate::domain::effects::ledger::{AttemptState, NewAttempt};
+use crate::domain::effects::retry::Verdict;
 use crate::domain::error::ApiError;
 use crate::domain::runs::{authorize_reader, find_run, find_visible_run};
 use crate::store::storage::StorageError;
@@ -273,7 +275,7 @@ impl PreparedEffect {
                 }
             }
             ClaimOutcome::Won => {
-                let attempts = retry::run_attempts(state, self).await?;
+                let attempts = run_attempts(state, self).await?;
                 if attempts.accepted {
                     EffectOutcome::Delivered {
                         attempts: attempts.made,
@@ -327,6 +329,71 @@ pub async fn list_run_effects(
     };
     let effects = ledger::rows_for_run(state.storage(), &run.run_id)?;
     Ok(Json(json!({"runId": run.run_id, "effects": effects})).into_response())
+}
+
+/// Runs the attempts of an effect whose claim this executor won, writing
+/// one ledger row per attempt and settling the claim at the end, by the
+/// policy of [`retry`].
+async fn run_attempts(
+    state: &Domain,
+    effect: &PreparedEffect,
+) -> Result<retry::Attempts, EffectError> {
+    let mutant = state.mutant();
+    let spec = effect.spec();
+    let timeout = state.default_tool_timeout();
+    let mut attempt = 1;
+    loop {
+        // EFF-2: the identity is derived again for this attempt; the correct
+        // derivation ignores the attempt, so every row carries one id.
+        let identity = identity::derive(&spec.operation(), &spec.activity(attempt), mutant)?;
+        let key = retry::provider_key(&identity.effect_id, attempt, mutant);
+        let row = ledger::open_attempt(
+            state.storage(),
+            &NewAttempt {
+                effect_id: &identity.effect_id,
+                run_id: &spec.run_id,
+                tenant: &spec.tenant,
+                node_id: &spec.node_id,
+                attempt,
+                keying: identity.keying,
+                invocation_id: effect.invocation_id(),
+                provider_key: key.as_deref(),
+                args: &spec.args,
+            },
+            mutant,
+        )?;
+        let verdict = match &spec.provider {
+            // No provider configured: the built-in no-op ledger accepts.
+            None => Verdict::Accepted,
+            Some(url) => retry::classify(
+                state
+                    .invoker()
+                    .deliver(url, &spec.args, key.as_deref(), timeout)
+                    .await,
+            ),
+        };
+        let last = attempt >= retry::MAX_ATTEMPTS || verdict == Verdict::Refused;
+        let (row_state, settled) = match verdict {
+            Verdict::Accepted => (AttemptState::Completed, Some(ClaimState::Completed)),
+            _ if last => (AttemptState::Escaped, Some(ClaimState::Escaped)),
+            _ => (AttemptState::Released, None),
+        };
+        ledger::close_attempt(state.storage(), row, row_state)?;
+        if let Some(final_state) = settled {
+            claim::settle(
+                state.storage(),
+                effect.effect_id(),
+                effect.executor(),
+                final_state,
+            )?;
+            return Ok(retry::Attempts {
+                made: attempt,
+                accepted: verdict == Verdict::Accepted,
+            });
+        }
+        tokio::time::sleep(retry::BACKOFF_STEP * attempt).await;
+        attempt += 1;
+    }
 }
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].

@@ -14,11 +14,6 @@
 use std::time::Duration;
 
 use crate::base::mutant::{Mutant, MutantInfo};
-use crate::domain::Domain;
-use crate::domain::effects::claim::{self, ClaimState};
-use crate::domain::effects::identity;
-use crate::domain::effects::ledger::{self, AttemptState, NewAttempt};
-use crate::domain::effects::{EffectError, PreparedEffect};
 use crate::domain::invoker::Delivery;
 
 /// Most attempts of one effect invocation.
@@ -73,70 +68,6 @@ pub struct Attempts {
     pub made: u32,
     /// Whether the last one was accepted.
     pub accepted: bool,
-}
-
-/// Runs the attempts of an effect whose claim this executor won, writing
-/// one ledger row per attempt and settling the claim at the end.
-pub async fn run_attempts(
-    state: &Domain,
-    effect: &PreparedEffect,
-) -> Result<Attempts, EffectError> {
-    let mutant = state.mutant();
-    let spec = effect.spec();
-    let timeout = state.default_tool_timeout();
-    let mut attempt = 1;
-    loop {
-        // EFF-2: the identity is derived again for this attempt; the correct
-        // derivation ignores the attempt, so every row carries one id.
-        let identity = identity::derive(&spec.operation(), &spec.activity(attempt), mutant)?;
-        let key = provider_key(&identity.effect_id, attempt, mutant);
-        let row = ledger::open_attempt(
-            state.storage(),
-            &NewAttempt {
-                effect_id: &identity.effect_id,
-                run_id: &spec.run_id,
-                tenant: &spec.tenant,
-                node_id: &spec.node_id,
-                attempt,
-                keying: identity.keying,
-                invocation_id: effect.invocation_id(),
-                provider_key: key.as_deref(),
-                args: &spec.args,
-            },
-            mutant,
-        )?;
-        let verdict = match &spec.provider {
-            // No provider configured: the built-in no-op ledger accepts.
-            None => Verdict::Accepted,
-            Some(url) => classify(
-                state
-                    .invoker()
-                    .deliver(url, &spec.args, key.as_deref(), timeout)
-                    .await,
-            ),
-        };
-        let last = attempt >= MAX_ATTEMPTS || verdict == Verdict::Refused;
-        let (row_state, settled) = match verdict {
-            Verdict::Accepted => (AttemptState::Completed, Some(ClaimState::Completed)),
-            _ if last => (AttemptState::Escaped, Some(ClaimState::Escaped)),
-            _ => (AttemptState::Released, None),
-        };
-        ledger::close_attempt(state.storage(), row, row_state)?;
-        if let Some(final_state) = settled {
-            claim::settle(
-                state.storage(),
-                effect.effect_id(),
-                effect.executor(),
-                final_state,
-            )?;
-            return Ok(Attempts {
-                made: attempt,
-                accepted: verdict == Verdict::Accepted,
-            });
-        }
-        tokio::time::sleep(BACKOFF_STEP * attempt).await;
-        attempt += 1;
-    }
 }
 
 /// The mutants planted in this module, gathered by [`crate::surface::mutants::ALL`].

@@ -41,12 +41,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::mount::{McpServer, OwnedRun, Reply};
+use super::protocol::{RpcError, declares_tasks, optional_member, required_member};
 use super::request_state::{StateClaims, interrupt_id};
 use super::results::{
     Settled, complete, create_task_result, input_requests, run_meta, terminal_outcome, tool_error,
-};
-use super::{
-    McpServer, OwnedRun, Reply, RpcError, declares_tasks, optional_member, required_member,
 };
 use crate::base::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::base::mutant::{Mutant, MutantInfo};

@@ -44,6 +44,8 @@
 //! interim `input_required` result (MCP-9).
 
 pub mod call;
+pub mod mount;
+pub mod protocol;
 pub mod request_state;
 pub mod results;
 pub mod tasks;
@@ -51,7 +53,6 @@ pub mod templates;
 
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
@@ -66,185 +67,16 @@ use crate::base::principals::Principal;
 use crate::domain::Domain;
 use crate::domain::auth::authenticate;
 use crate::domain::error::{ApiError, json_response};
-use crate::turn::ownership::RequestOwnedRun;
 use crate::turn::state::LoopState;
-use request_state::StateKey;
-use templates::Templates;
 
-/// Path of the mount.
-pub const MCP_PATH: &str = "/mcp";
-
-/// The one MCP revision the mount serves.
-pub const PROTOCOL_VERSION: &str = crate::turn::mcp::PROTOCOL_VERSION;
-
-/// `server/discover.supportedVersions` (= the discovery record's
-/// `revisions`, MCP-10).
-pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
-
-/// `serverInfo.name`.
-pub const SERVER_NAME: &str = "toolcert-reference-host";
-
-/// The `_meta` key carrying the request's protocol version.
-pub const VERSION_META_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-
-/// The `_meta` key of every `tools/call` result naming the run it started
-/// (or continued).
-pub const RUN_ID_META_KEY: &str = "org.openwop/runId";
-
-/// The version header.
-pub const VERSION_HEADER: &str = "mcp-protocol-version";
-
-/// The `_meta` key of a request's per-request client capabilities.
-pub const CLIENT_CAPABILITIES_META_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// The MCP Tasks extension the mount serves (revision 2026-07-28, MCP-14).
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
-
-/// JSON-RPC: the body is not JSON.
-pub const PARSE_ERROR: i64 = -32700;
-/// JSON-RPC: not a valid request object.
-pub const INVALID_REQUEST: i64 = -32600;
-/// JSON-RPC: unknown method.
-pub const METHOD_NOT_FOUND: i64 = -32601;
-/// JSON-RPC: invalid params (also an unknown tool and a refused retry).
-pub const INVALID_PARAMS: i64 = -32602;
-/// JSON-RPC: internal error (also a run that did not settle in time).
-pub const INTERNAL_ERROR: i64 = -32603;
-/// MCP `HeaderMismatchError`.
-pub const HEADER_MISMATCH: i64 = -32020;
-/// MCP `UnsupportedProtocolVersionError`.
-pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-/// MCP `MissingRequiredClientCapabilityError` (a `tasks/*` request that did
-/// not declare [`TASKS_EXTENSION`]).
-pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-
-/// The mount's state: the templates and the request-state key. Cheap to
-/// clone (one shared copy), so a handler extracts it on its own next to the
-/// tool loop's state.
-#[derive(Debug, Clone, Default)]
-pub struct McpServer {
-    inner: Arc<McpServerInner>,
-}
-
-#[derive(Debug, Default)]
-struct McpServerInner {
-    templates: Templates,
-    state_key: StateKey,
-}
-
-impl McpServer {
-    /// An empty mount with a fresh random request-state key.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The registered run templates (the tools).
-    pub fn templates(&self) -> &Templates {
-        &self.inner.templates
-    }
-
-    /// The per-process request-state key.
-    pub fn state_key(&self) -> &StateKey {
-        &self.inner.state_key
-    }
-}
-
-/// A JSON-RPC error answer and its HTTP status.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
-    /// The HTTP status it travels with.
-    pub status: StatusCode,
-    /// The JSON-RPC code.
-    pub code: i64,
-    /// What is wrong and what would fix it.
-    pub message: String,
-    /// `error.data`, if any.
-    pub data: Option<Value>,
-}
-
-/// `params.<name>` when the request carries it: `Ok(Some(_))` when `pick` takes it, a
-/// `-32602` saying what it must be (`what`) and what it was otherwise. Every typed member the
-/// mount reads (`tools/call`, `tasks/*`) comes through here or [`required_member`].
-pub fn optional_member<'p, T>(
-    params: &'p Map<String, Value>,
-    name: &str,
-    what: &str,
-    pick: impl Fn(&'p Value) -> Option<T>,
-) -> Result<Option<T>, RpcError> {
-    match params.get(name) {
-        None => Ok(None),
-        Some(value) => pick(value).map(Some).ok_or_else(|| {
-            RpcError::invalid_params(format!(
-                "`params.{name}` must be {what} (got {})",
-                crate::domain::json_body::kind(value)
-            ))
-        }),
-    }
-}
-
-/// [`optional_member`] for a member the request must carry.
-pub fn required_member<'p, T>(
-    params: &'p Map<String, Value>,
-    name: &str,
-    what: &str,
-    pick: impl Fn(&'p Value) -> Option<T>,
-) -> Result<T, RpcError> {
-    optional_member(params, name, what, pick)?
-        .ok_or_else(|| RpcError::invalid_params(format!("`params.{name}` is required: {what}")))
-}
-
-impl RpcError {
-    /// An error with no data.
-    pub fn new(status: StatusCode, code: i64, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    /// HTTP 200 `-32602`.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::OK, INVALID_PARAMS, message)
-    }
-
-    /// HTTP 200 `-32603`.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::OK, INTERNAL_ERROR, message)
-    }
-
-    /// HTTP 400 `-32600`.
-    fn invalid_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, INVALID_REQUEST, message)
-    }
-
-    /// Attaches `error.data`.
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
-        self
-    }
-
-    fn to_json(&self) -> Value {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let (Some(data), Some(object)) = (&self.data, error.as_object_mut()) {
-            object.insert("data".to_owned(), data.clone());
-        }
-        error
-    }
-}
-
-impl From<ApiError> for RpcError {
-    fn from(err: ApiError) -> Self {
-        Self::internal(format!("{}: {}", err.code, err.message))
-    }
-}
-
-impl From<crate::store::storage::StorageError> for RpcError {
-    fn from(_: crate::store::storage::StorageError) -> Self {
-        Self::internal("the host's run store failed; retry the request")
-    }
-}
+pub use mount::{McpServer, OwnedRun, Reply};
+pub use protocol::{
+    CLIENT_CAPABILITIES_META_KEY, HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
+    MCP_PATH, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR, PROTOCOL_VERSION,
+    RUN_ID_META_KEY, RpcError, SERVER_NAME, SUPPORTED_VERSIONS, TASKS_EXTENSION,
+    UNSUPPORTED_PROTOCOL_VERSION, VERSION_HEADER, VERSION_META_KEY, declares_tasks,
+    optional_member, required_member,
+};
 
 /// One parsed JSON-RPC request.
 #[derive(Debug, Clone, PartialEq)]
@@ -515,38 +347,6 @@ pub async fn handle(
     }
 }
 
-/// A run the request being served owns until its answer is sent (MCP-14),
-/// and whether it stays bound past that (only the
-/// `mcp-disconnect-after-response-cancels` mutant).
-#[derive(Debug)]
-pub struct OwnedRun {
-    /// Cancels the run when dropped armed.
-    pub guard: RequestOwnedRun,
-    /// Keep the guard armed after the answer is handed over, so the end of
-    /// the exchange cancels the run (the mutant's bug).
-    pub keep_bound: bool,
-}
-
-/// What serving one request produced: its result (or error), and the run it
-/// owns until the answer is sent, if it started or continued one.
-#[derive(Debug)]
-pub struct Reply {
-    /// The JSON-RPC result or error.
-    pub result: Result<Value, RpcError>,
-    /// The run the request owns (MCP-14).
-    pub owned: Option<OwnedRun>,
-}
-
-impl Reply {
-    /// A reply that owns no run.
-    pub fn plain(result: Result<Value, RpcError>) -> Self {
-        Self {
-            result,
-            owned: None,
-        }
-    }
-}
-
 /// `response` with its body handed over through [`OwnedBody`]: the owned
 /// run is released when the connection takes the body's bytes, and
 /// cancelled if the body is dropped first (the client went away).
@@ -631,18 +431,6 @@ async fn dispatch(
             ),
         ))),
     }
-}
-
-/// Whether a request declared the Tasks extension in its per-request client
-/// capabilities (`_meta["io.modelcontextprotocol/clientCapabilities"]
-/// .extensions["io.modelcontextprotocol/tasks"]`, an object).
-pub fn declares_tasks(params: &Map<String, Value>) -> bool {
-    params
-        .get("_meta")
-        .and_then(|meta| meta.get(CLIENT_CAPABILITIES_META_KEY))
-        .and_then(|caps| caps.get("extensions"))
-        .and_then(|extensions| extensions.get(TASKS_EXTENSION))
-        .is_some_and(Value::is_object)
 }
 
 /// The `server/discover` result: the one revision, the tools, and the Tasks

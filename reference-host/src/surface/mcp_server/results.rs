@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{RUN_ID_META_KEY, RpcError};
+use super::protocol::{RUN_ID_META_KEY, RpcError};
 use crate::base::events::{RUN_CANCELLED, RUN_COMPLETED};
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::domain::Domain;

@@ -28,11 +28,11 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
 use super::call::{self, answer_clarification};
-use super::results::{run_id_of, task};
-use super::{
-    MISSING_REQUIRED_CLIENT_CAPABILITY, Reply, RpcError, TASKS_EXTENSION, declares_tasks,
-    required_member,
+use super::mount::Reply;
+use super::protocol::{
+    MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError, TASKS_EXTENSION, declares_tasks, required_member,
 };
+use super::results::{run_id_of, task};
 use crate::base::events::NewEvent;
 use crate::base::mutant::{Mutant, MutantInfo};
 use crate::base::principals::Principal;

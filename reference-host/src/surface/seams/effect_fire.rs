@@ -72,7 +72,7 @@ use crate::domain::json_body::require_loopback_http;
 use crate::domain::json_body::{Fields, parse_object};
 use crate::store::storage::{RunStatus, StorageError, insert_event};
 use crate::surface::effect_seams;
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 use crate::surface::seams::packs;
 use crate::turn::admission::{self, Journal, RepeatMemory, TurnScope};
 use crate::turn::approval::{AGENT_NODE_ID, RoundContext};

@@ -44,7 +44,7 @@ use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::layer1::{self, RUNS_ENDPOINT};
 use crate::domain::runs::find_visible_run;
 use crate::domain::workflows::{EFFECT_ESCAPED, RunFailure, begin_run, end_run};
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 
 /// Fewest executors of `concurrent-claim`.
 pub const MIN_EXECUTORS: u64 = 2;

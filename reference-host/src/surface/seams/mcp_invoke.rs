@@ -29,7 +29,7 @@ use crate::domain::Domain;
 use crate::domain::error::{ApiError, ErrorCode, json_response};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::workflows::{RunFailure, begin_run, end_run, new_run_id};
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 use crate::turn::mcp;
 use crate::turn::negotiation::{self, NEGOTIATION_DECIDED, decide, decided_payload, is_revision};
 

@@ -30,7 +30,7 @@ use crate::domain::catalog::{
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::invoker::JsonExchange;
 use crate::domain::json_body::{Fields, parse_object, require_loopback_http};
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 use crate::turn::mcp;
 use crate::turn::negotiation::MINIMUM_REVISION;
 use crate::turn::request::is_provider_safe_name;

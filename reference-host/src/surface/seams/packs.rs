@@ -75,7 +75,7 @@ use crate::domain::invoker::JsonExchange;
 use crate::domain::json_body::require_loopback_http;
 use crate::domain::json_body::{Fields, kind, parse_object};
 use crate::store::storage::{RunStatus, StorageError};
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 use crate::turn::plan::HOST_SHUTDOWN;
 use crate::turn::records::ReplaySource;
 use crate::turn::records::{self, NodeOutcome, RunMode};

@@ -41,7 +41,7 @@ use crate::domain::error::{ApiError, json_response};
 use crate::domain::http_client::{self, Blocked, FetchInit, Fetched, Method};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::workflows::{begin_run, end_run, new_run_id};
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 
 /// Every member the request may carry (closed).
 const FIELDS: &[&str] = &["url", "init"];

@@ -14,7 +14,7 @@ use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::json_body::{Fields, parse_object};
 use crate::domain::tool_session::run_session;
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 
 /// Every member the request may carry (closed).
 const FIELDS: &[&str] = &["toolId"];

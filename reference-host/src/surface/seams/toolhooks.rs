@@ -28,7 +28,7 @@ use crate::domain::gates::{self, Bucket, Gate, Grant, Pipeline, Refusal};
 use crate::domain::invoker::InvokeResult;
 use crate::domain::workflows::new_run_id;
 use crate::store::storage::RunStatus;
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 use crate::surface::seams::request::InvokeRequest;
 
 /// The agent id the `seam-agentid-not-system` mutant uses instead of `core.system`.

@@ -7,7 +7,7 @@
 //! default mode, and so is `Last-Event-ID` on the stream (it wins over the
 //! query). The waiting, filtering and tenant checks are the default mode's
 //! ([`crate::domain::runs::poll_page`], [`crate::surface::sse::event_stream`]); only the
-//! served event types differ ([`super::v1_event`]).
+//! served event types differ ([`super::common::v1_event`]).
 
 use std::collections::HashMap;
 
@@ -21,7 +21,7 @@ use crate::domain::Domain;
 use crate::domain::error::ApiError;
 use crate::domain::runs::{PollQuery, authorize_reader, poll_page};
 use crate::surface::sse::{event_stream, resume_after};
-use crate::surface::upstream::v1_event;
+use crate::surface::upstream::common::v1_event;
 use crate::turn::state::LoopState;
 
 /// The v1 cursor parameters, in the order they are read.

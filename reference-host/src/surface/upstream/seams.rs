@@ -32,9 +32,9 @@ use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::layer1::{self, RUNS_ENDPOINT};
 use crate::domain::runs::find_visible_run;
-use crate::surface::seams::SeamRequest;
+use crate::surface::seams::extract::SeamRequest;
 use crate::surface::seams::idempotency::{self, ConcurrentClaimRequest, race_claim};
-use crate::surface::upstream::{fresh_business_key, known_members};
+use crate::surface::upstream::common::{fresh_business_key, known_members};
 
 /// Handler for `POST /v1/host/sample/test/idempotency/concurrent-claim`.
 pub async fn concurrent_claim(
@@ -104,7 +104,7 @@ pub async fn otel_spans(
     }
     let span_events: Vec<Value> = events
         .iter()
-        .map(|e| json!({"name": super::v1_event_type(&e.event_type), "attributes": {"openwop.event.sequence": e.sequence}}))
+        .map(|e| json!({"name": super::common::v1_event_type(&e.event_type), "attributes": {"openwop.event.sequence": e.sequence}}))
         .collect();
     Ok(json_response(
         StatusCode::OK,

@@ -46,8 +46,8 @@ use crate::domain::Domain;
 use crate::domain::error::{ApiError, json_response};
 use crate::domain::gates::{Bucket, Gate, Grant, Pipeline, Refusal};
 use crate::domain::json_body::Fields;
-use crate::surface::seams::SeamRequest;
-use crate::surface::upstream::known_members;
+use crate::surface::seams::extract::SeamRequest;
+use crate::surface::upstream::common::known_members;
 
 /// Every member the upstream request defines; others are ignored (v1) or
 /// refused (v2, [`super::v2`]).

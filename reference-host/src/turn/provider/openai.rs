@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::event_stream::SseEvent;
-use super::{
+use super::types::{
     AssistantBlock, Completion, ModelRequest, ModelResponse, ProviderError, StreamAssembler,
     StreamFlow, ToolEmission, str_member,
 };

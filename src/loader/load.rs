@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use super::expand::{self, Expanded};
 use super::fragment::Fragments;
-use super::surfaces::{self, SurfaceKind, Surfaces};
-use super::{Registry, Scenario, SchemaSet, Step, Suite, SuiteError};
 use crate::canonical::parse_strict;
 use crate::expect::reads::{self, Reads};
 use crate::observation::fields as observation_fields;
+use crate::suite::surfaces::{self, SurfaceKind, Surfaces};
+use crate::suite::{Registry, Scenario, SchemaSet, Step, Suite, SuiteError};
 
 pub(crate) const REGISTRY_FILE: &str = "scenarios/requirements.json";
 pub(crate) const REGISTRY_SCHEMA: &str = "schemas/requirements.schema.json";

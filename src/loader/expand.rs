@@ -5,10 +5,10 @@
 
 use serde_json::Value;
 
-use super::SuiteError;
 use super::fragment::Fragments;
 use super::params::{self, Subst};
 use super::shorthand;
+use crate::suite::SuiteError;
 
 /// One expanded scenario document.
 #[derive(Debug, Clone)]
@@ -141,7 +141,7 @@ mod tests {
             .map(|(p, c)| (p.to_string(), c.to_string()))
             .collect();
         files.push((file.to_string(), text.to_string()));
-        super::super::load::from_files(files)
+        crate::loader::load::from_files(files)
     }
 
     /// Two scenarios from one file: ids from the entries, `${…}` substituted (typed when whole).

@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::params::{self, Subst};
-use super::{SchemaSet, SuiteError};
 use crate::canonical::pointer_token;
+use crate::suite::{SchemaSet, SuiteError};
 
 /// Where fragment files live.
 pub(crate) const FRAGMENTS_DIR: &str = "scenarios/fragments/";

@@ -14,7 +14,7 @@
 use crate::canonical::pointer_token;
 use serde_json::{Map, Value};
 
-use super::SuiteError;
+use crate::suite::SuiteError;
 
 /// Members of a check other than its matcher.
 const CHECK_MEMBERS: &[&str] = &[

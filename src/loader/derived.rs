@@ -18,7 +18,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::SuiteError;
+use crate::suite::SuiteError;
 
 /// Where scenario files live; a scenario's id is its path below this, dot-separated.
 const SCENARIOS_DIR: &str = "scenarios/";
@@ -110,7 +110,7 @@ mod tests {
             .map(|(p, c)| (p.to_string(), c.to_string()))
             .collect();
         files.push((file.to_string(), text.to_string()));
-        super::super::load::from_files(files)
+        crate::loader::load::from_files(files)
     }
 
     /// A scenario that states neither its id nor its surfaces.
