@@ -14,7 +14,7 @@ pub use certify::{
 };
 pub use fold::{FoldOptions, RowVerdict, fold_rows};
 
-/// The disposition of one requirement row (see the README for the full definitions).
+/// The disposition of one requirement row (see docs/guide/certification.md for the full definitions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Disposition {
