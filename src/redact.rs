@@ -7,7 +7,7 @@
 //! `[redacted]`; a canary becomes `[canary]`, so a check compared against one says so without
 //! printing it.
 //!
-//! What is covered, for every secret (the README says the same):
+//! What is covered, for every secret (docs/guide/reports.md says the same):
 //!
 //! - the secret itself, in any ASCII letter case (an upper-cased echo), and reversed;
 //! - its hex encoding (either case), and its base64 and base64url encodings, padded or not,

@@ -1,5 +1,5 @@
 //! `toolcert mock-provider --port N`: the mock model provider on its own, for hosts toolcert
-//! does not start. Scripts are posted over HTTP (see the README for curl examples).
+//! does not start. Scripts are posted over HTTP (see docs/guide/families.md for curl examples).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;

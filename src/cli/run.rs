@@ -68,7 +68,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub host: Option<String>,
     /// Host profile file: roles (token, principal), scopes, facts, fixtures; validated against
-    /// schemas/profile.schema.json (see the README).
+    /// schemas/profile.schema.json (see docs/guide/certify-a-host.md).
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
     /// Bearer token for a role, ROLE=TOKEN (repeatable; wins over the profile).

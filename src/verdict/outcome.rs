@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::suite::Evidence;
 
-/// The disposition of one requirement row (see the README for the full definitions).
+/// The disposition of one requirement row (see docs/guide/certification.md for the full definitions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Disposition {
