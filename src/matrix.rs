@@ -17,8 +17,9 @@
 //! (their mutants run the scenarios whose view of the captured discovery they change) and in
 //! the scenario's own steps. `--full` runs every scenario in every column; `cargo test` runs,
 //! besides the reached scenarios, a sample of unreached ones per column (seeded per commit in
-//! CI, `--sample N --sample-seed S` by hand), and fails if one of them judges differently on
-//! the mutant than on the clean host: over commits, a proof that skipping them is right.
+//! CI, `--sample N --sample-seed S` by hand); one that judged differently on the mutant than
+//! on the clean host would change the matrix, and the committed report would no longer match:
+//! over commits, a proof that skipping them is right.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
