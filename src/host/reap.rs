@@ -21,7 +21,7 @@ pub const MARK_VAR: &str = "TOOLCERT_SPAWN_MARK";
 
 /// How many rounds of "kill what carries the mark, look again" one end takes: a process that
 /// forks while it is being killed is caught by the next round.
-const ROUNDS: usize = 4;
+const ROUNDS: usize = 6;
 
 #[derive(Debug)]
 struct Live {
@@ -71,11 +71,21 @@ pub fn end_tree(pid: Option<u32>, mark: &str) {
                 libc::killpg(pid, libc::SIGKILL);
             }
         }
+        // One empty scan is not proof: a process in the middle of an `execve` (a daemon's
+        // `setsid` becoming its server) may briefly have no readable environment, so an empty
+        // scan ends the search only when a second one, a moment later, agrees.
+        let mut empty_scans = 0;
         for _ in 0..ROUNDS {
             let marked = marked_by(mark);
             if marked.is_empty() {
-                break;
+                empty_scans += 1;
+                if empty_scans == 2 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                continue;
             }
+            empty_scans = 0;
             for p in marked {
                 // SAFETY: as above, a process that carries toolcert's mark.
                 unsafe {
