@@ -117,7 +117,15 @@ fn check_number(token: &str) -> Result<(), IJsonError> {
     if !double.is_finite() {
         return Err(bad("beyond the range of a double"));
     }
-    match (decimal(token), decimal(&format!("{double:e}"))) {
+    // The decimal RFC 8785 writes for that double (ECMAScript's Number::toString: the shortest
+    // digits that round-trip, a tie going to the even digit, as Python's `repr` and ryu do;
+    // Rust's own `{:e}` breaks such a tie upwards, 1124266100877775.25 ⇒ …775.3). Exactly one
+    // text per double passes, so two accepted numbers of different value never share bytes.
+    let canonical = jcs_bytes(&Value::from(double));
+    match (
+        decimal(token),
+        decimal(&String::from_utf8_lossy(&canonical)),
+    ) {
         (Some(written), Some(held)) if written == held => Ok(()),
         _ => Err(bad("more precision than a double holds")),
     }
@@ -339,6 +347,19 @@ mod tests {
                 }
                 t
             })
+    }
+
+    #[test]
+    fn a_tie_between_two_shortest_decimals_is_read_as_rfc_8785_writes_it() {
+        // The double nearest 1124266100877775.2 is exactly …775.25: RFC 8785 (ECMAScript), ryu
+        // and Python's repr write …775.2, Rust's `{:e}` …775.3. The form JCS writes passes;
+        // the other text of the same double does not, or the two would share bytes.
+        assert!(parse_ijson("[1124266100877775.2]").is_ok());
+        assert!(parse_ijson("[1124266100877775.3]").is_err());
+        assert_eq!(
+            jcs_bytes(&parse_ijson("1124266100877775.2").unwrap()),
+            b"1124266100877775.2"
+        );
     }
 
     proptest! {
