@@ -349,8 +349,8 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
                         check_id: Some(outcome.check_id.clone()),
                         why: format!(
                             "it reads a value the report redacted ([redacted]/[canary]) and re-judges {} where the run saw {}; the stored status is kept",
-                            status_word(outcome.status),
-                            status_word(b.status)
+                            outcome.status.as_str(),
+                            b.status.as_str()
                         ),
                     });
                     kept.push(b.clone());
@@ -487,16 +487,6 @@ pub fn recheck(suite: &Suite, report: &Value, file: &str) -> Result<Recheck, Rec
         out.certification = Some(c);
     }
     Ok(out)
-}
-
-fn status_word(s: CheckStatus) -> &'static str {
-    match s {
-        CheckStatus::Pass => "pass",
-        CheckStatus::Fail => "fail",
-        CheckStatus::Blocked => "blocked",
-        CheckStatus::Error => "error",
-        CheckStatus::Inapplicable => "inapplicable",
-    }
 }
 
 #[cfg(test)]

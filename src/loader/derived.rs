@@ -101,17 +101,9 @@ pub(crate) fn digest_form<'v>(file: &str, value: &'v Value) -> Cow<'v, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::Suite;
     use serde_json::json;
 
-    fn with_file(file: &str, text: &str) -> Result<Suite, SuiteError> {
-        let mut files: Vec<(String, String)> = crate::suite::embedded::FILES
-            .iter()
-            .map(|(p, c)| (p.to_string(), c.to_string()))
-            .collect();
-        files.push((file.to_string(), text.to_string()));
-        crate::loader::load::from_files(files)
-    }
+    use crate::loader::load::embedded_with_file as with_file;
 
     /// A scenario that states neither its id nor its surfaces.
     const BARE: &str = r#"{"title": "t", "row": "HOOKS-AUTH-1", "kills": [],

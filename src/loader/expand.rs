@@ -133,16 +133,8 @@ fn inherit_row(file: &str, value: &mut Value) -> Result<(), SuiteError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::suite::{Suite, SuiteError};
 
-    fn with_file(file: &str, text: &str) -> Result<Suite, SuiteError> {
-        let mut files: Vec<(String, String)> = crate::suite::embedded::FILES
-            .iter()
-            .map(|(p, c)| (p.to_string(), c.to_string()))
-            .collect();
-        files.push((file.to_string(), text.to_string()));
-        crate::loader::load::from_files(files)
-    }
+    use crate::loader::load::embedded_with_file as with_file;
 
     /// Two scenarios from one file: ids from the entries, `${…}` substituted (typed when whole).
     const TWINS: &str = r#"{"params": [{"id": "x.p-a", "code": 304, "what": "a"}, {"id": "x.p-b", "code": 200, "what": "b"}],

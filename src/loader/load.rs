@@ -84,6 +84,18 @@ fn reference(file: &str, pointer: String, message: String) -> SuiteError {
     }
 }
 
+/// The embedded suite with one more file (or a file replaced): how the loader's tests show
+/// what a single scenario or fragment does to a load.
+#[cfg(test)]
+pub(crate) fn embedded_with_file(file: &str, text: &str) -> Result<Suite, SuiteError> {
+    let mut files: Vec<(String, String)> = crate::suite::embedded::FILES
+        .iter()
+        .map(|(p, c)| (p.to_string(), c.to_string()))
+        .collect();
+    files.push((file.to_string(), text.to_string()));
+    from_files(files)
+}
+
 /// Load from (relative path, contents) pairs.
 pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteError> {
     let mut schemas = SchemaSet::default();

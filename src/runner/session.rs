@@ -131,7 +131,7 @@ impl ScenarioResult {
             .map(|c| {
                 format!(
                     "[{}] {} {}: {}",
-                    status_word(c.status),
+                    c.status.as_str(),
                     c.row,
                     c.check_id,
                     c.detail
@@ -139,16 +139,6 @@ impl ScenarioResult {
             })
             .collect::<Vec<_>>()
             .join("\n")
-    }
-}
-
-fn status_word(s: CheckStatus) -> &'static str {
-    match s {
-        CheckStatus::Pass => "pass",
-        CheckStatus::Fail => "fail",
-        CheckStatus::Blocked => "blocked",
-        CheckStatus::Error => "error",
-        CheckStatus::Inapplicable => "inapplicable",
     }
 }
 

@@ -105,6 +105,19 @@ pub enum CheckStatus {
     Inapplicable,
 }
 
+impl CheckStatus {
+    /// The status as reports and the console write it (its serde name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckStatus::Pass => "pass",
+            CheckStatus::Fail => "fail",
+            CheckStatus::Blocked => "blocked",
+            CheckStatus::Error => "error",
+            CheckStatus::Inapplicable => "inapplicable",
+        }
+    }
+}
+
 impl CheckOutcome {
     /// The disposition this outcome contributes to its row: a failed SHOULD is `warn`, and so
     /// is a failed MUST whose row is `warnUnlessStrict` (a stance of the wire document, e.g.
