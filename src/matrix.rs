@@ -33,7 +33,7 @@ use crate::runner::{
     ReferenceVariant, RunOptions, RunOutcome, ScenarioResult, Session, Target, TargetError,
     probe_child_file, run_reference, run_reference_staged,
 };
-use crate::suite::{Scenario, Step, Suite, SuiteError};
+use crate::suite::{DataMutant, Scenario, Step, Suite, SuiteError};
 use crate::verdict::{Disposition, FoldOptions, fold_rows};
 
 /// Why the matrix could not be run.
@@ -45,14 +45,32 @@ pub enum MatrixError {
     /// A column's embedded host or doubles did not start.
     #[error(transparent)]
     Target(#[from] TargetError),
+    /// `--mutant` names no mutant.
+    #[error(
+        "unknown mutant \"{0}\": `toolcert mutants` lists the reference host's mutants and the suite's data mutants"
+    )]
+    Unknown(String),
 }
 
 /// Every scenario's `kills` names a mutant of the reference host (`toolcert mutants` lists
-/// them); the error names the scenario file and the JSON pointer of the first unknown name.
+/// them) or one of the suite's data mutants, and no data mutant takes a reference host
+/// mutant's name; the error names the file and the JSON pointer of the first wrong name.
 /// The suite loader cannot check this (it does not know the reference host), so the matrix
 /// does before it runs, and so does the CLI when it loads a suite.
 pub fn check_kills(suite: &Suite) -> Result<(), SuiteError> {
-    let known: BTreeSet<&str> = ALL.iter().map(|m| m.name).collect();
+    let mut known: BTreeSet<&str> = ALL.iter().map(|m| m.name).collect();
+    for data in suite.data_mutants.values() {
+        if !known.insert(data.name.as_str()) {
+            return Err(SuiteError::Reference {
+                file: data.file.clone(),
+                pointer: String::new(),
+                message: format!(
+                    "the data mutant \"{}\" has the name of a reference host mutant (`toolcert mutants` lists them); rename the file",
+                    data.name
+                ),
+            });
+        }
+    }
     for s in &suite.scenarios {
         if let Some((i, mutant)) = s
             .kills
@@ -64,7 +82,7 @@ pub fn check_kills(suite: &Suite) -> Result<(), SuiteError> {
                 file: s.file.clone(),
                 pointer: format!("/kills/{i}"),
                 message: format!(
-                    "unknown mutant \"{mutant}\"; `toolcert mutants` lists the reference host's mutants"
+                    "unknown mutant \"{mutant}\"; `toolcert mutants` lists the reference host's mutants, and scenarios/mutants/<name>.json defines a data mutant"
                 ),
             });
         }
@@ -199,7 +217,8 @@ pub struct Matrix {
     pub clean_run: RunOutcome,
     /// The clean column.
     pub clean: Column,
-    /// One column per mutant, in `mutants::ALL` order.
+    /// One column per mutant, in `mutants::ALL` order, then one per data mutant of the suite,
+    /// in name order.
     pub mutants: Vec<Column>,
     /// The same in each upstream-only mode (v1, then v2): what the upstream contract alone
     /// catches.
@@ -282,9 +301,10 @@ pub async fn run_matrix(
 }
 
 /// How many columns [`run_matrix`] runs: the clean host and every mutant, in each of
-/// [`MODES`].
-pub fn column_count() -> usize {
-    MODES.len() * (ALL.len() + 1)
+/// [`MODES`], and each of the suite's data mutants (default mode only: their rewrites are
+/// written against the default host's answers).
+pub fn column_count(suite: &Suite) -> usize {
+    MODES.len() * (ALL.len() + 1) + suite.data_mutants.len()
 }
 
 /// The index of `mode` in [`MODES`].
@@ -456,6 +476,7 @@ async fn probe_window(
         ReferenceVariant {
             mutant: Some(probe),
             upstream_only,
+            front: None,
         },
         opts,
         Some(&|s: &Scenario| s.id == scenario.id),
@@ -528,6 +549,7 @@ async fn discovery_sensitive(
         ReferenceVariant {
             mutant: None,
             upstream_only,
+            front: None,
         },
     )
     .await?;
@@ -539,6 +561,7 @@ async fn discovery_sensitive(
                     let variant = ReferenceVariant {
                         mutant: Some(info.mutant),
                         upstream_only,
+                        front: None,
                     };
                     let differ = views(suite, opts, variant)
                         .await?
@@ -622,6 +645,7 @@ pub async fn run_matrix_observed(
             ReferenceVariant {
                 mutant,
                 upstream_only,
+                front: None,
             },
             opts,
             Some(&select),
@@ -734,6 +758,15 @@ pub async fn run_matrix_observed(
     for ((mode, _), column) in jobs.iter().zip(columns_run) {
         by_mode[mode_index(*mode)].push(column?);
     }
+    let data_columns = run_data_columns(
+        suite,
+        opts,
+        suite.data_mutants.keys().map(String::as_str),
+        columns,
+        on_column,
+    )
+    .await?;
+    by_mode[0].extend(data_columns);
     let mut clean_columns = clean_columns.into_iter();
     let mut by_mode = by_mode.into_iter();
     let clean = clean_columns
@@ -761,6 +794,196 @@ pub async fn run_matrix_observed(
         upstream,
         probe_problems,
     })
+}
+
+/// What a data mutant breaks, as the matrix report shows it: marked as data, with its file.
+fn data_breaks(data: &DataMutant) -> String {
+    format!("(data, `{}`) {}", data.file, data.breaks)
+}
+
+/// Run the named data mutants of the suite, `parallel` at a time: each column is the clean
+/// default host behind a front that applies the mutant's rewrites, and runs every scenario
+/// (the probe sees the host's code, not the front's rewrites, so it cannot narrow them).
+async fn run_data_columns<'n>(
+    suite: &Suite,
+    opts: &RunOptions,
+    names: impl Iterator<Item = &'n str>,
+    parallel: usize,
+    on_column: &(dyn Fn(&str) + Sync),
+) -> Result<Vec<Column>, TargetError> {
+    use futures_util::StreamExt as _;
+    let data: Vec<&DataMutant> = names.filter_map(|n| suite.data_mutants.get(n)).collect();
+    let ran: Vec<Result<Column, TargetError>> = futures_util::stream::iter(data)
+        .map(|data| async move {
+            let variant = ReferenceVariant {
+                mutant: None,
+                upstream_only: None,
+                front: Some(std::sync::Arc::new(data.clone())),
+            };
+            let run = run_reference(suite, variant, opts, None).await?;
+            on_column(&data.name);
+            Ok(Column::from_run(
+                suite,
+                &data.name,
+                &data_breaks(data),
+                &run,
+            ))
+        })
+        .buffered(parallel.max(1))
+        .collect()
+        .await;
+    ran.into_iter().collect()
+}
+
+/// A matrix over some columns only (`toolcert matrix --mutant NAME`): the clean default host
+/// and the named mutants, each running every scenario. How a spec editor proves a new row's
+/// mutant in seconds; the whole matrix still decides.
+#[derive(Debug, Clone)]
+pub struct Focused {
+    /// The clean default host.
+    pub clean: Column,
+    /// The named mutants' columns, in the order named.
+    pub columns: Vec<Column>,
+}
+
+/// Run the clean default host and the named mutants (reference host mutants or the suite's
+/// data mutants), every scenario in each. An unknown name is an error naming the known ones'
+/// listing.
+pub async fn run_focused(
+    suite: &Suite,
+    opts: &RunOptions,
+    names: &[String],
+    parallel: usize,
+) -> Result<Focused, MatrixError> {
+    use futures_util::StreamExt as _;
+    check_kills(suite)?;
+    if let Some(unknown) = names.iter().find(|n| {
+        !suite.data_mutants.contains_key(n.as_str()) && !ALL.iter().any(|m| m.name == n.as_str())
+    }) {
+        return Err(MatrixError::Unknown(unknown.clone()));
+    }
+    let clean = run_reference(suite, ReferenceVariant::default(), opts, None).await?;
+    let clean = Column::from_run(suite, "clean", "", &clean);
+    let columns: Vec<Result<Column, TargetError>> = futures_util::stream::iter(names)
+        .map(|name| async move {
+            if suite.data_mutants.contains_key(name) {
+                let mut one =
+                    run_data_columns(suite, opts, std::iter::once(name.as_str()), 1, &|_| {})
+                        .await?;
+                return Ok(one.remove(0));
+            }
+            let info = ALL
+                .iter()
+                .find(|m| m.name == name.as_str())
+                .expect("names were checked above");
+            let run = run_reference(
+                suite,
+                ReferenceVariant::with_mutant(Some(info.mutant)),
+                opts,
+                None,
+            )
+            .await?;
+            Ok(Column::from_run(suite, info.name, info.breaks, &run))
+        })
+        .buffered(parallel.max(1))
+        .collect()
+        .await;
+    Ok(Focused {
+        clean,
+        columns: columns.into_iter().collect::<Result<_, _>>()?,
+    })
+}
+
+impl Focused {
+    /// What the named columns fall short of: a scenario the clean default host does not pass
+    /// (v1-only scenarios, which it does not run, are left to the whole matrix), a scenario
+    /// naming one of these mutants in `kills` that it survives, a mutant no scenario names or
+    /// none kills. Empty when they prove what they must.
+    pub fn problems(&self, suite: &Suite) -> Vec<String> {
+        let mut out = Vec::new();
+        for (scenario, d) in &self.clean.scenarios {
+            if !matches!(d, Disposition::Pass | Disposition::Inapplicable) {
+                out.push(format!(
+                    "the clean reference host does not pass {scenario} ({d})"
+                ));
+            }
+        }
+        for col in &self.columns {
+            let named: Vec<&Scenario> = suite
+                .scenarios
+                .iter()
+                .filter(|s| s.kills.contains(&col.name))
+                .collect();
+            if named.is_empty() {
+                out.push(format!(
+                    "mutant {} is named by no scenario's kills",
+                    col.name
+                ));
+            }
+            for s in named {
+                if !col.killing.contains(&s.id) {
+                    let how = match col.scenarios.get(&s.id) {
+                        Some(d) if only_disturbs(*d) => {
+                            format!(" (it only made it {d}, which is no kill)")
+                        }
+                        Some(d) => format!(" ({d})"),
+                        None => String::new(),
+                    };
+                    out.push(format!(
+                        "mutant {} survives {}, which claims to kill it{how}",
+                        col.name, s.id
+                    ));
+                }
+            }
+            if col.killing.is_empty() {
+                out.push(format!(
+                    "mutant {} is killed by no scenario (no check fails or warns)",
+                    col.name
+                ));
+            }
+        }
+        out
+    }
+
+    /// One line per column: the scenarios that kill it, and the rows it turns to fail or
+    /// warn; then the problems, if any.
+    pub fn render(&self, suite: &Suite) -> String {
+        let mut out = String::new();
+        for col in &self.columns {
+            let killing: Vec<&str> = col.killing.iter().map(String::as_str).collect();
+            let rows: Vec<&str> = col
+                .rows
+                .iter()
+                .filter(|(_, d)| kills(**d))
+                .map(|(r, _)| r.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "{}: {}; rows that fail or warn: {}",
+                col.name,
+                if killing.is_empty() {
+                    "survives".to_string()
+                } else {
+                    format!("killed by {}", killing.join(", "))
+                },
+                if rows.is_empty() {
+                    "none".to_string()
+                } else {
+                    rows.join(", ")
+                }
+            );
+        }
+        let problems = self.problems(suite);
+        if problems.is_empty() {
+            let _ = writeln!(out, "No problem.");
+        } else {
+            let _ = writeln!(out, "Problems:");
+            for p in problems {
+                let _ = writeln!(out, "- {p}");
+            }
+        }
+        out
+    }
 }
 
 impl Matrix {

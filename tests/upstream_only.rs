@@ -57,8 +57,8 @@ async fn certify(major: UpstreamMajor) -> (RunOutcome, String) {
         ..RunOptions::default()
     };
     let variant = ReferenceVariant {
-        mutant: None,
         upstream_only: Some(major),
+        ..ReferenceVariant::default()
     };
     let run = run_reference(&suite, variant, &opts, None).await.unwrap();
     let mut table = String::new();

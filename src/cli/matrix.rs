@@ -35,6 +35,12 @@ pub struct MatrixArgs {
     /// Which scenarios `--sample` draws (any number; CI takes one from the commit).
     #[arg(long, value_name = "SEED", default_value_t = 0, requires = "sample")]
     pub sample_seed: u64,
+    /// Run only these mutants (reference host mutants or the suite's data mutants; the flag
+    /// may repeat), each against every scenario, beside the clean host: print which scenarios
+    /// kill each and what falls short, and write no report. How a spec editor proves a new
+    /// row's mutant in seconds; the whole matrix still decides.
+    #[arg(long = "mutant", value_name = "NAME", conflicts_with_all = ["full", "sample"])]
+    pub mutants: Vec<String>,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -53,7 +59,21 @@ pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         jobs: args.jobs,
         ..RunOptions::default()
     };
-    let total = crate::matrix::column_count();
+    if !args.mutants.is_empty() {
+        let focused = rt.block_on(crate::matrix::run_focused(
+            &suite,
+            &opts,
+            &args.mutants,
+            args.columns,
+        ))?;
+        print!("{}", focused.render(&suite));
+        return Ok(if focused.problems(&suite).is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let total = crate::matrix::column_count(&suite);
     let progress = super::progress::Progress::new(total as u64, "columns", args.quiet);
     let matrix = rt.block_on(crate::matrix::run_matrix_observed(
         &suite,

@@ -53,9 +53,10 @@ pub enum Command {
     Keygen(keygen::KeygenArgs),
     /// Merge the reports of `run --partition K/N` shards into one report.
     Merge(merge::MergeArgs),
-    /// List the reference host's mutants: name, then what it breaks.
+    /// List the mutants: the reference host's, then the suite's data mutants; name, then
+    /// what it breaks.
     #[cfg(feature = "reference")]
-    Mutants,
+    Mutants(mutants::MutantsArgs),
     /// Per family: rows covered by a scenario, uncovered, unwitnessable.
     Coverage(coverage::CoverageArgs),
     /// List the scenarios (id and file), or with --expanded print them with fragments and
@@ -88,7 +89,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(*args),
         #[cfg(feature = "reference")]
-        Command::Mutants => mutants::run(),
+        Command::Mutants(args) => mutants::run(args),
         Command::Baseline(args) => baseline::run(args),
         Command::Recheck(args) => recheck::run(args),
         Command::Merge(args) => merge::run(args),

@@ -91,7 +91,8 @@ pub struct RunArgs {
         arg(long, value_name = "CMD", conflicts_with = "host")
     )]
     pub spawn: Option<String>,
-    /// Switch one mutant on in the embedded reference host (`toolcert mutants` lists them).
+    /// Switch one mutant on in the embedded reference host, or run it behind one of the
+    /// suite's data mutants (`toolcert mutants` lists both).
     #[cfg(feature = "reference")]
     #[arg(long, value_name = "NAME", conflicts_with = "host")]
     pub reference_mutant: Option<String>,
@@ -243,7 +244,11 @@ fn shown_number(f: f64) -> String {
     }
 }
 
-fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Target> {
+fn target_for(
+    args: &RunArgs,
+    suite: &crate::suite::Suite,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<Target> {
     let mut profile = match &args.profile {
         Some(path) => HostProfile::load(path)?,
         None if args.host.is_none() => HostProfile::reference(),
@@ -293,7 +298,7 @@ fn target_for(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Ta
                 .map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
             Ok(Target::remote(&base.as_base(), profile))
         }
-        None => embedded_target(args, rt),
+        None => embedded_target(args, suite, rt),
     }
 }
 
@@ -306,16 +311,28 @@ fn parse_upstream_major(value: &str) -> Result<reference_host::UpstreamMajor, St
 
 /// The embedded reference host (clean, or the `--reference-*` variant) as the target.
 #[cfg(feature = "reference")]
-fn embedded_target(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<Target> {
+fn embedded_target(
+    args: &RunArgs,
+    suite: &crate::suite::Suite,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<Target> {
+    // A data mutant of the suite runs the clean host behind a front that applies it.
+    let front = args
+        .reference_mutant
+        .as_deref()
+        .and_then(|name| suite.data_mutants.get(name))
+        .map(|data| std::sync::Arc::new(data.clone()));
     let mutant = args
         .reference_mutant
         .as_deref()
+        .filter(|_| front.is_none())
         .map(|name| name.parse::<reference_host::mutants::Mutant>())
         .transpose()
-        .map_err(|e| anyhow::anyhow!("--reference-mutant: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("--reference-mutant: {e}; the suite's data mutants: `toolcert mutants --suite DIR` lists them"))?;
     let variant = crate::runner::ReferenceVariant {
         mutant,
         upstream_only: args.reference_upstream_only,
+        front,
     };
     let mut target = rt.block_on(Target::embedded_variant(variant))?;
     // A profile may still override tokens of the embedded host's roles.
@@ -327,7 +344,11 @@ fn embedded_target(args: &RunArgs, rt: &tokio::runtime::Runtime) -> anyhow::Resu
 
 /// Without the `reference` feature there is no embedded host to fall back on.
 #[cfg(not(feature = "reference"))]
-fn embedded_target(_: &RunArgs, _: &tokio::runtime::Runtime) -> anyhow::Result<Target> {
+fn embedded_target(
+    _: &RunArgs,
+    _: &crate::suite::Suite,
+    _: &tokio::runtime::Runtime,
+) -> anyhow::Result<Target> {
     anyhow::bail!(
         "no host to certify: this toolcert was built without the embedded reference host (cargo feature `reference`); give --host URL (or --spawn CMD, or a --profile with baseUrl), or rebuild with default features to certify the reference host"
     )
@@ -427,7 +448,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         repeat: args.repeat,
         ..RunOptions::default()
     };
-    let mut target = target_for(&args, &rt)?;
+    let mut target = target_for(&args, &suite, &rt)?;
     // Gentle with a host toolcert did not start; wide on its own embedded one.
     let jobs = args.jobs.unwrap_or(if target.is_embedded() {
         crate::runner::EMBEDDED_JOBS

@@ -146,6 +146,7 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
     // `kills` names are the reference host's mutants: `crate::matrix::check_kills` checks
     // them, so the suite itself loads without the reference host built in.
     let fragments = Fragments::take(&mut data, &schemas)?;
+    let data_mutants = super::mutants::take(&mut data, &schemas)?;
     let mut scenarios: Vec<Scenario> = Vec::new();
     let mut expanded_docs = BTreeMap::new();
     let documents = data
@@ -186,6 +187,7 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
         surfaces,
         file_digests,
         expanded: expanded_docs,
+        data_mutants,
     })
 }
 

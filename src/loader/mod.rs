@@ -9,6 +9,7 @@ mod expand;
 mod fragment;
 pub(crate) mod keyed;
 mod load;
+mod mutants;
 mod params;
 mod shorthand;
 

@@ -104,6 +104,30 @@ fn derived_rows(scenario: &Map<String, Value>) -> Vec<Value> {
     rows
 }
 
+/// Write out a list of conditions (a data mutant's `when` or `where`) in place: each holds
+/// its matcher inline or under `expect`, as a scenario's conditions do.
+pub(crate) fn write_out_conditions(
+    file: &str,
+    conditions: &mut Value,
+    pointer: &str,
+) -> Result<(), SuiteError> {
+    let Value::Array(items) = conditions else {
+        return Ok(());
+    };
+    for (i, item) in items.iter_mut().enumerate() {
+        if let Value::Object(condition) = item {
+            inline_matcher(condition, CONDITION_MEMBERS, &format!("{pointer}/{i}")).map_err(
+                |(pointer, message)| SuiteError::Reference {
+                    file: file.to_string(),
+                    pointer,
+                    message,
+                },
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Move the one member of `object` that is not in `members` under `expect`, then do the same
 /// inside that matcher.
 fn inline_matcher(

@@ -2,6 +2,7 @@
 //! its `--repeat` trial hosts, and the runs of the mutation matrix and the benchmarks.
 
 use super::embedded_host::{Embedded, mutant_in_trial};
+use super::front::Front;
 use super::run::run_selected_after_open;
 use super::session::{RunOptions, RunOutcome, Session};
 use super::target::{Target, TargetError};
@@ -9,7 +10,7 @@ use crate::host::{HostProfile, SpawnCommand, reference_host_exe};
 use crate::suite::{Scenario, Suite};
 
 /// Which variant of the reference host to embed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct ReferenceVariant {
     /// The known bug switched on, if any.
     pub mutant: Option<reference_host::mutants::Mutant>,
@@ -19,6 +20,10 @@ pub struct ReferenceVariant {
     /// closed bodies and tenant-bound run ids. Either serves only upstream surfaces, seam
     /// fields and fixtures.
     pub upstream_only: Option<reference_host::UpstreamMajor>,
+    /// A data mutant of the suite ([`crate::suite::mutant`]): the clean host runs behind a
+    /// front on 127.0.0.1 that applies its rewrites, and the target is the front. A scenario
+    /// that kills and restarts a host talks to that host process directly, unrewritten.
+    pub front: Option<std::sync::Arc<crate::suite::DataMutant>>,
 }
 
 impl ReferenceVariant {
@@ -27,6 +32,7 @@ impl ReferenceVariant {
         ReferenceVariant {
             mutant,
             upstream_only: None,
+            front: None,
         }
     }
 }
@@ -43,7 +49,7 @@ pub fn probe_child_file(slot: usize) -> std::path::PathBuf {
 
 /// How kill-and-restart scenarios start `variant` as a child process: `toolcert
 /// reference-host` with the variant's mutant, or as the probe ([`probe_child_file`]).
-fn spawn_command(exe: &std::path::Path, variant: ReferenceVariant) -> SpawnCommand {
+fn spawn_command(exe: &std::path::Path, variant: &ReferenceVariant) -> SpawnCommand {
     match variant.mutant.and_then(|m| m.probe_slot()) {
         Some(slot) => SpawnCommand::reference_probe(
             exe,
@@ -71,6 +77,7 @@ impl Target {
         let ReferenceVariant {
             mutant,
             upstream_only,
+            ref front,
         } = variant;
         let config = reference_host::HostConfig {
             mutant: mutant_in_trial(mutant, 1),
@@ -83,13 +90,33 @@ impl Target {
             .map_err(|e| TargetError::Embedded(e.to_string()))?;
         // Kill-and-restart scenarios run the same host as a child process (`toolcert
         // reference-host`), so they also run from the one command; see `with_spawner`.
-        let spawner = reference_host_exe().map(|exe| spawn_command(&exe, variant));
-        let mut target = Target::remote(&host.base_url, HostProfile::reference());
-        target.mutant = mutant.map(|m| m.name().to_string());
+        let spawner = reference_host_exe().map(|exe| spawn_command(&exe, &variant));
+        let front = match front {
+            Some(data_mutant) => match Front::start(&host.base_url, data_mutant.clone()).await {
+                Ok(front) => Some(front),
+                Err(e) => {
+                    host.shutdown().await;
+                    return Err(TargetError::Embedded(format!(
+                        "the front of data mutant {} did not start: {e}",
+                        data_mutant.name
+                    )));
+                }
+            },
+            None => None,
+        };
+        let base_url = front
+            .as_ref()
+            .map_or(host.base_url.as_str(), |f| &f.base_url);
+        let mut target = Target::remote(base_url, HostProfile::reference());
+        target.mutant = match &variant.front {
+            Some(data_mutant) => Some(data_mutant.name.clone()),
+            None => mutant.map(|m| m.name().to_string()),
+        };
         target.upstream_only = upstream_only.is_some();
         target.spawner = spawner;
         target.embedded = Some(Embedded {
             host,
+            front,
             config: reference_host::HostConfig { mutant, ..config },
             trial_hosts: Vec::new(),
         });
@@ -131,10 +158,10 @@ pub async fn run_reference_staged(
     started: &(dyn Fn() + Sync),
     opened: &(dyn Fn(&Session) + Sync),
 ) -> Result<RunOutcome, TargetError> {
-    let mut target = Target::embedded_variant(variant).await?;
+    let mut target = Target::embedded_variant(variant.clone()).await?;
     target.prepare_trials(opts.repeat).await?;
     let target = match &opts.reference_host_exe {
-        Some(exe) => target.with_spawner(Some(spawn_command(exe, variant))),
+        Some(exe) => target.with_spawner(Some(spawn_command(exe, &variant))),
         None => target,
     };
     started();

@@ -26,6 +26,8 @@ pub(super) fn mutant_in_trial(
 /// hosts.
 pub(crate) struct Embedded {
     pub(super) host: reference_host::RunningHost,
+    /// The front a data mutant's rewrites run in, before `host` ([`super::front`]).
+    pub(super) front: Option<super::front::Front>,
     /// Its configuration, to start one more per `--repeat` trial.
     pub(super) config: reference_host::HostConfig,
     /// Under `--repeat K`: the hosts of trials 2 to K
@@ -62,6 +64,9 @@ impl Embedded {
 
     /// Stop every host.
     pub(crate) async fn shutdown(self) {
+        if let Some(front) = self.front {
+            front.shutdown().await;
+        }
         for host in self.trial_hosts {
             host.shutdown().await;
         }

@@ -8,6 +8,8 @@
 mod embedded;
 #[cfg(feature = "reference")]
 mod embedded_host;
+#[cfg(feature = "reference")]
+mod front;
 /// Without the reference host built in there is nothing to embed: a target never owns one.
 #[cfg(not(feature = "reference"))]
 mod embedded_host {

@@ -5,6 +5,9 @@
 //! never a warning). The suite is embedded in the binary at build time; `--suite DIR` loads a
 //! working copy instead, which is how a spec editor tries a new row.
 //!
+//! Data mutants (`scenarios/mutants/`, [`mutant`]) are known bugs written as data, which the
+//! mutation matrix proves like the reference host's own.
+//!
 //! A scenario file may use fragments (`scenarios/fragments/`) and declare
 //! `params`; both are expanded at load, before validation, so what runs is the
 //! written-out scenario.
@@ -14,12 +17,14 @@
 //! [`Suite`] through [`Suite::embedded`] and [`Suite::from_dir`].
 
 mod error;
+pub mod mutant;
 mod registry;
 mod scenario;
 mod schema;
 pub(crate) mod surfaces;
 
 pub use error::SuiteError;
+pub use mutant::{DataMutant, EventsEdit, ResponseEdit, Rewrite, SetValue};
 pub use registry::{Basis, Family, Level, Profile, Registry, Row};
 pub use scenario::{
     AbandonPoint, Bound, BurstSpec, CatalogSpec, Check, Condition, DaysSpec, EventsRead, Evidence,
@@ -54,6 +59,10 @@ pub struct Suite {
     /// Every scenario as the loader validated it, by id: `params` and fragment uses
     /// expanded (`toolcert suite --expanded` prints these).
     pub expanded: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The suite's data mutants (`scenarios/mutants/<name>.json`), by name: known bugs written
+    /// as rewrites of the reference host's answers, which the mutation matrix proves like the
+    /// reference host's own mutants.
+    pub data_mutants: std::collections::BTreeMap<String, DataMutant>,
 }
 
 impl Suite {
