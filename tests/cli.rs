@@ -101,9 +101,10 @@ fn run_writes_three_reports_and_the_json_validates() {
     std::fs::remove_dir_all(dir).ok();
 }
 
-/// The CLI path of a mutant: `toolcert mutants` lists the mutants the suite names, and
-/// `toolcert run --reference-mutant NAME` turns a kill into `fail` rows and exit code 1, with
-/// the mutant recorded in the report. Which mutant each check kills is the mutation matrix's
+/// The CLI path of a mutant: `toolcert mutants` lists the mutants the suite names (the
+/// reference host's, then the suite's data mutants), and `toolcert run --reference-mutant
+/// NAME` turns a kill into `fail` rows and exit code 1, with the mutant recorded in the
+/// report, for a reference host mutant and a data mutant alike. Which mutant each check kills is the mutation matrix's
 /// job (`tests/mutation_matrix.rs` runs every mutant against every scenario in-process); one
 /// process per mutant here proved the same kills again and took minutes of `cargo test`.
 #[test]
@@ -123,46 +124,55 @@ fn a_mutant_makes_the_run_exit_non_zero_with_fail_rows() {
             .map(|s| s.id.as_str())
             .collect()
     };
-    assert_eq!(names.len(), reference_host::mutants::ALL.len(), "{names:?}");
+    assert_eq!(
+        names.len(),
+        reference_host::mutants::ALL.len() + suite.data_mutants.len(),
+        "{names:?}"
+    );
     for name in &names {
         assert!(
             !killers_of(name).is_empty(),
             "no scenario names mutant {name}"
         );
     }
-    let name = names.first().expect("at least one mutant");
+    // A reference host mutant, and a data mutant of the suite (listed last), which runs the
+    // clean host behind a front that rewrites its answers.
+    let data = suite.data_mutants.keys().next().expect("the suite has a data mutant");
+    assert_eq!(names.last(), Some(data));
     let dir = scratch("mutants");
-    let json = dir.join("mutant.json");
-    let mut args = vec![
-        "run",
-        "-q",
-        "--reference-mutant",
-        name,
-        "--report",
-        json.to_str().unwrap(),
-        "--exact",
-    ];
-    let killers = killers_of(name);
-    args.extend(&killers);
-    let out = toolcert(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "mutant {name} survived {killers:?}:\n{}",
-        text(&out)
-    );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(report["host"]["mutant"], name.as_str());
-    assert!(
-        report["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["disposition"] == "fail"),
-        "mutant {name}: no fail row:\n{}",
-        text(&out)
-    );
+    for name in [names.first().expect("at least one mutant"), data] {
+        let json = dir.join(format!("{name}.json"));
+        let mut args = vec![
+            "run",
+            "-q",
+            "--reference-mutant",
+            name,
+            "--report",
+            json.to_str().unwrap(),
+            "--exact",
+        ];
+        let killers = killers_of(name);
+        args.extend(&killers);
+        let out = toolcert(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "mutant {name} survived {killers:?}:\n{}",
+            text(&out)
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(report["host"]["mutant"], name.as_str());
+        assert!(
+            report["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["disposition"] == "fail"),
+            "mutant {name}: no fail row:\n{}",
+            text(&out)
+        );
+    }
     std::fs::remove_dir_all(dir).ok();
 }
 
