@@ -8,23 +8,14 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 /// Copy `scenarios/` and `schemas/` of this checkout into `dir`.
 fn copy_suite(dir: &Path) {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap() {
-            let entry = entry.unwrap();
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for sub in ["scenarios", "schemas"] {
-        copy(&root.join(sub), &dir.join(sub));
+        scratch::copy_tree(&root.join(sub), &dir.join(sub));
     }
 }
 
@@ -172,13 +163,7 @@ fn a_scenario_naming_an_unknown_mutant_is_refused_before_any_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A fresh directory of this test's own under the system's temp directory.
+/// A fresh directory of this test's own.
 fn tempfile_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "toolcert-data-mutants-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    scratch::process_scratch("data-mutants", name)
 }

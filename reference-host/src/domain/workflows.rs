@@ -77,6 +77,42 @@ const FIELDS: &[&str] = &["workflowId", "inputs", "configurable"];
 const EFFECT_INPUTS: &[&str] = &["businessKey", "receiverUrl", "count"];
 const FLAKY_INPUTS: &[&str] = &["nonce", "failTimes"];
 
+/// A `POST /runs` body as both modes read it, before its workflow's inputs are: closed
+/// `{workflowId, inputs?, configurable?}`, `configurable` accepted (an object) and not used
+/// by any built-in workflow. Every problem is a 400 naming the member.
+#[derive(Debug)]
+pub struct RunStart {
+    /// The workflow asked for.
+    pub workflow_id: String,
+    /// Its inputs (empty when absent).
+    pub inputs: Map<String, Value>,
+}
+
+impl RunStart {
+    /// Parse the envelope.
+    pub fn parse(body: &[u8]) -> Result<RunStart, ApiError> {
+        let mut fields = Fields::closed(parse_object(body)?, FIELDS)?;
+        let workflow_id = fields.required_string("workflowId")?;
+        let inputs = fields.optional_object("inputs")?.unwrap_or_default();
+        fields.optional_object("configurable")?;
+        Ok(RunStart {
+            workflow_id,
+            inputs,
+        })
+    }
+
+    /// `conformance-noop`'s inputs: none.
+    pub fn noop_inputs(inputs: Map<String, Value>) -> Result<(), ApiError> {
+        Fields::closed_at("inputs", inputs, &[])?;
+        Ok(())
+    }
+
+    /// `conformance-idempotent`'s inputs: `{nonce}`, a string; the nonce.
+    pub fn idempotent_inputs(inputs: Map<String, Value>) -> Result<String, ApiError> {
+        Fields::closed_at("inputs", inputs, &["nonce"])?.required_string("nonce")
+    }
+}
+
 /// A checked workflow start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Workflow {
@@ -116,20 +152,17 @@ impl Workflow {
     /// Parses and checks a `POST /runs` body. Every problem is a 400
     /// naming the member, except an unknown workflow: 404 naming it.
     pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
-        let mut fields = Fields::closed(parse_object(body)?, FIELDS)?;
-        let workflow_id = fields.required_string("workflowId")?;
-        let inputs = fields.optional_object("inputs")?.unwrap_or_default();
-        // `configurable` is accepted (an object) and not used by any
-        // built-in workflow.
-        fields.optional_object("configurable")?;
+        let RunStart {
+            workflow_id,
+            inputs,
+        } = RunStart::parse(body)?;
         match workflow_id.as_str() {
             NOOP_WORKFLOW => {
-                Fields::closed_at("inputs", inputs, &[])?;
+                RunStart::noop_inputs(inputs)?;
                 Ok(Self::Noop)
             }
             IDEMPOTENT_WORKFLOW => {
-                let mut inputs = Fields::closed_at("inputs", inputs, &["nonce"])?;
-                inputs.required_string("nonce")?;
+                RunStart::idempotent_inputs(inputs)?;
                 Ok(Self::Idempotent)
             }
             EFFECT_WORKFLOW => {

@@ -29,9 +29,9 @@ use serde_json::{Value, json};
 use crate::base::events::{NewEvent, RUN_CANCELLED};
 use crate::base::principals::Principal;
 use crate::domain::error::{ApiError, ErrorCode};
-use crate::domain::json_body::{Fields, parse_object};
+use crate::domain::json_body::Fields;
 pub use crate::domain::workflows::NOOP_WORKFLOW;
-use crate::domain::workflows::{begin_run, end_run};
+use crate::domain::workflows::{RunStart, begin_run, end_run};
 use crate::store::storage::RunStatus;
 use crate::turn::state::LoopState;
 
@@ -46,8 +46,6 @@ pub const FIXTURES: &[&str] = &[NOOP_WORKFLOW, IDEMPOTENT_WORKFLOW, DELAY_WORKFL
 pub const MAX_DELAY_MS: u64 = 30_000;
 /// `inputs.delayMs` when none is given.
 pub const DEFAULT_DELAY_MS: u64 = 1_000;
-
-const FIELDS: &[&str] = &["workflowId", "inputs", "configurable"];
 
 /// A checked upstream workflow start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,21 +78,18 @@ impl UpstreamWorkflow {
     /// naming the member, except an unknown workflow: 404
     /// `workflow_not_found` naming it.
     pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
-        let mut fields = Fields::closed(parse_object(body)?, FIELDS)?;
-        let workflow_id = fields.required_string("workflowId")?;
-        let inputs = fields.optional_object("inputs")?.unwrap_or_default();
-        // `configurable` is accepted (an object) and not used.
-        fields.optional_object("configurable")?;
+        let RunStart {
+            workflow_id,
+            inputs,
+        } = RunStart::parse(body)?;
         match workflow_id.as_str() {
             NOOP_WORKFLOW => {
-                Fields::closed_at("inputs", inputs, &[])?;
+                RunStart::noop_inputs(inputs)?;
                 Ok(Self::Noop)
             }
-            IDEMPOTENT_WORKFLOW => {
-                let mut inputs = Fields::closed_at("inputs", inputs, &["nonce"])?;
-                let nonce = inputs.required_string("nonce")?;
-                Ok(Self::Idempotent { nonce })
-            }
+            IDEMPOTENT_WORKFLOW => Ok(Self::Idempotent {
+                nonce: RunStart::idempotent_inputs(inputs)?,
+            }),
             DELAY_WORKFLOW => {
                 let mut inputs = Fields::closed_at("inputs", inputs, &["delayMs"])?;
                 let delay_ms = inputs
