@@ -137,7 +137,11 @@ fn a_mutant_makes_the_run_exit_non_zero_with_fail_rows() {
     }
     // A reference host mutant, and a data mutant of the suite (listed last), which runs the
     // clean host behind a front that rewrites its answers.
-    let data = suite.data_mutants.keys().next().expect("the suite has a data mutant");
+    let data = suite
+        .data_mutants
+        .keys()
+        .next()
+        .expect("the suite has a data mutant");
     assert_eq!(names.last(), Some(data));
     let dir = scratch("mutants");
     for name in [names.first().expect("at least one mutant"), data] {

@@ -118,6 +118,36 @@ fn a_new_row_s_data_mutant_is_killed_by_its_scenario() {
             "tools-undescribed\t(data, scenarios/mutants/tools-undescribed.json) the catalog's first tool has no description"
         )
     );
+    // `run --reference-mutant` runs it like a Rust mutant, every `--repeat` trial's host
+    // behind a front of its own.
+    let report = dir.join("report.json");
+    let run = Command::new(env!("CARGO_BIN_EXE_toolcert"))
+        .args(["run", "-q", "--suite"])
+        .arg(&dir)
+        .args(["--reference-mutant", "tools-undescribed", "--repeat", "2"])
+        .args(["--exact", "cat.listed-tools-described", "--report"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let trials: Vec<(&Value, &Value)> = report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (&s["trial"], &s["disposition"]))
+        .collect();
+    assert_eq!(
+        trials,
+        [(&json!(1), &json!("fail")), (&json!(2), &json!("fail"))],
+        "{report}"
+    );
+    assert_eq!(report["host"]["mutant"], "tools-undescribed");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -31,8 +31,9 @@ pub(crate) struct Embedded {
     /// Its configuration, to start one more per `--repeat` trial.
     pub(super) config: reference_host::HostConfig,
     /// Under `--repeat K`: the hosts of trials 2 to K
-    /// ([`Target::prepare_trials`](super::Target::prepare_trials)).
-    pub(super) trial_hosts: Vec<reference_host::RunningHost>,
+    /// ([`Target::prepare_trials`](super::Target::prepare_trials)), each behind a front of
+    /// its own when `front` is there.
+    pub(super) trial_hosts: Vec<(reference_host::RunningHost, Option<super::front::Front>)>,
 }
 
 impl Embedded {
@@ -49,7 +50,19 @@ impl Embedded {
             let host = reference_host::start(config)
                 .await
                 .map_err(|e| e.to_string())?;
-            self.trial_hosts.push(host);
+            let front = match &self.front {
+                Some(front) => {
+                    match super::front::Front::start(&host.base_url, front.mutant.clone()).await {
+                        Ok(front) => Some(front),
+                        Err(e) => {
+                            host.shutdown().await;
+                            return Err(format!("the front of trial {trial} did not start: {e}"));
+                        }
+                    }
+                }
+                None => None,
+            };
+            self.trial_hosts.push((host, front));
         }
         Ok(())
     }
@@ -59,7 +72,11 @@ impl Embedded {
         trial
             .checked_sub(2)
             .and_then(|i| self.trial_hosts.get(i as usize))
-            .map(|h| h.base_url.as_str())
+            .map(|(host, front)| {
+                front
+                    .as_ref()
+                    .map_or(host.base_url.as_str(), |f| &f.base_url)
+            })
     }
 
     /// Stop every host.
@@ -67,7 +84,10 @@ impl Embedded {
         if let Some(front) = self.front {
             front.shutdown().await;
         }
-        for host in self.trial_hosts {
+        for (host, front) in self.trial_hosts {
+            if let Some(front) = front {
+                front.shutdown().await;
+            }
             host.shutdown().await;
         }
         self.host.shutdown().await;

@@ -44,6 +44,8 @@ pub(crate) struct Front {
     server: Server,
     /// Where clients reach it.
     pub(crate) base_url: String,
+    /// The data mutant it applies.
+    pub(crate) mutant: Arc<DataMutant>,
 }
 
 #[derive(Clone)]
@@ -65,13 +67,17 @@ impl Front {
             .map_err(std::io::Error::other)?;
         let state = State {
             upstream: upstream.trim_end_matches('/').into(),
-            mutant,
+            mutant: mutant.clone(),
             http,
         };
         let router = Router::new(state).fallback(forward);
         let server = Server::bind(([127, 0, 0, 1], 0).into(), router).await?;
         let base_url = format!("http://{}", server.local_addr());
-        Ok(Front { server, base_url })
+        Ok(Front {
+            server,
+            base_url,
+            mutant,
+        })
     }
 
     /// Stop it, letting answers in flight finish for a moment.
