@@ -10,12 +10,14 @@ use serde_json::{Value, json};
 
 #[path = "support/scratch.rs"]
 mod scratch;
+#[path = "support/tree.rs"]
+mod tree;
 
 /// Copy `scenarios/` and `schemas/` of this checkout into `dir`.
 fn copy_suite(dir: &Path) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for sub in ["scenarios", "schemas"] {
-        scratch::copy_tree(&root.join(sub), &dir.join(sub));
+        tree::copy_tree(&root.join(sub), &dir.join(sub));
     }
 }
 

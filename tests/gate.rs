@@ -6,6 +6,8 @@
 mod rows;
 #[path = "support/scratch.rs"]
 mod scratch;
+#[path = "support/tree.rs"]
+mod tree;
 
 /// Helpers the modules share.
 mod common {

@@ -317,7 +317,7 @@ fn a_changed_suite_is_named_and_verdicts_are_rechecked_under_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let copy = f.dir.join("suite");
     for sub in ["scenarios", "schemas"] {
-        copy_dir(&root.join(sub), &copy.join(sub));
+        crate::tree::copy_tree(&root.join(sub), &copy.join(sub));
     }
     let etag = copy.join("scenarios/disc/etag.json");
     let changed = std::fs::read_to_string(&etag)
@@ -357,19 +357,6 @@ impl Drop for Remove {
             std::fs::remove_dir_all(&self.0).ok();
         } else {
             std::fs::remove_file(&self.0).ok();
-        }
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
         }
     }
 }

@@ -7,19 +7,6 @@ use crate::common::{text, toolcert};
 
 use serde_json::Value;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn recheck_reproduces_the_dispositions_and_names_the_rows_a_changed_suite_moves() {
     let dir = scratch("suite");
@@ -51,8 +38,8 @@ fn recheck_reproduces_the_dispositions_and_names_the_rows_a_changed_suite_moves(
     // and the recheck says exactly that row and that check.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let copy = dir.join("suite");
-    copy_dir(&root.join("scenarios"), &copy.join("scenarios"));
-    copy_dir(&root.join("schemas"), &copy.join("schemas"));
+    crate::tree::copy_tree(&root.join("scenarios"), &copy.join("scenarios"));
+    crate::tree::copy_tree(&root.join("schemas"), &copy.join("schemas"));
     let etag = copy.join("scenarios/disc/etag.json");
     let edited = std::fs::read_to_string(&etag)
         .unwrap()
@@ -227,8 +214,8 @@ fn a_changed_check_over_a_redacted_value_says_it_cannot_be_rechecked() {
     assert!(out.status.success(), "{}", text(&out));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let copy = dir.join("suite");
-    copy_dir(&root.join("scenarios"), &copy.join("scenarios"));
-    copy_dir(&root.join("schemas"), &copy.join("schemas"));
+    crate::tree::copy_tree(&root.join("scenarios"), &copy.join("scenarios"));
+    crate::tree::copy_tree(&root.join("schemas"), &copy.join("schemas"));
     let file = copy.join("scenarios/hooks/secret-redaction.json");
     let original = std::fs::read_to_string(&file).unwrap();
     // `seam-clean` now wants the seam's answer to carry the secret: over real values that is
@@ -282,8 +269,8 @@ fn a_changed_control_over_a_redacted_value_keeps_the_whole_scenario() {
     assert!(out.status.success(), "{}", text(&out));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let copy = dir.join("suite");
-    copy_dir(&root.join("scenarios"), &copy.join("scenarios"));
-    copy_dir(&root.join("schemas"), &copy.join("schemas"));
+    crate::tree::copy_tree(&root.join("scenarios"), &copy.join("scenarios"));
+    crate::tree::copy_tree(&root.join("schemas"), &copy.join("schemas"));
     let file = copy.join("scenarios/hooks/secret-redaction.json");
     let original = std::fs::read_to_string(&file).unwrap();
     // The control `secret-delivered` now wants the tool NOT to get the secret.
