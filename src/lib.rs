@@ -9,14 +9,15 @@
 //!
 //! - [`suite`] is the requirement registry and the scenario files, loaded and validated (by
 //!   the private `loader`, which sits above [`expect`] and [`observation`]);
-//! - [`host`] talks to a host: discovery, wire major, paths, bearer tokens per role;
+//! - [`host`] talks to a host: discovery, wire major, paths, bearer tokens per role (the
+//!   [`profile`] a user gives of it is read offline too, by bundles);
 //! - [`budget`] bounds what a run keeps of what hosts send (memory, depth, JSON values);
 //! - [`witness`] holds the doubles toolcert owns (the tool receiver);
 //! - [`steps`] runs the typed steps a scenario is made of and records observations;
 //! - [`observation`] types what each step kind observes, and "not observed";
 //! - [`expect`] judges checks over those observations (drive, then judge);
 //! - [`verdict`] folds check outcomes into one disposition per requirement row;
-//! - [`runner`] runs scenarios against a target and collects results;
+//! - [`runner`] runs scenarios against a target and collects results ([`result`]);
 //! - [`report`] writes the JSON, JUnit XML and Markdown reports;
 //! - [`mcp`] pins MCP tool catalogs: capture, review, gate and call;
 //! - `matrix` runs the mutation matrix against the reference host's mutants (feature
@@ -62,10 +63,12 @@ pub mod mcp;
 pub mod observation;
 pub mod output;
 pub mod partition;
+pub mod profile;
 pub mod recheck;
 pub mod redact;
 pub mod repeat;
 pub mod report;
+pub mod result;
 pub mod runner;
 pub mod steps;
 pub mod suite;

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::runner::ScenarioResult;
+use crate::result::ScenarioResult;
 use crate::suite::Suite;
 use crate::verdict::{
     Certification, CertifyOptions, CheckOutcome, CheckStatus, Disposition, Evidence, FoldOptions,

@@ -33,7 +33,7 @@ use std::path::Path;
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use serde_json::{Value, json};
 
-use crate::host::HostProfile;
+use crate::profile::HostProfile;
 use crate::recheck::{Recheck, RecheckError};
 use crate::redact::Redactor;
 use crate::suite::Suite;

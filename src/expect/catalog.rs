@@ -209,8 +209,7 @@ pub fn annotations_derived(descriptor: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// The JSON type of a value, for messages (one wording across toolcert).
-use crate::mcp::client::kind;
+use crate::canonical::kind;
 
 #[cfg(test)]
 mod tests {

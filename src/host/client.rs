@@ -584,6 +584,18 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+// Here, beside the response, and not with the observation type: observations are read
+// offline (re-check, bundles), and the crate holding them knows no HTTP client.
+impl From<&HostResponse> for crate::observation::HttpObservation {
+    fn from(r: &HostResponse) -> crate::observation::HttpObservation {
+        crate::observation::HttpObservation {
+            status: r.status,
+            headers: r.headers.clone(),
+            body: r.body.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,16 +5,15 @@ mod client;
 mod discovery;
 pub mod loopback;
 mod paths;
-mod profile;
 pub mod reap;
 mod spawn;
 mod sse;
 mod tls;
 
+pub use crate::profile::{HostProfile, ProfileError, RoleProfile};
 pub use client::{Budgets, HostClient, HostRequest, HostResponse, Sent, TransportError};
 pub use discovery::{Advertised, Discovery, DiscoveryError, discover};
 pub use paths::WireMajor;
-pub use profile::{HostProfile, ProfileError, RoleProfile};
 pub use spawn::{
     DataDir, STARTUP_BUDGET, SpawnCommand, SpawnError, SpawnedHost, reference_host_exe,
 };

@@ -27,6 +27,7 @@ use serde_json::{Map, Value, json};
 
 use super::transport::{Endpoint, Limits, Shutdown, ShutdownBudget, Transport, TransportError};
 use super::{REVISION_2025_11_25, REVISION_2026_07_28};
+use crate::canonical::kind;
 
 /// The `notifications/tools/list_changed` method name.
 pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
@@ -775,18 +776,6 @@ impl Client {
     /// Close the connection (for a spawned server: EOF, SIGTERM, SIGKILL, each bounded).
     pub async fn close(self) -> Shutdown {
         self.transport.close().await
-    }
-}
-
-/// The JSON type of a value, for messages.
-pub fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::witness::Arrival;
-
 /// `http` (and each item of `burst`, discovery's answers): one answer of the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -20,16 +18,6 @@ pub struct HttpObservation {
     pub headers: BTreeMap<String, String>,
     /// Body as the host sent it (parsed JSON, `null`, or `{"$nonJson": …}`).
     pub body: Value,
-}
-
-impl From<&crate::host::HostResponse> for HttpObservation {
-    fn from(r: &crate::host::HostResponse) -> HttpObservation {
-        HttpObservation {
-            status: r.status,
-            headers: r.headers.clone(),
-            body: r.body.clone(),
-        }
-    }
 }
 
 /// `http` with `abandon`: a request toolcert dropped before the answer (MCP-14), or the
@@ -463,5 +451,20 @@ pub struct McpCall {
     /// The `result` the double answered with (`null` for a JSON-RPC error).
     pub sent: Value,
     /// Milliseconds since the double started.
+    pub at_ms: u64,
+}
+
+/// One call recorded at a receiver (toolcert's tool double): kept in observations, so the
+/// offline re-check reads it without the double.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Arrival {
+    /// HTTP method.
+    pub method: String,
+    /// Headers (lowercase names).
+    pub headers: serde_json::Map<String, Value>,
+    /// The body as JSON (or `{"$nonJson": …}`).
+    pub body: Value,
+    /// Milliseconds since the receiver started.
     pub at_ms: u64,
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::runner::{RunOutcome, ScenarioResult};
+use crate::result::{RunOutcome, ScenarioResult};
 use crate::suite::Suite;
 use crate::verdict::{Disposition, Evidence, RowVerdict};
 

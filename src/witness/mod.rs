@@ -3,6 +3,7 @@
 mod mcp;
 mod receiver;
 
+pub use crate::observation::Arrival;
 pub use crate::suite::McpAnswer;
 pub use mcp::{MCP_REVISION, McpRequest, McpServer};
-pub use receiver::{Arrival, Endpoint, Receiver};
+pub use receiver::{Endpoint, Receiver};

@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loopback_http::{Request, Response, Router, Server, StatusCode, response};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::observation::Arrival;
 
 /// Longest an endpoint may delay its answer.
 const MAX_DELAY: Duration = Duration::from_secs(30);
@@ -22,20 +23,6 @@ pub const MAX_ARRIVALS: usize = 1_000;
 
 /// The most body bytes one endpoint keeps; later arrivals keep `{"$notKept": …}` instead.
 pub const MAX_KEPT_BYTES: usize = 4 * 1024 * 1024;
-
-/// One recorded call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Arrival {
-    /// HTTP method.
-    pub method: String,
-    /// Headers (lowercase names).
-    pub headers: serde_json::Map<String, Value>,
-    /// The body as JSON (or `{"$nonJson": …}`).
-    pub body: Value,
-    /// Milliseconds since the receiver started.
-    pub at_ms: u64,
-}
 
 /// How an endpoint answers, and what it has seen.
 #[derive(Debug, Clone)]
