@@ -51,7 +51,7 @@
 pub mod baseline;
 pub mod budget;
 pub mod bundle;
-pub mod canonical;
+pub use toolcert_base::canonical;
 pub mod cli;
 pub mod expect;
 pub mod host;
@@ -65,7 +65,7 @@ pub mod output;
 pub mod partition;
 pub mod profile;
 pub mod recheck;
-pub mod redact;
+pub use toolcert_base::redact;
 pub mod repeat;
 pub mod report;
 pub mod result;

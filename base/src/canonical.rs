@@ -157,7 +157,7 @@ fn decimal(text: &str) -> Option<(bool, String, i64)> {
 
 /// A [`DeserializeSeed`] for one JSON value that rejects duplicate member names anywhere in it
 /// (the seed [`parse_strict`] uses, for parsers that read part of a document their own way).
-pub(crate) struct StrictValue;
+pub struct StrictValue;
 
 impl<'de> DeserializeSeed<'de> for StrictValue {
     type Value = Value;

@@ -76,7 +76,7 @@ static BEARER: LazyLock<Regex> = LazyLock::new(|| {
 /// Whether a reader does not see `c`: control characters (C0, DEL, C1), zero-width and
 /// bidirectional formatting characters, the soft hyphen and the byte-order mark. Matching
 /// skips them (a secret split by one is still the secret), and every output format strips them
-/// from host text ([`crate::output`]).
+/// from host text (`toolcert_core::output`).
 pub fn is_invisible(c: char) -> bool {
     c.is_control()
         || matches!(
@@ -335,7 +335,7 @@ impl Redactor {
         self.scrub_text(s, Mode::Key)
     }
 
-    /// Scrub a whole file's text right before it is written ([`crate::output`]): every form
+    /// Scrub a whole file's text right before it is written (`toolcert_core::output`): every form
     /// of every secret and `Bearer` values. Cut-off heads are left to the values an excerpt
     /// ends (scrubbed as such before a report is built): matched on a whole file's text they
     /// would also rewrite report text that merely ends a line with a token's first letters.
