@@ -59,7 +59,7 @@ pub mod input;
 mod loader;
 #[cfg(feature = "reference")]
 pub mod matrix;
-pub mod mcp;
+pub use toolcert_mcp as mcp;
 pub mod observation;
 pub mod output;
 pub mod partition;

@@ -73,7 +73,7 @@ use super::invalidation::{self, Record};
 use super::policy::{LocalPolicy, Pin};
 use super::transport::{Endpoint, Limits, TransportError};
 use super::{REVISION_2026_07_28, review, snapshot, time as mcp_time};
-use crate::canonical::jcs_bytes;
+use toolcert_base::canonical::jcs_bytes;
 
 /// Which gate rule refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -137,7 +137,7 @@ impl LocalPolicy {
             )));
         }
         let text = std::fs::read_to_string(path).map_err(io)?;
-        let value = crate::canonical::parse_strict(&text)
+        let value = toolcert_base::canonical::parse_strict(&text)
             .map_err(|e| PolicyError::Invalid(format!("{}: {e}", path.display())))?;
         let policy: LocalPolicy = serde_json::from_value(value)
             .map_err(|e| PolicyError::Invalid(format!("{}: {e}", path.display())))?;

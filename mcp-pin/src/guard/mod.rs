@@ -64,7 +64,7 @@ use super::gate::{self, Evidence, GateOptions, Pinned, Refusal, Rule, Selected, 
 use super::transport::Endpoint;
 use super::upstream::Upstream;
 use super::{REVISION_2026_07_28, time as mcp_time};
-use crate::redact::Redactor;
+use toolcert_base::redact::Redactor;
 
 /// The JSON-RPC error code of a call the guard refused before dispatch (in the
 /// implementation-defined range -32000 to -32019 of MCP 2026-07-28, server errors in
@@ -822,7 +822,7 @@ pub async fn serve_lines<R, W>(
         }
         let parsed = std::str::from_utf8(&buf)
             .map_err(|_| "not UTF-8".to_string())
-            .and_then(|t| crate::canonical::parse_strict(t).map_err(|e| e.to_string()));
+            .and_then(|t| toolcert_base::canonical::parse_strict(t).map_err(|e| e.to_string()));
         let msg = match parsed {
             Ok(m) => m,
             Err(e) => {

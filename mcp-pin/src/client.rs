@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 
 use super::transport::{Endpoint, Limits, Shutdown, ShutdownBudget, Transport, TransportError};
 use super::{REVISION_2025_11_25, REVISION_2026_07_28};
-use crate::canonical::kind;
+use toolcert_base::canonical::kind;
 
 /// The `notifications/tools/list_changed` method name.
 pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
@@ -414,7 +414,7 @@ pub struct ClientRecord {
 
 /// The `clientInfo` toolcert sends.
 pub fn client_info() -> Value {
-    json!({"name": "toolcert", "version": crate::SUITE_VERSION})
+    json!({"name": "toolcert", "version": crate::TOOLCERT_VERSION})
 }
 
 impl Client {
@@ -785,8 +785,8 @@ pub const DEFAULT_REVISION: &str = REVISION_2025_11_25;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::double::{InProcess, Script};
-    use crate::mcp::transport::{Endpoint, StdioCommand};
+    use crate::double::{InProcess, Script};
+    use crate::transport::{Endpoint, StdioCommand};
 
     async fn connect(script: Script) -> Client {
         Client::connect(
@@ -891,7 +891,7 @@ mod tests {
 
     #[tokio::test]
     async fn shutdown_is_eof_then_sigterm_then_sigkill() {
-        let budget = crate::mcp::transport::ShutdownBudget {
+        let budget = crate::transport::ShutdownBudget {
             after_eof: Duration::from_millis(200),
             after_term: Duration::from_millis(200),
             after_kill: Duration::from_millis(1000),

@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use super::client::ClientError;
 use super::gate::{self, Evidence, GateOptions, Refusal};
 use super::transport::Endpoint;
-use crate::redact::Redactor;
+use toolcert_base::redact::Redactor;
 
 /// How a gated call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -133,7 +133,7 @@ fn violations(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
 fn unclassified(arguments: &Value, review: &Value) -> Option<String> {
     let channels = review.get("inputChannels").and_then(Value::as_object)?;
     arguments.as_object()?.keys().find_map(|k| {
-        let p = format!("/{}", crate::canonical::pointer_token(k));
+        let p = format!("/{}", toolcert_base::canonical::pointer_token(k));
         let covered = channels
             .keys()
             .any(|c| c == &p || c.starts_with(&format!("{p}/")));

@@ -5,7 +5,7 @@
 //!
 //! Whatever a server sends, a connection holds at most [`Limits`]: one message's size, a
 //! number of messages, a number of bytes. Every received message is parsed with
-//! [`crate::canonical::parse_ijson`], so a duplicate member name anywhere is an error, never
+//! [`toolcert_base::canonical::parse_ijson`], so a duplicate member name anywhere is an error, never
 //! silently collapsed, and so is a number RFC 8785 could not canonicalize without losing it,
 //! and so is text that is not UTF-8, on every transport. Every wait takes a deadline. Stopping
 //! a spawned server is the bounded ladder MCP describes: close its stdin, wait, SIGTERM (to
@@ -22,7 +22,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::canonical::{IJsonError, parse_ijson};
+use toolcert_base::canonical::{IJsonError, parse_ijson};
 
 /// Bounds on what one connection accepts from a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -69,7 +69,7 @@ fn walk(schema: &Value, at: String, out: &mut Vec<(String, Capability)>, depth: 
         for (k, v) in props {
             walk(
                 v,
-                format!("{at}/{}", crate::canonical::pointer_token(k)),
+                format!("{at}/{}", toolcert_base::canonical::pointer_token(k)),
                 out,
                 depth + 1,
             );

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{Guard, MAX_CLIENT_MESSAGE, Session, error};
-use crate::mcp::REVISION_2026_07_28;
+use crate::REVISION_2026_07_28;
 
 /// How many unasked messages a session holds for a client that has not opened its GET
 /// stream (beyond that they are dropped: the guard counted what it needs already).
@@ -215,7 +215,7 @@ async fn post(state: State, request: loopback_http::Request) -> loopback_http::R
     };
     let msg = match std::str::from_utf8(&body)
         .map_err(|_| "not UTF-8".to_string())
-        .and_then(|t| crate::canonical::parse_strict(t).map_err(|e| e.to_string()))
+        .and_then(|t| toolcert_base::canonical::parse_strict(t).map_err(|e| e.to_string()))
     {
         Ok(m) => m,
         Err(e) => {
@@ -286,7 +286,7 @@ async fn get(state: State, request: loopback_http::Request) -> loopback_http::Re
             None => return response::text(StatusCode::CONFLICT, "a GET stream is already open"),
         }
     };
-    crate::mcp::sse::event_stream(rx)
+    crate::sse::event_stream(rx)
 }
 
 async fn delete(state: State, request: loopback_http::Request) -> loopback_http::Response {

@@ -291,7 +291,7 @@ fn check_channels(channels: &Value, tool: &Value) -> Result<(), ReviewError> {
         .pointer("/inputSchema/properties")
         .and_then(Value::as_object);
     for name in props.into_iter().flatten().map(|(k, _)| k) {
-        let pointer = format!("/{}", crate::canonical::pointer_token(name));
+        let pointer = format!("/{}", toolcert_base::canonical::pointer_token(name));
         let covered = channels
             .keys()
             .any(|k| k == &pointer || k.starts_with(&format!("{pointer}/")));
@@ -350,7 +350,7 @@ pub fn apply(doc: &mut Value, server: &str, tool: &str, review: Value) -> Result
     let reviews = doc
         .pointer_mut(&format!(
             "/servers/{}/reviews",
-            crate::canonical::pointer_token(server)
+            toolcert_base::canonical::pointer_token(server)
         ))
         .and_then(Value::as_object_mut)
         .ok_or_else(|| refuse("4.3.6 reviews", "the server entry has no reviews object"))?;
@@ -361,7 +361,7 @@ pub fn apply(doc: &mut Value, server: &str, tool: &str, review: Value) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::double::echo_tool;
+    use crate::double::echo_tool;
 
     fn good() -> ReviewInput {
         ReviewInput {
@@ -426,7 +426,7 @@ mod tests {
 
     #[test]
     fn a_review_dated_outside_the_snapshot_window_is_refused() {
-        let t = |s: &str| crate::mcp::time::parse(s).unwrap();
+        let t = |s: &str| crate::time::parse(s).unwrap();
         let (captured, expires) = (t("2026-08-30T12:00:00Z"), t("2026-09-06T12:00:00Z"));
         for ok in [
             "2026-08-30T12:00:00Z",
@@ -470,8 +470,8 @@ mod tests {
 
     #[test]
     fn a_review_dated_in_the_future_or_of_an_overlong_window_is_refused() {
-        let now = crate::mcp::time::now();
-        let fmt = crate::mcp::time::format;
+        let now = crate::time::now();
+        let fmt = crate::time::format;
         let hours = |h: i64| time::Duration::hours(h);
         let doc = |captured: OffsetDateTime, expires: OffsetDateTime| {
             json!({

@@ -4,9 +4,9 @@
 //! Diffs explain a refusal; they never decide one. The gate decides on canonical bytes
 //! (mcp-facts §4.10.7) and only then asks for a diff to show.
 
-use crate::canonical::pointer_token;
 use serde::Serialize;
 use serde_json::Value;
+use toolcert_base::canonical::pointer_token;
 
 use super::snapshot;
 
@@ -565,7 +565,7 @@ mod tests {
 
     #[test]
     fn tool_drift_is_described_by_member() {
-        let t = crate::mcp::double::echo_tool();
+        let t = crate::double::echo_tool();
         let mut t2 = t.clone();
         t2["description"] = json!("Echoes, and also deletes files.");
         let snap = |tool: &Value| json!({"servers": {"s": {"toolPages": [{"tools": [tool]}], "reviews": {}}}});

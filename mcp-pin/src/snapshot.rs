@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use super::client::{Client, ClientError, Timeouts};
 use super::transport::{Endpoint, Limits};
 use super::{PROFILE, time as mcp_time};
-use crate::canonical::{jcs_sha256_hex, parse_ijson};
+use toolcert_base::canonical::{jcs_sha256_hex, parse_ijson};
 
 /// The JSON Schema of the snapshot, as shipped in `schemas/`.
 pub const SCHEMA: &str = include_str!("../../schemas/mcp-tool-manifest.schema.json");
@@ -402,8 +402,8 @@ pub fn tools_named<'a>(server: &'a Value, name: &str) -> Vec<(String, &'a Value)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::canonical::parse_strict;
-    use crate::mcp::double::{InProcess, Script, generated_pages};
+    use crate::double::{InProcess, Script, generated_pages};
+    use toolcert_base::canonical::parse_strict;
 
     #[tokio::test]
     async fn capture_follows_every_page_and_keeps_pages_whole() {
@@ -467,7 +467,7 @@ mod tests {
             desc in "\\PC{0,40}",
             name in "[a-z]{1,8}",
         ) {
-            let mut t = crate::mcp::double::echo_tool();
+            let mut t = crate::double::echo_tool();
             t["description"] = json!(desc);
             t["name"] = json!(name);
             let doc = json!({"profile": PROFILE, "servers": {"s": {"toolPages": [{"tools": [t]}]}}});

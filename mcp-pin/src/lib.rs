@@ -1,4 +1,4 @@
-//! Pinning MCP tools: capture a server's complete tool catalog into a reviewed snapshot, and
+//! toolcert-mcp: pinning MCP tools. Capture a server's complete tool catalog into a reviewed snapshot, and
 //! gate every `tools/call` on an exact match with it.
 //!
 //! The snapshot profile is `openudon.mcp-tool-manifest.0.1`; its rules are those of the
@@ -23,6 +23,13 @@
 //!   [`upstream`] connection shared by the client's traffic and the gate.
 //! - [`invalidation`] makes a `list_changed` (or a drift) outlive the connection that saw it.
 //! - [`policy`] is a deployment's local policy (step 6) and its pins past the anchors.
+//!
+//! This crate stands beside the conformance pipeline, not in it: it imports only
+//! `toolcert-base` (canonical JSON, the redactor) and `loopback-http` from the workspace, and
+//! the `toolcert` binary drives it (`toolcert mcp …`).
+
+// Every public item says what it is and why it exists (checked, not hoped for).
+#![deny(missing_docs)]
 
 pub mod call;
 pub mod cases;
@@ -41,6 +48,10 @@ pub mod time;
 pub mod transport;
 pub mod trust;
 pub mod upstream;
+
+/// toolcert's version, which its MCP client announces in `clientInfo`: the workspace's crates
+/// share one version, so it is the suite version toolcert's reports carry.
+pub const TOOLCERT_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The snapshot profile toolcert writes and reads.
 pub const PROFILE: &str = "openudon.mcp-tool-manifest.0.1";

@@ -36,7 +36,7 @@ pub fn acceptable_review(tool: &Value) -> Value {
             p.keys()
                 .map(|k| {
                     (
-                        format!("/{}", crate::canonical::pointer_token(k)),
+                        format!("/{}", toolcert_base::canonical::pointer_token(k)),
                         "data".to_string(),
                     )
                 })
