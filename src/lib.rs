@@ -48,34 +48,32 @@
 // Every public item says what it is and why it exists (checked, not hoped for).
 #![deny(missing_docs)]
 
-pub mod baseline;
-pub mod budget;
-pub mod bundle;
 pub use toolcert_base::canonical;
+pub use toolcert_core::baseline;
+pub use toolcert_core::budget;
+pub use toolcert_core::bundle;
 pub mod cli;
-pub mod expect;
+pub use toolcert_core::expect;
 pub mod host;
-pub mod input;
-mod loader;
+pub use toolcert_core::input;
 #[cfg(feature = "reference")]
 pub mod matrix;
-pub use toolcert_mcp as mcp;
-pub mod observation;
-pub mod output;
-pub mod partition;
-pub mod profile;
-pub mod recheck;
 pub use toolcert_base::redact;
-pub mod repeat;
-pub mod report;
-pub mod result;
+pub use toolcert_core::observation;
+pub use toolcert_core::output;
+pub use toolcert_core::partition;
+pub use toolcert_core::profile;
+pub use toolcert_core::recheck;
+pub use toolcert_core::repeat;
+pub use toolcert_core::report;
+pub use toolcert_core::result;
+pub use toolcert_mcp as mcp;
 pub mod runner;
 pub mod steps;
-pub mod suite;
-pub mod template;
-pub mod transcript;
-pub mod verdict;
+pub use toolcert_core::suite;
+pub use toolcert_core::template;
+pub use toolcert_core::transcript;
+pub use toolcert_core::verdict;
 pub mod witness;
 
-/// The suite version reports carry, so results compare across toolcert releases.
-pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use toolcert_core::SUITE_VERSION;

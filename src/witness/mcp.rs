@@ -21,38 +21,36 @@ use crate::suite::McpAnswer;
 /// The MCP revision the double speaks.
 pub const MCP_REVISION: &str = "2026-07-28";
 
-// `McpAnswer` is scenario data (`mcpServer` steps script it), declared with the suite; what it
-// answers on the wire is the double's business.
-impl McpAnswer {
-    /// The JSON-RPC `result` or `error` member for this answer.
-    fn member(&self) -> (&'static str, Value) {
-        if let Some(error) = &self.rpc_error {
-            return ("error", error.clone());
-        }
-        if let Some(required) = &self.input_required {
-            let mut result = json!({"resultType": "input_required"});
-            if let Value::Object(fields) = required {
-                for (k, v) in fields {
-                    result[k] = v.clone();
-                }
-            }
-            return ("result", result);
-        }
-        let mut result = json!({
-            "resultType": "complete",
-            "content": [{"type": "text", "text": self.text.clone().unwrap_or_default()}],
-        });
-        if let Some(s) = &self.structured_content {
-            result["structuredContent"] = s.clone();
-        }
-        if let Some(e) = self.is_error {
-            result["isError"] = json!(e);
-        }
-        if let Some(m) = &self.meta {
-            result["_meta"] = m.clone();
-        }
-        ("result", result)
+// `McpAnswer` is scenario data (`mcpServer` steps script it), declared with the suite (in the
+// core crate); what it answers on the wire is the double's business, so it is a function here.
+/// The JSON-RPC `result` or `error` member for an answer.
+fn member(answer: &McpAnswer) -> (&'static str, Value) {
+    if let Some(error) = &answer.rpc_error {
+        return ("error", error.clone());
     }
+    if let Some(required) = &answer.input_required {
+        let mut result = json!({"resultType": "input_required"});
+        if let Value::Object(fields) = required {
+            for (k, v) in fields {
+                result[k] = v.clone();
+            }
+        }
+        return ("result", result);
+    }
+    let mut result = json!({
+        "resultType": "complete",
+        "content": [{"type": "text", "text": answer.text.clone().unwrap_or_default()}],
+    });
+    if let Some(s) = &answer.structured_content {
+        result["structuredContent"] = s.clone();
+    }
+    if let Some(e) = answer.is_error {
+        result["isError"] = json!(e);
+    }
+    if let Some(m) = &answer.meta {
+        result["_meta"] = m.clone();
+    }
+    ("result", result)
 }
 
 /// One recorded JSON-RPC request.
@@ -202,7 +200,7 @@ async fn request(shared: Arc<Shared>, request: Request) -> Response {
         } else {
             match method.as_str() {
                 "tools/call" => match endpoint.answers.get(calls_before) {
-                    Some(answer) => answer.member(),
+                    Some(answer) => member(answer),
                     None => {
                         let why = format!(
                             "tools/call number {} arrived after the script's {} answers",
@@ -300,7 +298,7 @@ mod tests {
         let error: McpAnswer =
             serde_json::from_value(json!({"rpcError": {"code": -32602, "message": "bad"}}))
                 .unwrap();
-        assert_eq!(error.member().0, "error");
+        assert_eq!(member(&error).0, "error");
         assert!(serde_json::from_value::<McpAnswer>(json!({"txt": "x"})).is_err());
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! JSON objects are unordered and `serde_json`'s map sorts its keys, but a scenario's checks
 //! are judged and reported in the order written. So a scenario file is parsed here: strictly
-//! (duplicate member names rejected anywhere, as [`crate::canonical::parse_strict`]), with the
+//! (duplicate member names rejected anywhere, as [`toolcert_base::canonical::parse_strict`]), with the
 //! top-level `checks` object turned into the array form in file order as it is read. What
 //! the rest of the loader sees is the array form only.
 
@@ -13,7 +13,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::canonical::StrictValue;
+use toolcert_base::canonical::StrictValue;
 
 /// Parse a scenario file: strict JSON, with a keyed top-level `checks` read in file order
 /// into `[{"id": key, …}, …]`.
@@ -131,7 +131,7 @@ mod tests {
         let text = r#"{"checks": [{"id": "b"}, {"id": "a"}], "steps": []}"#;
         assert_eq!(
             parse_scenario(text).unwrap(),
-            crate::canonical::parse_strict(text).unwrap()
+            toolcert_base::canonical::parse_strict(text).unwrap()
         );
     }
 

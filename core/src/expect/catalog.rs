@@ -11,11 +11,11 @@ use serde_json::Value;
 pub const WIRE_SCHEMAS: &[(&str, &str)] = &[
     (
         "tool-descriptor",
-        include_str!("../../schemas/tool-descriptor.schema.json"),
+        include_str!("../../../schemas/tool-descriptor.schema.json"),
     ),
     (
         "compact-tool-descriptor",
-        include_str!("../../schemas/compact-tool-descriptor.schema.json"),
+        include_str!("../../../schemas/compact-tool-descriptor.schema.json"),
     ),
 ];
 
@@ -143,7 +143,7 @@ pub fn no_key_anywhere(value: &Value, banned: &[String]) -> Result<(), String> {
     fn walk(value: &Value, banned: &[String], path: &str) -> Option<String> {
         match value {
             Value::Object(map) => map.iter().find_map(|(key, child)| {
-                let here = format!("{path}/{}", crate::canonical::pointer_token(key));
+                let here = format!("{path}/{}", toolcert_base::canonical::pointer_token(key));
                 if banned.iter().any(|b| b == key) {
                     Some(here)
                 } else {
@@ -209,7 +209,7 @@ pub fn annotations_derived(descriptor: &Value) -> Result<(), String> {
     Ok(())
 }
 
-use crate::canonical::kind;
+use toolcert_base::canonical::kind;
 
 #[cfg(test)]
 mod tests {

@@ -184,10 +184,11 @@ impl Expectations {
 
     /// Validate expectations text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Expectations, BaselineError> {
-        let value = crate::canonical::parse_strict(text).map_err(|e| BaselineError::Json {
-            path: file.to_string(),
-            message: e.to_string(),
-        })?;
+        let value =
+            toolcert_base::canonical::parse_strict(text).map_err(|e| BaselineError::Json {
+                path: file.to_string(),
+                message: e.to_string(),
+            })?;
         if let Some(v) = schema()?
             .violations(EXPECTATIONS_SCHEMA, &value)
             .map_err(|e| BaselineError::Schema(e.to_string()))?

@@ -92,13 +92,13 @@ pub fn digest_of(report: &Value) -> String {
     // A report being sealed has no digest yet: hash it as it is, without a copy (a
     // `--repeat 8` report is some 28 MB).
     let hex = match report.get("digest") {
-        None => crate::canonical::jcs_sha256_hex(report),
+        None => toolcert_base::canonical::jcs_sha256_hex(report),
         Some(_) => {
             let mut body = report.clone();
             if let Value::Object(map) = &mut body {
                 map.remove("digest");
             }
-            crate::canonical::jcs_sha256_hex(&body)
+            toolcert_base::canonical::jcs_sha256_hex(&body)
         }
     };
     format!("{DIGEST_PREFIX}{hex}")
@@ -132,7 +132,7 @@ pub fn load_sealed(path: &std::path::Path) -> Result<Value, RecheckError> {
                 source,
             }
         })?;
-    let value = crate::canonical::parse_strict(&text).map_err(|e| RecheckError::Json {
+    let value = toolcert_base::canonical::parse_strict(&text).map_err(|e| RecheckError::Json {
         path: shown.clone(),
         message: e.to_string(),
     })?;
@@ -288,13 +288,17 @@ fn reads_redacted(check: &crate::suite::Check, doc: &Value) -> bool {
     let reads = crate::expect::Reads::of(check);
     let mut pointers = reads.observation_pointers();
     pointers.extend(reads.placeholders.iter().map(|p| {
-        let segs: Vec<String> = p.split('.').map(crate::canonical::pointer_token).collect();
+        let segs: Vec<String> = p
+            .split('.')
+            .map(toolcert_base::canonical::pointer_token)
+            .collect();
         format!("/{}", segs.join("/"))
     }));
     pointers.iter().any(|p| {
         doc.pointer(p).is_some_and(|v| {
             let text = v.to_string();
-            text.contains(crate::redact::REDACTED) || text.contains(crate::redact::CANARY)
+            text.contains(toolcert_base::redact::REDACTED)
+                || text.contains(toolcert_base::redact::CANARY)
         })
     })
 }

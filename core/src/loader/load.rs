@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use super::expand::{self, Expanded};
 use super::fragment::Fragments;
-use crate::canonical::parse_strict;
 use crate::expect::reads::{self, Reads};
 use crate::observation::fields as observation_fields;
 use crate::suite::surfaces::{self, SurfaceKind, Surfaces};
 use crate::suite::{Registry, Scenario, SchemaSet, Step, Suite, SuiteError};
+use toolcert_base::canonical::parse_strict;
 
 pub(crate) const REGISTRY_FILE: &str = "scenarios/requirements.json";
 pub(crate) const REGISTRY_SCHEMA: &str = "schemas/requirements.schema.json";
@@ -112,7 +112,9 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
                 path.clone(),
                 format!(
                     "sha256:{}",
-                    crate::canonical::jcs_sha256_hex(&super::derived::digest_form(&path, &value))
+                    toolcert_base::canonical::jcs_sha256_hex(&super::derived::digest_form(
+                        &path, &value
+                    ))
                 ),
             );
             data.insert(path, value);

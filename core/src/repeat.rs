@@ -66,7 +66,8 @@ pub fn trial_seed(seed: u64, trial: u32) -> u64 {
     if trial <= 1 {
         return seed;
     }
-    let hex = crate::canonical::sha256_hex(format!("toolcert-trial\0{seed}\0{trial}").as_bytes());
+    let hex =
+        toolcert_base::canonical::sha256_hex(format!("toolcert-trial\0{seed}\0{trial}").as_bytes());
     u64::from_str_radix(&hex[..16], 16).map_or(seed, |h| h & SEED_MASK)
 }
 

@@ -1,7 +1,7 @@
 //! A scenario's transcript: every exchange with the host, in order, redacted on the way out.
 //!
 //! The transcript goes into the JSON report so a failure can be read (and re-checked) without
-//! the host. Every token and canary of the run is scrubbed by [`crate::redact::Redactor`]
+//! the host. Every token and canary of the run is scrubbed by [`toolcert_base::redact::Redactor`]
 //! before any transcript leaves the process.
 //!
 //! A transcript is bounded whatever the host sends, so a report stays small: entries go in
@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::redact::REDACTED;
+pub use toolcert_base::redact::REDACTED;
 
 /// One HTTP exchange between toolcert and the host.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn a_bounded_transcript_satisfies_the_report_schema() {
         let report: Value =
-            serde_json::from_str(include_str!("../schemas/report.schema.json")).unwrap();
+            serde_json::from_str(include_str!("../../schemas/report.schema.json")).unwrap();
         let schema = json!({
             "$defs": report["$defs"],
             "$ref": "#/$defs/scenario/properties/transcript",

@@ -68,7 +68,7 @@ impl Suite {
             .collect();
         format!(
             "sha256:{}",
-            crate::canonical::jcs_sha256_hex(&serde_json::Value::Object(map))
+            toolcert_base::canonical::jcs_sha256_hex(&serde_json::Value::Object(map))
         )
     }
 

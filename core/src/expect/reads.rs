@@ -133,7 +133,10 @@ impl<'c> Reads<'c> {
                     .chain(std::iter::once(&"steps"))
                     .any(|r| *r == root)
             {
-                out.push(format!("/{root}/{}", crate::canonical::pointer_token(name)));
+                out.push(format!(
+                    "/{root}/{}",
+                    toolcert_base::canonical::pointer_token(name)
+                ));
             }
         }
         out

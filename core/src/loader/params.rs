@@ -7,8 +7,8 @@
 //! JSON type; inside a longer string (or an object key) the argument is interpolated as text
 //! and must be a string, number or boolean. `$${` writes a literal `${`.
 
-use crate::canonical::pointer_token;
 use std::collections::BTreeSet;
+use toolcert_base::canonical::pointer_token;
 
 use serde_json::{Map, Value};
 

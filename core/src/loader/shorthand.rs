@@ -11,8 +11,8 @@
 //! Keyed checks (`checks` as an object) are read by [`super::keyed`] while the file is parsed.
 //! The long forms stay valid, so what runs, validates and is reported is one form.
 
-use crate::canonical::pointer_token;
 use serde_json::{Map, Value};
+use toolcert_base::canonical::pointer_token;
 
 use crate::suite::SuiteError;
 

@@ -3,7 +3,7 @@
 //! One read is bounded by the client's body cap, but a host can multiply a large answer (the
 //! same 4 MiB body to every request of every scenario), and a run keeps what it observed until
 //! its report is written. So a run charges, as it keeps them, the bytes of every host answer
-//! ([`crate::host::HostClient`]), every event stream read, what the host sent toolcert's doubles
+//! (the driver's `HostClient`), every event stream read, what the host sent toolcert's doubles
 //! (receiver, mock provider, MCP server), and what the transcripts keep, against one
 //! [`MemoryBudget`]: [`BUDGET_PER_TRIAL`] per trial of the run. Once a charge would pass it,
 //! the budget is spent for good: the step that asked gets an `error` observation naming the

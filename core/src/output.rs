@@ -4,7 +4,7 @@
 //! transformation can reassemble a secret the redactor split (a terminal writer that drops a
 //! DEL would otherwise join `tok\x7fen` back into `token` after redaction ran):
 //!
-//! - [`clean`] strips what a reader does not see ([`crate::redact::is_invisible`]: control
+//! - [`clean`] strips what a reader does not see ([`toolcert_base::redact::is_invisible`]: control
 //!   characters but `\n` and `\t`, bidirectional overrides, zero-width characters) and then
 //!   scrubs the run's secrets with the process's redactor ([`guard`]); the console and the
 //!   text reports (Markdown, JUnit, HTML) go through it;
@@ -20,7 +20,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, RwLock};
 
-use crate::redact::{Redactor, is_invisible};
+use toolcert_base::redact::{Redactor, is_invisible};
 
 /// The redactor every output passes last: the run's tokens and canaries once they are known.
 static GUARD: LazyLock<RwLock<Redactor>> = LazyLock::new(|| RwLock::new(Redactor::default()));

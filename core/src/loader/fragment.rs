@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::params::{self, Subst};
-use crate::canonical::pointer_token;
 use crate::suite::{SchemaSet, SuiteError};
+use toolcert_base::canonical::pointer_token;
 
 /// Where fragment files live.
 pub(crate) const FRAGMENTS_DIR: &str = "scenarios/fragments/";
@@ -370,7 +370,7 @@ mod tests {
         let mut set = SchemaSet::default();
         let schema: Value = serde_json::from_str(include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/schemas/fragments.schema.json"
+            "/../schemas/fragments.schema.json"
         )))
         .unwrap();
         set.insert(FRAGMENTS_SCHEMA, &schema).unwrap();
@@ -479,7 +479,7 @@ mod tests {
         let mut set = SchemaSet::default();
         let schema: Value = serde_json::from_str(include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/schemas/fragments.schema.json"
+            "/../schemas/fragments.schema.json"
         )))
         .unwrap();
         set.insert(FRAGMENTS_SCHEMA, &schema).unwrap();

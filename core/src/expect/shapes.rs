@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use crate::suite::Shape;
 
-const ERROR_ENVELOPE: &str = include_str!("../../schemas/error-envelope.schema.json");
-const EVENT_ERROR: &str = include_str!("../../schemas/event-error.schema.json");
+const ERROR_ENVELOPE: &str = include_str!("../../../schemas/error-envelope.schema.json");
+const EVENT_ERROR: &str = include_str!("../../../schemas/event-error.schema.json");
 
 /// The compiled validator of a shape, or why it did not compile (a toolcert bug, reported as
 /// the check's failure text rather than a panic).

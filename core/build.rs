@@ -1,5 +1,8 @@
 //! Embeds the suite data (registry, scenarios, schemas) into the binary, so `toolcert run`
 //! works from any directory and a user's clone needs nothing else at run time.
+//!
+//! The data lives at the workspace root (`scenarios/`, `schemas/`), one level above this
+//! crate; each file is keyed by its path from that root, as the loader and reports name it.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,12 +23,13 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn main() {
-    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let crate_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = crate_dir.parent().unwrap().to_path_buf();
     let mut code = String::from(
         "/// Suite files embedded at build time: (path relative to the repo, contents).\npub static FILES: &[(&str, &str)] = &[\n",
     );
     for dir in ["scenarios", "schemas"] {
-        println!("cargo:rerun-if-changed={dir}");
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
         let mut files = Vec::new();
         collect(&root.join(dir), &mut files);
         for file in files {
@@ -34,7 +38,7 @@ fn main() {
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
-            println!("cargo:rerun-if-changed={rel}");
+            println!("cargo:rerun-if-changed={}", file.display());
             writeln!(
                 code,
                 "    ({rel:?}, include_str!({:?})),",

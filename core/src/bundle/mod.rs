@@ -26,17 +26,17 @@
 
 pub mod keys;
 
-use crate::canonical::pointer_token;
 use std::collections::BTreeMap;
 use std::path::Path;
+use toolcert_base::canonical::pointer_token;
 
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use serde_json::{Value, json};
 
 use crate::profile::HostProfile;
 use crate::recheck::{Recheck, RecheckError};
-use crate::redact::Redactor;
 use crate::suite::Suite;
+use toolcert_base::redact::Redactor;
 
 /// The bundle's JSON Schema, among the embedded suite files.
 pub const BUNDLE_SCHEMA: &str = "schemas/bundle.schema.json";
@@ -225,7 +225,7 @@ pub fn digest_of(bundle: &Value) -> String {
     format!(
         "{}{}",
         crate::recheck::DIGEST_PREFIX,
-        crate::canonical::jcs_sha256_hex(&body)
+        toolcert_base::canonical::jcs_sha256_hex(&body)
     )
 }
 
@@ -233,7 +233,7 @@ fn value_digest(v: &Value) -> String {
     format!(
         "{}{}",
         crate::recheck::DIGEST_PREFIX,
-        crate::canonical::jcs_sha256_hex(v)
+        toolcert_base::canonical::jcs_sha256_hex(v)
     )
 }
 
@@ -495,7 +495,7 @@ pub fn load(path: &Path) -> Result<Value, BundleError> {
                 .into(),
         });
     }
-    crate::canonical::parse_strict(text).map_err(|e| {
+    toolcert_base::canonical::parse_strict(text).map_err(|e| {
         if e.classify() == serde_json::error::Category::Eof {
             BundleError::Truncated {
                 path: shown.clone(),
@@ -704,7 +704,7 @@ fn check_consistency(bundle: &Value, file: &str) -> Result<(), BundleError> {
         ));
     }
     if let (Some(document), Some(sha)) = (discovery.get("document"), discovery["sha256"].as_str())
-        && crate::canonical::jcs_sha256_hex(document) != sha
+        && toolcert_base::canonical::jcs_sha256_hex(document) != sha
     {
         return Err(fail(
             "/discovery/sha256",

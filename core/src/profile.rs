@@ -10,9 +10,9 @@
 //! before it is deserialized, so a wrong value is reported at its JSON pointer; [`ROLES`] and
 //! that schema name the same roles, and a test keeps the schema and [`HostProfile`] in step.
 
-use crate::canonical::pointer_token;
 use std::collections::BTreeMap;
 use std::path::Path;
+use toolcert_base::canonical::pointer_token;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -190,10 +190,11 @@ impl HostProfile {
                 cause,
             },
         )?;
-        let value = crate::canonical::parse_strict(&text).map_err(|e| ProfileError::Json {
-            file: file.clone(),
-            message: e.to_string(),
-        })?;
+        let value =
+            toolcert_base::canonical::parse_strict(&text).map_err(|e| ProfileError::Json {
+                file: file.clone(),
+                message: e.to_string(),
+            })?;
         HostProfile::from_value(&file, value)
     }
 
@@ -539,7 +540,8 @@ mod shipped_profile {
 
     #[test]
     fn the_documented_reference_profile_matches_the_built_in_one() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reference-host.profile.json");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference-host.profile.json");
         let mut shipped = HostProfile::load(&path).unwrap();
         assert_eq!(
             shipped.base_url.take().as_deref(),
@@ -550,7 +552,8 @@ mod shipped_profile {
 
     #[test]
     fn the_documented_reference_profile_validates_against_the_schema() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reference-host.profile.json");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference-host.profile.json");
         let value: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let violations = profile_schema().violations(PROFILE_SCHEMA, &value).unwrap();
         assert!(violations.is_empty(), "{violations:?}");

@@ -86,7 +86,10 @@ pub(crate) fn scenario_file(
             {
                 return Err(reference(
                     file,
-                    format!("/params/{i}/{}", crate::canonical::pointer_token(unused)),
+                    format!(
+                        "/params/{i}/{}",
+                        toolcert_base::canonical::pointer_token(unused)
+                    ),
                     format!(
                         "parameter \"{unused}\" is used nowhere in the scenario (write ${{{unused}}} where it belongs, or remove it)"
                     ),

@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::catalog;
 use super::error_registry::{CodeStanding, standing};
-use crate::canonical::jcs_sha256_hex;
 use crate::suite::{Bound, DaysSpec, IgnoringSpec, Matcher};
 use crate::template;
+use toolcert_base::canonical::jcs_sha256_hex;
 
 /// Whether `actual` (the value at the check's pointer, `None` when absent) satisfies `m`.
 /// Pointers inside the matcher and templates resolve against `doc`.
@@ -208,7 +208,7 @@ pub fn matches(m: &Matcher, actual: Option<&Value>, doc: &Value) -> Result<(), S
             let text = v
                 .as_str()
                 .ok_or_else(|| format!("expected JSON text, found {}", show(&v)))?;
-            let parsed = crate::canonical::parse_strict(text).map_err(|e| {
+            let parsed = toolcert_base::canonical::parse_strict(text).map_err(|e| {
                 format!(
                     "expected JSON text, found text that does not parse ({e}): {}",
                     show(&v)
@@ -494,7 +494,7 @@ fn first_difference(a: &Value, b: &Value, at: String) -> Option<String> {
             keys.sort();
             keys.dedup();
             keys.into_iter().find_map(|k| {
-                let path = format!("{at}/{}", crate::canonical::pointer_token(k));
+                let path = format!("{at}/{}", toolcert_base::canonical::pointer_token(k));
                 match (x.get(k), y.get(k)) {
                     (Some(p), Some(q)) => first_difference(p, q, path),
                     _ => Some(path),

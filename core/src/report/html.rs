@@ -23,8 +23,8 @@ use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use crate::redact::Redactor;
 use crate::verdict::Disposition;
+use toolcert_base::redact::Redactor;
 
 /// The most characters of one request or response body the page shows (pretty-printed); the
 /// rest is in the JSON report.
@@ -921,7 +921,7 @@ mod tests {
         let redactor = Redactor::new(vec!["sekrit-token-0123".into()], Vec::new());
         let html = render_html(&report, &redactor);
         assert!(!html.contains("sekrit"), "{html}");
-        assert!(html.contains(crate::redact::REDACTED));
+        assert!(html.contains(toolcert_base::redact::REDACTED));
     }
 
     #[test]
