@@ -145,8 +145,9 @@ pub(crate) fn from_files(files: Vec<(String, String)>) -> Result<Suite, SuiteErr
     })?;
     check_surfaces(&surfaces)?;
 
-    // `kills` names are the reference host's mutants: `crate::matrix::check_kills` checks
-    // them, so the suite itself loads without the reference host built in.
+    // `kills` names are the reference host's mutants: the `toolcert` binary's
+    // `matrix::check_kills` checks them, so the suite itself loads without the reference host
+    // built in.
     let fragments = Fragments::take(&mut data, &schemas)?;
     let mut scenarios: Vec<Scenario> = Vec::new();
     let mut expanded_docs = BTreeMap::new();
