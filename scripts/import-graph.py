@@ -36,6 +36,10 @@ crate given by `--src`) has one `prefix layer` pair a line (`#` starts a comment
 takes the layer of its longest matching prefix, `prefix` matching the module itself and
 everything under it. A higher number is a higher layer; an edge from layer m to layer n > m
 goes upward. Modules no prefix matches are reported and count as a violation under --check.
+
+The crate graph has a map too (`scripts/crate-graph.txt`): each workspace crate and the
+workspace crates it may import (`crate: dep dep`). Under --check, a crate edge it does not
+list, or a crate it does not name, is a violation: the crates stay in their pipeline order.
 """
 
 import argparse
@@ -48,6 +52,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Layer maps by package name, relative to the repository root.
 LAYER_MAPS = {"reference-host": os.path.join("reference-host", "layers.txt")}
+
+# The crate graph's map: which workspace crates each crate may import.
+CRATE_MAP = os.path.join("scripts", "crate-graph.txt")
+
+
+def read_crate_map(path):
+    allowed = {}
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                name, deps = line.split(":", 1)
+                allowed[name.strip()] = set(deps.split())
+    return allowed
 
 
 def strip_comments_and_strings(text):
@@ -665,6 +683,26 @@ def main():
         print(f"  [{len(c)}] " + " ".join(c))
     if args.max_cycles is not None and crate_cycles:
         failed.append(f"the crate graph has {len(crate_cycles)} cycle(s)")
+    # Each edge against the crate map (by package name: a binary counts as its package).
+    allowed = read_crate_map(os.path.join(ROOT, CRATE_MAP))
+    package_of = {c.label: c.package for c in all_crates}
+    unlisted = sorted({c.package for c in all_crates} - set(allowed))
+    off_map = sorted(
+        (package_of[a], package_of[b])
+        for a in graph
+        for b in graph[a]
+        if package_of[a] != package_of[b] and package_of[b] not in allowed.get(package_of[a], set())
+    )
+    print(f"crate map: {CRATE_MAP}; edges it does not allow: {len(off_map)}")
+    for a, b in off_map:
+        print(f"  {a} -> {b}")
+    for c in unlisted:
+        print(f"  crate not in the map: {c}")
+    if args.check and (off_map or unlisted):
+        failed.append(
+            f"the crate graph: {len(off_map)} edge(s) and {len(unlisted)} crate(s) not in "
+            f"{CRATE_MAP}: import downward only, or name a new crate there"
+        )
 
     for f in failed:
         print(f"FAIL: {f}", file=sys.stderr)

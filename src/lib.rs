@@ -1,34 +1,27 @@
 //! toolcert: a conformance harness for OpenWOP hosts.
 //!
 //! toolcert checks that a host treats a tool call as a durable, authorized, idempotent effect
-//! on a run's event log. It drives the host through its test seams (and, in later slices, a
-//! scripted model provider), witnesses effects at doubles it owns (the tool [`witness`]
-//! receiver), and gives every requirement row exactly one [`verdict::Disposition`].
+//! on a run's event log. It drives the host through its test seams (and a scripted model
+//! provider), witnesses effects at doubles it owns (the tool [`witness`] receiver), and gives
+//! every requirement row exactly one [`verdict::Disposition`].
 //!
-//! The crate is a library with a thin binary on top:
+//! This package is the binary (`src/main.rs`): the command line ([`cli`]) and the mutation
+//! matrix (`matrix`, feature `reference`). The pipeline lives in crates by stage, each
+//! importing only the ones below it (docs/design/architecture.md):
 //!
-//! - [`suite`] is the requirement registry and the scenario files, loaded and validated (by
-//!   the private `loader`, which sits above [`expect`] and [`observation`]);
-//! - [`host`] talks to a host: discovery, wire major, paths, bearer tokens per role;
-//! - [`budget`] bounds what a run keeps of what hosts send (memory, depth, JSON values);
-//! - [`witness`] holds the doubles toolcert owns (the tool receiver);
-//! - [`steps`] runs the typed steps a scenario is made of and records observations;
-//! - [`observation`] types what each step kind observes, and "not observed";
-//! - [`expect`] judges checks over those observations (drive, then judge);
-//! - [`verdict`] folds check outcomes into one disposition per requirement row;
-//! - [`runner`] runs scenarios against a target and collects results;
-//! - [`report`] writes the JSON, JUnit XML and Markdown reports;
-//! - [`mcp`] pins MCP tool catalogs: capture, review, gate and call;
-//! - `matrix` runs the mutation matrix against the reference host's mutants (feature
-//!   `reference`, on by default, like the embedded reference host itself);
-//! - [`baseline`] judges a run against the rows a user expects not to pass;
-//! - [`recheck`] seals reports with a digest and re-judges them offline;
-//! - [`bundle`] writes and verifies signed certification bundles;
-//! - [`partition`] splits the scenarios into stable shards;
-//! - [`repeat`] runs every scenario K times and folds the trials (pass^k, `flaky`);
-//! - [`redact`] scrubs every token and canary from whatever leaves toolcert;
-//! - [`input`] reads every file toolcert is given, bounded and only if it is a regular file;
-//! - [`output`] is the last step of everything written: made safe, redacted, written whole.
+//! - `toolcert-base`: [`canonical`] JSON and the [`redact`]or, shared by all;
+//! - `toolcert-core`, offline: [`suite`] (registry, scenarios and their steps), [`profile`],
+//!   [`observation`], [`expect`], [`verdict`], [`result`], [`report`], [`recheck`],
+//!   [`baseline`], [`bundle`], and the utilities [`budget`], [`input`], [`output`],
+//!   [`partition`], [`repeat`], [`template`], [`transcript`];
+//! - `toolcert-driver`, against a host: [`host`], [`witness`], [`steps`], [`runner`];
+//! - `toolcert-mcp`, beside the pipeline: [`mcp`] tool pinning (capture, review, gate, call,
+//!   guard).
+//!
+//! The library target is a thin facade: it re-exports those crates' modules under the names
+//! they had when toolcert was one crate (`toolcert::suite::Suite`, `toolcert::mcp::gate`), so
+//! the integration tests, the benches and the docs read one set of paths. New code may import
+//! the stage crates directly.
 //!
 //! The `reference` feature (default) builds the reference host in: the embedded target
 //! (`runner::Target::embedded`), its mutants and the matrix. Without it
@@ -47,32 +40,14 @@
 // Every public item says what it is and why it exists (checked, not hoped for).
 #![deny(missing_docs)]
 
-pub mod baseline;
-pub mod budget;
-pub mod bundle;
-pub mod canonical;
 pub mod cli;
-pub mod expect;
-pub mod host;
-pub mod input;
-mod loader;
 #[cfg(feature = "reference")]
 pub mod matrix;
-pub mod mcp;
-pub mod observation;
-pub mod output;
-pub mod partition;
-pub mod recheck;
-pub mod redact;
-pub mod repeat;
-pub mod report;
-pub mod runner;
-pub mod steps;
-pub mod suite;
-pub mod template;
-pub mod transcript;
-pub mod verdict;
-pub mod witness;
 
-/// The suite version reports carry, so results compare across toolcert releases.
-pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use toolcert_base::{canonical, redact};
+pub use toolcert_core::{
+    SUITE_VERSION, baseline, budget, bundle, expect, input, observation, output, partition,
+    profile, recheck, repeat, report, result, suite, template, transcript, verdict,
+};
+pub use toolcert_driver::{host, runner, steps, witness};
+pub use toolcert_mcp as mcp;

@@ -1,5 +1,6 @@
 //! Error types: what is wrong with a script, and the provider-shaped errors the mock answers with.
 
+#[cfg(feature = "server")]
 use std::fmt;
 
 /// A script that does not have the documented shape.
@@ -29,6 +30,7 @@ impl ScriptError {
 /// An error answer: the HTTP status plus what each wire format needs to shape its error body.
 ///
 /// The endpoint modules turn this into the provider's own error JSON; it is never sent as-is.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ApiError {
     /// HTTP status code (400..=599).
@@ -41,6 +43,7 @@ pub(crate) struct ApiError {
     pub code: Option<&'static str>,
 }
 
+#[cfg(feature = "server")]
 impl ApiError {
     /// A 400 `invalid_request_error` about `param`.
     pub(crate) fn invalid(param: Option<&str>, message: impl Into<String>) -> Self {
@@ -63,6 +66,7 @@ impl ApiError {
     }
 }
 
+#[cfg(feature = "server")]
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.param {
@@ -76,6 +80,7 @@ impl fmt::Display for ApiError {
 ///
 /// Returning an error from the response body makes hyper abort the connection without the
 /// terminating chunk, which is exactly what a provider connection dying mid-answer looks like.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("connection cut by the script (cutAfterChunks)")]
 pub(crate) struct ScriptedCut;

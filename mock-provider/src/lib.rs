@@ -107,25 +107,42 @@
 
 #![deny(missing_docs)]
 
+// Without the default `server` feature only the script model is built (the script, its
+// schema, its errors): toolcert's scenario loader checks scripts offline with it and so
+// needs no async runtime and no HTTP server.
+#[cfg(feature = "server")]
 mod anthropic;
+#[cfg(feature = "server")]
 mod control;
 mod error;
+#[cfg(feature = "server")]
 mod exchange;
+#[cfg(feature = "server")]
 mod openai;
+#[cfg(feature = "server")]
 mod record;
+#[cfg(feature = "server")]
 mod reply;
 mod script;
+#[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "server")]
 mod shape;
+#[cfg(feature = "server")]
 mod sse;
+#[cfg(feature = "server")]
 mod state;
 
+#[cfg(feature = "server")]
 pub use control::CONTROL_PREFIX;
 pub use error::ScriptError;
+#[cfg(feature = "server")]
 pub use record::{Endpoint, REDACTED, RecordedRequest};
 pub use script::{
     Arguments, ERROR_STATUS_RANGE, MAX_CUT_AFTER_CHUNKS, MAX_DELAY_MS, ProviderTool, Round,
     RoundKind, Script, ToolCall, script_schema,
 };
+#[cfg(feature = "server")]
 pub use server::{MockProvider, router, serve_standalone};
+#[cfg(feature = "server")]
 pub use state::ProviderState;

@@ -153,6 +153,7 @@ impl RoundKind {
 
     /// How many generated-id slots this round uses: one per tool call, one for a provider
     /// tool. Ids are numbered across the whole script so no two rounds reuse one.
+    #[cfg(feature = "server")]
     pub(crate) fn id_slots(&self) -> usize {
         match self {
             RoundKind::ToolCalls { calls, .. } | RoundKind::Truncated { calls, .. } => calls.len(),
