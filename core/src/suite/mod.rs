@@ -17,6 +17,7 @@
 //! [`Suite`] through [`Suite::embedded`] and [`Suite::from_dir`].
 
 mod error;
+pub mod matcher;
 pub mod mutant;
 mod registry;
 mod scenario;
@@ -24,14 +25,16 @@ mod schema;
 pub(crate) mod surfaces;
 
 pub use error::SuiteError;
+pub use matcher::{
+    Bound, Condition, DaysSpec, EachSpec, IgnoringSpec, Matcher, SameSetSpec, Shape,
+};
 pub use mutant::{DataMutant, EventsEdit, ResponseEdit, Rewrite, SetValue};
 pub use registry::{Basis, Family, Level, Profile, Registry, Row};
 pub use scenario::{
-    AbandonPoint, Bound, BurstSpec, CatalogSpec, Check, Condition, DaysSpec, EventsRead, Evidence,
-    FailFirst, FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall,
-    IgnoringSpec, KillPoint, Matcher, McpAnswer, McpServerSpec, ONLY_WHERE_UNWITNESSABLE,
-    ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec, SameSetSpec, Scenario, SeamCall,
-    SeamMethod, Shape, Step, WaitSpec,
+    AbandonPoint, BurstSpec, CatalogSpec, Check, EventsRead, Evidence, FailFirst,
+    FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall, KillPoint, McpAnswer,
+    McpServerSpec, ONLY_WHERE_UNWITNESSABLE, ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec,
+    Scenario, SeamCall, SeamMethod, Step, WaitSpec,
 };
 pub use schema::SchemaSet;
 pub use surfaces::{Surface, SurfaceKind, Surfaces, fact_id, field_id, fixture_id, seam_id};

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::scenario::Condition;
+use super::matcher::Condition;
 
 /// Where data mutant files live; `scenarios/mutants/<name>.json` is the mutant `<name>`.
 pub const MUTANTS_DIR: &str = "scenarios/mutants/";
