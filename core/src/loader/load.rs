@@ -693,34 +693,8 @@ fn check_scenario(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
                 ),
             ));
         }
-        if let Step::Provider(p) = step {
-            // The provider's own validator gives the precise pointer inside the rounds.
-            let script = serde_json::json!({"model": "load-check", "rounds": p.rounds});
-            if let Err(e) = mock_provider::Script::from_json(&script) {
-                return Err(reference(
-                    file,
-                    format!("/steps/{i}{}", e.pointer),
-                    format!("not a valid provider round: {}", e.message),
-                ));
-            }
-        }
-        if let Step::Foreach(f) = step
-            && !(1..=200).contains(&f.count)
-        {
-            return Err(reference(
-                file,
-                format!("/steps/{i}/count"),
-                "foreach count must be 1..=200".into(),
-            ));
-        }
-        if let Step::Burst(b) = step
-            && !(2..=64).contains(&b.count)
-        {
-            return Err(reference(
-                file,
-                format!("/steps/{i}/count"),
-                "burst count must be 2..=64".into(),
-            ));
+        if let Err((at, message)) = step.check() {
+            return Err(reference(file, format!("/steps/{i}{at}"), message));
         }
         // A kill point, an abandon point or a release must name a double made by an earlier
         // step.
@@ -769,15 +743,6 @@ fn check_scenario(s: &Scenario, registry: &Registry) -> Result<(), SuiteError> {
                     format!("no earlier {kind} step is named \"{name}\""),
                 ));
             }
-        }
-        if let Step::Repeat(r) = step
-            && !(1..=200).contains(&r.max)
-        {
-            return Err(reference(
-                file,
-                format!("/steps/{i}/max"),
-                "repeat max must be 1..=200".into(),
-            ));
         }
     }
     let mut check_ids = BTreeSet::new();

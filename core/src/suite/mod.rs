@@ -22,6 +22,7 @@ pub mod mutant;
 mod registry;
 mod scenario;
 mod schema;
+pub mod step;
 pub(crate) mod surfaces;
 
 pub use error::SuiteError;
@@ -30,13 +31,24 @@ pub use matcher::{
 };
 pub use mutant::{DataMutant, EventsEdit, ResponseEdit, Rewrite, SetValue};
 pub use registry::{Basis, Family, Level, Profile, Registry, Row};
-pub use scenario::{
-    AbandonPoint, BurstSpec, CatalogSpec, Check, EventsRead, Evidence, FailFirst,
-    FireEffectSeamsSpec, ForeachSpec, HostAction, HostActionKind, HttpCall, KillPoint, McpAnswer,
-    McpServerSpec, ONLY_WHERE_UNWITNESSABLE, ProviderScript, ReceiverSpec, ReleaseSpec, RepeatSpec,
-    Scenario, SeamCall, SeamMethod, Step, WaitSpec,
-};
+pub use scenario::{Check, Evidence, ONLY_WHERE_UNWITNESSABLE, Scenario};
 pub use schema::SchemaSet;
+pub use step::Step;
+pub use step::burst::BurstSpec;
+pub use step::catalog::CatalogSpec;
+pub use step::discovery::DiscoveryProbe;
+pub use step::events::EventsRead;
+pub use step::fire_effect_seams::FireEffectSeamsSpec;
+pub use step::foreach::ForeachSpec;
+pub use step::host::{HostAction, HostActionKind};
+pub use step::http::{AbandonPoint, HttpCall};
+pub use step::mcp_server::{McpAnswer, McpServerSpec};
+pub use step::provider::ProviderScript;
+pub use step::receiver::{FailFirst, ReceiverSpec};
+pub use step::release::ReleaseSpec;
+pub use step::repeat::RepeatSpec;
+pub use step::seam::{SeamCall, SeamMethod};
+pub use step::wait::{KillPoint, WaitSpec};
 pub use surfaces::{Surface, SurfaceKind, Surfaces, fact_id, field_id, fixture_id, seam_id};
 
 /// Files embedded at build time (`scenarios/**.json`, `schemas/**.json`).
