@@ -22,6 +22,7 @@ mod receiver;
 mod release;
 mod repeat;
 mod seam;
+mod wait;
 
 use serde_json::Value;
 
@@ -65,7 +66,7 @@ impl ScenarioCtx<'_> {
             Step::Burst(spec) => record(burst::run(self, spec).await),
             Step::Host(spec) => host::run(self, spec).await,
             Step::Release(spec) => record((release::run(self, spec), go)),
-            Step::Wait(spec) => record((host::wait(self, spec).await, go)),
+            Step::Wait(spec) => record((wait::run(self, spec).await, go)),
             Step::FireEffectSeams(spec) => record(fire_effect_seams::run(self, spec).await),
             Step::Catalog(spec) => record(catalog::run(self, spec).await),
         };
