@@ -171,8 +171,9 @@ pub const OBSERVATION_ROOTS: &[&str] = &["steps", "receivers", "providers", "mcp
 pub const NESTED: &[&str] = &["met"];
 
 /// `repeat`: a seam call repeated until a condition held. Kept here beside [`Observation`],
-/// not with the other step kinds ([`kinds`]): it holds an `Observation` while [`NotObserved`]
-/// holds kinds, so in `kinds` the two modules would import each other.
+/// not in its step kind's module (`crate::suite::step::repeat`) like the other observations
+/// ([`kinds`] re-exports them): it holds an `Observation`, and this module imports `suite`
+/// (the kinds [`NotObserved`] holds), so there the two would import each other.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RepeatObservation {
