@@ -4,7 +4,7 @@
 //! toolcert started, removes its scratch directories and leaves a partial report that
 //! rechecks (issue 30).
 
-mod hostile;
+use crate::hostile;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

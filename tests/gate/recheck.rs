@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::common::{text, toolcert};
+use super::common::{text, toolcert};
 
 use serde_json::Value;
 
@@ -323,5 +323,5 @@ fn a_changed_control_over_a_redacted_value_keeps_the_whole_scenario() {
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
-    crate::common::scratch("recheck", name)
+    super::common::scratch("recheck", name)
 }
