@@ -15,8 +15,7 @@
 //! through the agent lists that task and not the earlier one sent to the host. When the SDK
 //! cannot be installed the test fails saying what to install.
 
-#[path = "support/peers.rs"]
-mod peers;
+use crate::support::peers;
 
 use std::process::Command;
 

@@ -1,7 +1,6 @@
 //! End-to-end: the `toolcert` binary against the embedded reference host and its mutants.
 
-#[path = "support/rows.rs"]
-mod rows;
+use crate::support::rows;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -8,10 +8,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-#[path = "support/scratch.rs"]
-mod scratch;
-#[path = "support/tree.rs"]
-mod tree;
+use crate::support::{scratch, tree};
 
 /// Copy `scenarios/` and `schemas/` of this checkout into `dir`.
 fn copy_suite(dir: &Path) {

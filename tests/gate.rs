@@ -1,13 +1,6 @@
-//! End-to-end tests of the release-gate features, one binary to keep link time down:
+//! End-to-end tests of the release-gate features, one module per feature:
 //! expectation baselines, offline recheck, partitions with merge, `--repeat` (pass^k), the
 //! progress bar's absence from piped output, and certification bundles.
-
-#[path = "support/rows.rs"]
-mod rows;
-#[path = "support/scratch.rs"]
-mod scratch;
-#[path = "support/tree.rs"]
-mod tree;
 
 /// Helpers the modules share.
 mod common {
@@ -47,11 +40,9 @@ mod common {
     }
 }
 
-mod gate {
-    pub mod baseline;
-    pub mod bundle;
-    pub mod partition;
-    pub mod progress;
-    pub mod recheck;
-    pub mod repeat;
-}
+mod baseline;
+mod bundle;
+mod partition;
+mod progress;
+mod recheck;
+mod repeat;

@@ -6,7 +6,7 @@
 //! The bounds here are generous (60 s a run); the speed and memory goals live in
 //! `cargo bench --bench hostile`.
 
-mod hostile;
+use crate::hostile;
 
 use std::path::Path;
 use std::time::Duration;

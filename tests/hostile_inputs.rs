@@ -4,7 +4,7 @@
 //! toolcert started, removes its scratch directories and leaves a partial report that
 //! rechecks (issue 30).
 
-mod hostile;
+use crate::hostile;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -402,17 +402,20 @@ fn interrupt_and_check(dir: &Scratch, args: &[String], signal: &str) {
     let pid = child.id();
     let (o, e) = hostile::read_output(&mut child);
     // Wait for a host process of toolcert's own, then give the run a moment to be under way.
+    // A host counts once it carries its spawn mark: a child seen between fork and exec still
+    // has toolcert's own environment, without the mark (seen with many tests running at once).
     let started = Instant::now();
     let mut kids = Vec::new();
+    let mut marks = Vec::new();
     while started.elapsed() < Duration::from_secs(30) {
         kids = children_of(pid);
-        if !kids.is_empty() {
+        marks = marks_of(&kids);
+        if !marks.is_empty() {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!kids.is_empty(), "toolcert started no host process");
-    let marks = marks_of(&kids);
     assert!(!marks.is_empty(), "its hosts carry a spawn mark");
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: signalling the child this test started.

@@ -5,10 +5,8 @@
 //!
 //! Chromium missing is a failure that says how to install it, never a skip.
 
-#[path = "hostile/mod.rs"]
-mod hostile;
-#[path = "support/scratch.rs"]
-mod scratch;
+use crate::hostile;
+use crate::support::scratch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Write as _};

@@ -16,10 +16,7 @@
 //! When the peers cannot be installed these tests fail saying what to install: a skipped
 //! real-client test would read as a pass.
 
-#[path = "support/everything.rs"]
-mod everything;
-#[path = "support/peers.rs"]
-mod peers;
+use crate::support::{everything, peers};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -8,10 +8,7 @@
 //! When the servers cannot be installed these tests fail, with the script's output and how
 //! to install them: a silently skipped real-server test would look like a pass.
 
-#[path = "support/everything.rs"]
-mod everything;
-#[path = "support/peers.rs"]
-mod peers;
+use crate::support::{everything, peers};
 
 use std::path::PathBuf;
 

@@ -9,8 +9,7 @@
 //! cannot be installed they fail saying what to install: a skipped real-client test would look
 //! like a pass.
 
-#[path = "support/peers.rs"]
-mod peers;
+use crate::support::peers;
 
 use std::process::{Command, Output};
 use std::time::Duration;

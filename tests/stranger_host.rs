@@ -19,8 +19,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-#[path = "support/scratch.rs"]
-mod scratch;
+use crate::support::scratch;
 
 /// The host script and the profile its roles are described by.
 fn host_file(name: &str) -> PathBuf {

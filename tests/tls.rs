@@ -2,8 +2,7 @@
 //! loopback TLS listener whose certificate comes from a private CA (`--ca-cert`), and without
 //! that CA it fails with a certificate error, not a panic.
 
-#[path = "support/rows.rs"]
-mod rows;
+use crate::support::rows;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,6 +1,6 @@
 //! Anthropic Messages over real HTTP: every round kind, streamed and not.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! Recording, the control API, the standalone server, and lifecycle.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! Chat Completions over real HTTP: every round kind, streamed and not.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! The `reference-host` binary: startup line, mutant listing, CLI errors and
 //! SIGTERM shutdown. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

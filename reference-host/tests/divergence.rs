@@ -3,7 +3,7 @@
 //! live model rounds agree with the source's, differ from them, or refuse
 //! where the source answered. Every wait is bounded; the provider and the tool receiver are loopback doubles.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! record failures, the replay fork and cancel.
 //! Every wait is bounded and everything is loopback.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

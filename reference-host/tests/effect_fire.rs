@@ -8,7 +8,7 @@
 //! `Idempotency-Key`, a new ledger row with the same effectId) and one
 //! from after it inherits it. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! both wires, every request recorded), a tool receiver counting arrivals
 //! per label, and the interrupt route. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! a tiny axum receiver that plays the provider, counting arrivals per
 //! business key and recording each `Idempotency-Key`. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};

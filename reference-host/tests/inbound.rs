@@ -7,7 +7,7 @@
 //! first `prompt.composed`. Also: `input` and `inbound` are exclusive. A fake provider (OpenAI Chat) and a counting
 //! receiver on 127.0.0.1; every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

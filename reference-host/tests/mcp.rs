@@ -4,7 +4,7 @@
 //! from a per-endpoint script (the wire of /tmp/notes/mcp-wire.md), and the
 //! interrupt route. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

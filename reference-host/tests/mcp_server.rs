@@ -4,7 +4,7 @@
 //! provider (`common::FakeProvider`) whose first round asks the run's
 //! clarification tool, and the run and event routes. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 //! and replay forks (served from the record, never writing the store). A fake provider (OpenAI Chat) and
 //! a counting receiver on 127.0.0.1; every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! the effect-seam manifest can be fired and a fork of the fired run does
 //! not fire it again (RPL-11). Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

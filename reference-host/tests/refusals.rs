@@ -6,7 +6,7 @@
 //! Every wait is bounded; nothing leaves loopback (blocked addresses are
 //! never connected to, which is the point).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

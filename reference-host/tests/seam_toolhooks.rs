@@ -2,7 +2,7 @@
 //! events poll and discovery, over real HTTP on 127.0.0.1, with a tiny axum
 //! receiver playing the tool. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

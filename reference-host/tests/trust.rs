@@ -5,7 +5,7 @@
 //! recorded) and a tiny tool receiver that counts arrivals per label, over
 //! real HTTP on 127.0.0.1. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

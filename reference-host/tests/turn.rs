@@ -4,7 +4,7 @@
 //! answers and recording every request) and a tiny tool receiver, over real
 //! HTTP on 127.0.0.1. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! seams, and which mutants still break it. Everything over real HTTP on
 //! 127.0.0.1; every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

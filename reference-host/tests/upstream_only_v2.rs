@@ -6,7 +6,7 @@
 //! and a replay fork of a fixture run. Everything over real HTTP on
 //! 127.0.0.1; every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! delivered again (a webhook receiver after a fork). Every wait is bounded
 //! and everything is loopback.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::common::{read, text, toolcert};
+use super::common::{read, text, toolcert};
 
 use serde_json::{Value, json};
 
@@ -258,5 +258,5 @@ fn a_bad_baseline_is_refused_with_exit_2_naming_the_pointer() {
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
-    crate::common::scratch("baseline", name)
+    super::common::scratch("baseline", name)
 }

@@ -8,9 +8,9 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use crate::common::{read, text, toolcert};
+use super::common::{read, text, toolcert};
 
-/// Made once per test binary: a key pair, a signed bundle of the full suite and an unsigned
+/// Made once per test process: a key pair, a signed bundle of the full suite and an unsigned
 /// bundle of the `disc` family.
 struct Fixture {
     dir: PathBuf,
@@ -26,7 +26,7 @@ fn fixture() -> &'static Fixture {
         // Under cargo's per-target scratch directory, one per test process, so the bundles
         // (a few MB) do not pile up in the system's temp directory and processes running at
         // once (cargo nextest) never overwrite each other's keys.
-        let dir = crate::scratch::process_scratch("gate-bundle", "fixture");
+        let dir = crate::support::scratch::process_scratch("gate-bundle", "fixture");
         let keys = dir.join("keys");
         let out = toolcert(&["keygen", "--out", keys.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out));
@@ -317,7 +317,7 @@ fn a_changed_suite_is_named_and_verdicts_are_rechecked_under_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let copy = f.dir.join("suite");
     for sub in ["scenarios", "schemas"] {
-        crate::tree::copy_tree(&root.join(sub), &copy.join(sub));
+        crate::support::tree::copy_tree(&root.join(sub), &copy.join(sub));
     }
     let etag = copy.join("scenarios/disc/etag.json");
     let changed = std::fs::read_to_string(&etag)

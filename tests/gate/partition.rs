@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{read, text, toolcert};
+use super::common::{read, text, toolcert};
 
 use serde_json::Value;
 
@@ -165,5 +165,5 @@ fn three_shards_merge_into_the_unsharded_report() {
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
-    crate::common::scratch("partition", name)
+    super::common::scratch("partition", name)
 }

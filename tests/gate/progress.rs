@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::common::text;
+use super::common::text;
 
 #[test]
 fn piped_output_carries_no_progress_bar() {

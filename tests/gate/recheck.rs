@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::common::{text, toolcert};
+use super::common::{text, toolcert};
 
 use serde_json::Value;
 
@@ -38,8 +38,8 @@ fn recheck_reproduces_the_dispositions_and_names_the_rows_a_changed_suite_moves(
     // and the recheck says exactly that row and that check.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let copy = dir.join("suite");
-    crate::tree::copy_tree(&root.join("scenarios"), &copy.join("scenarios"));
-    crate::tree::copy_tree(&root.join("schemas"), &copy.join("schemas"));
+    crate::support::tree::copy_tree(&root.join("scenarios"), &copy.join("scenarios"));
+    crate::support::tree::copy_tree(&root.join("schemas"), &copy.join("schemas"));
     let etag = copy.join("scenarios/disc/etag.json");
     let edited = std::fs::read_to_string(&etag)
         .unwrap()
@@ -214,8 +214,8 @@ fn a_changed_check_over_a_redacted_value_says_it_cannot_be_rechecked() {
     assert!(out.status.success(), "{}", text(&out));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let copy = dir.join("suite");
-    crate::tree::copy_tree(&root.join("scenarios"), &copy.join("scenarios"));
-    crate::tree::copy_tree(&root.join("schemas"), &copy.join("schemas"));
+    crate::support::tree::copy_tree(&root.join("scenarios"), &copy.join("scenarios"));
+    crate::support::tree::copy_tree(&root.join("schemas"), &copy.join("schemas"));
     let file = copy.join("scenarios/hooks/secret-redaction.json");
     let original = std::fs::read_to_string(&file).unwrap();
     // `seam-clean` now wants the seam's answer to carry the secret: over real values that is
@@ -269,8 +269,8 @@ fn a_changed_control_over_a_redacted_value_keeps_the_whole_scenario() {
     assert!(out.status.success(), "{}", text(&out));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let copy = dir.join("suite");
-    crate::tree::copy_tree(&root.join("scenarios"), &copy.join("scenarios"));
-    crate::tree::copy_tree(&root.join("schemas"), &copy.join("schemas"));
+    crate::support::tree::copy_tree(&root.join("scenarios"), &copy.join("scenarios"));
+    crate::support::tree::copy_tree(&root.join("schemas"), &copy.join("schemas"));
     let file = copy.join("scenarios/hooks/secret-redaction.json");
     let original = std::fs::read_to_string(&file).unwrap();
     // The control `secret-delivered` now wants the tool NOT to get the secret.
@@ -310,5 +310,5 @@ fn a_changed_control_over_a_redacted_value_keeps_the_whole_scenario() {
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
-    crate::common::scratch("recheck", name)
+    super::common::scratch("recheck", name)
 }

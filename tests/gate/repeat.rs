@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 
-use crate::common::{read, scratch, text, toolcert};
+use super::common::{read, scratch, text, toolcert};
 
 /// Run toolcert with the mutant switched on only in the listed trials' hosts.
 fn toolcert_with_mutant_trials(trials: &str, args: &[&str]) -> Output {
@@ -40,7 +40,7 @@ fn three_trials_hold_pass_k_on_every_row() {
     let rows = r["rows"].as_array().unwrap();
     assert!(rows.len() > 50, "the whole suite ran");
     for row in rows {
-        if crate::rows::other_major(row) {
+        if crate::support::rows::other_major(row) {
             continue;
         }
         assert_eq!(row["disposition"], "pass", "{row}");

@@ -1,5 +1,4 @@
 //! Shared helpers for the HTTP tests: a client, SSE parsing, and stream reassembly.
-#![allow(dead_code)]
 
 use std::time::Duration;
 

@@ -2,12 +2,9 @@
 //! principals' tokens, a bounded test wrapper, an HTTP client, a seams-on
 //! host, loopback servers (the base of every in-test tool receiver), a fake
 //! model provider, published-schema checks, requests, event polling, and
-//! the mutant families with their mutated-versus-correct check. Each test
-//! file declares `mod common;` and keeps its own test-specific helpers.
-
-// Every test file is its own crate and uses only some of these helpers; the
-// rest would be reported as dead code in that crate.
-#![allow(dead_code)]
+//! the mutant families with their mutated-versus-correct check. `tests/main.rs`
+//! declares it once; each test module imports it (`use crate::common;`) and
+//! keeps its own test-specific helpers.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
