@@ -362,6 +362,28 @@ fn marked_processes(marks: &[String]) -> Vec<u32> {
         .collect()
 }
 
+/// The `--port N` a process was started with, if any.
+fn port_of(pid: u32) -> Option<u16> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let at = args.iter().position(|a| *a == b"--port")?;
+    std::str::from_utf8(args.get(at + 1)?).ok()?.parse().ok()
+}
+
+/// Whether some TCP connection to 127.0.0.1:`port` is established (`/proc/net/tcp`, state
+/// 01; the port is the hex after the local or remote address's colon).
+fn connected_to(port: u16) -> bool {
+    let hex = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        std::fs::read_to_string(table).is_ok_and(|text| {
+            text.lines().skip(1).any(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                f.len() > 3 && f[3] == "01" && (f[1].ends_with(&hex) || f[2].ends_with(&hex))
+            })
+        })
+    })
+}
+
 /// The spawn marks in the environments of `pids`.
 fn marks_of(pids: &[u32]) -> Vec<String> {
     pids.iter()
@@ -417,6 +439,16 @@ fn interrupt_and_check(dir: &Scratch, args: &[String], signal: &str) {
     }
     assert!(!kids.is_empty(), "toolcert started no host process");
     assert!(!marks.is_empty(), "its hosts carry a spawn mark");
+    // A host that is up is not yet a run under way: toolcert writes its partial report only
+    // once the run has begun, so wait (bounded) until toolcert has connected to its host
+    // (discovery is its first request), then give the run a moment.
+    let ports: Vec<u16> = kids.iter().filter_map(|k| port_of(*k)).collect();
+    while !ports.is_empty()
+        && !ports.iter().any(|p| connected_to(*p))
+        && started.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: signalling the child this test started.
     unsafe {
