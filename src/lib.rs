@@ -5,8 +5,8 @@
 //! provider), witnesses effects at doubles it owns (the tool [`witness`] receiver), and gives
 //! every requirement row exactly one [`verdict::Disposition`].
 //!
-//! This package is the binary (`src/main.rs`): the command line ([`cli`]) and the mutation
-//! matrix (`matrix`, feature `reference`). The pipeline lives in crates by stage, each
+//! This package is the binary (`src/main.rs`, with the command line in `src/cli/`, a module of
+//! the binary, not of this library) and the mutation matrix (`matrix`, feature `reference`). The pipeline lives in crates by stage, each
 //! importing only the ones below it (docs/design/architecture.md):
 //!
 //! - `toolcert-base`: [`canonical`] JSON and the [`redact`]or, shared by all;
@@ -40,7 +40,6 @@
 // Every public item says what it is and why it exists (checked, not hoped for).
 #![deny(missing_docs)]
 
-pub mod cli;
 #[cfg(feature = "reference")]
 pub mod matrix;
 

@@ -1,5 +1,9 @@
-//! The `toolcert` binary: a thin shell over [`toolcert::cli`].
+//! The `toolcert` binary: the command line (`cli`) over the library's facade and the stage
+//! crates. The CLI is the binary's own module: no library exposes clap, anyhow or the
+//! progress bar.
+
+mod cli;
 
 fn main() -> std::process::ExitCode {
-    toolcert::cli::main()
+    cli::main()
 }

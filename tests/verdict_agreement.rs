@@ -132,7 +132,7 @@ fn outputs(suite: &Suite, full: &RunOutcome, cell: &Cell) -> Outputs {
     if let Some(j) = &judgement {
         run.certification = run.certification.clone().with_gate(j.gate_passed);
     }
-    let mut console = toolcert::cli::console::conclusion_lines(suite, &run);
+    let mut console = toolcert::report::console::conclusion_lines(suite, &run);
     console.push(format!("toolcert: {}", run.certification.final_line()));
     let mut report = toolcert::report::build(suite, &run);
     report.expectations = judgement;

@@ -229,7 +229,7 @@ pub fn is_session_expired(e: &ClientError) -> bool {
 }
 
 /// One weakened rule, for mutation tests of the gate. Never for real use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mutant {
     /// Read only the first `tools/list` page.
@@ -304,9 +304,7 @@ impl Mutant {
 }
 
 /// How a `list_changed` before the comparison is treated (see the module docs).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ListChangedPolicy {
     /// Any `list_changed` on the gate's connection refuses.
@@ -318,12 +316,53 @@ pub enum ListChangedPolicy {
 }
 
 impl ListChangedPolicy {
+    /// Both policies.
+    pub const ALL: [ListChangedPolicy; 2] = [ListChangedPolicy::Strict, ListChangedPolicy::Settle];
+
     /// `strict` or `settle`.
     pub fn name(self) -> &'static str {
         match self {
             ListChangedPolicy::Strict => "strict",
             ListChangedPolicy::Settle => "settle",
         }
+    }
+}
+
+/// A name that is no policy or mutant of the gate; the message lists the names there are.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("\"{given}\" is not one of: {known}")]
+pub struct UnknownName {
+    /// What was given.
+    pub given: String,
+    /// The names there are, comma-separated.
+    pub known: String,
+}
+
+impl std::str::FromStr for ListChangedPolicy {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
+        ListChangedPolicy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| UnknownName {
+                given: s.to_string(),
+                known: ListChangedPolicy::ALL.map(|p| p.name()).join(", "),
+            })
+    }
+}
+
+impl std::str::FromStr for Mutant {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
+        Mutant::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| UnknownName {
+                given: s.to_string(),
+                known: Mutant::ALL.map(|m| m.name()).join(", "),
+            })
     }
 }
 

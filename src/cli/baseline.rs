@@ -13,14 +13,14 @@ pub struct BaselineArgs {
 
 pub(super) fn run(args: BaselineArgs) -> anyhow::Result<ExitCode> {
     // Sealed reports only: a baseline made from an edited report would accept rows nobody saw.
-    let report = crate::recheck::load_sealed(&args.report)?;
+    let report = toolcert::recheck::load_sealed(&args.report)?;
     let shown = args.report.display().to_string();
-    let baseline = crate::baseline::Expectations::from_report(&report, &shown)?;
+    let baseline = toolcert::baseline::Expectations::from_report(&report, &shown)?;
     // The reasons quote the report's details: no raw control character reaches the console.
     let text = serde_json::to_string_pretty(&baseline)?;
     println!(
         "{}",
-        crate::output::finish(&text, crate::output::Format::Json)
+        toolcert::output::finish(&text, toolcert::output::Format::Json)
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::bundle::{SignatureCheck, SuiteCheck};
+use toolcert::bundle::{SignatureCheck, SuiteCheck};
 
 /// Arguments of `toolcert bundle`.
 #[derive(Debug, clap::Args)]
@@ -49,13 +49,13 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let key = args
         .key
         .as_deref()
-        .map(crate::bundle::keys::load_public)
+        .map(toolcert::bundle::keys::load_public)
         .transpose()
         .context("--key")?;
-    let bundle = crate::bundle::load(&args.bundle)?;
+    let bundle = toolcert::bundle::load(&args.bundle)?;
     let suite = super::common::load_suite(args.suite.as_deref()).context("loading the suite")?;
     let shown = args.bundle.display().to_string();
-    let verified = crate::bundle::verify(&suite, &bundle, &shown, key.as_ref())?;
+    let verified = toolcert::bundle::verify(&suite, &bundle, &shown, key.as_ref())?;
     println!(
         "bundle {shown}: written by toolcert {}; digest {} matches its content; the report's own digest matches",
         verified.toolcert_version, verified.digest
@@ -100,7 +100,7 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let partial = outcome
         .certification
         .as_ref()
-        .is_some_and(|c| c.verdict == crate::verdict::Verdict::Partial);
+        .is_some_and(|c| c.verdict == toolcert::verdict::Verdict::Partial);
     let verdict = match (
         outcome.differing().next().is_none() && !outcome.verdict_differs(),
         partial,

@@ -4,13 +4,13 @@
 ///
 /// With the reference host built in, every `kills` name must be one of its mutants, as the
 /// matrix requires; without it the names cannot be checked and are not.
-pub(super) fn load_suite(dir: Option<&std::path::Path>) -> anyhow::Result<crate::suite::Suite> {
+pub(super) fn load_suite(dir: Option<&std::path::Path>) -> anyhow::Result<toolcert::suite::Suite> {
     let suite = match dir {
-        Some(d) => crate::suite::Suite::from_dir(d)?,
-        None => crate::suite::Suite::embedded()?,
+        Some(d) => toolcert::suite::Suite::from_dir(d)?,
+        None => toolcert::suite::Suite::embedded()?,
     };
     #[cfg(feature = "reference")]
-    crate::matrix::check_kills(&suite)?;
+    toolcert::matrix::check_kills(&suite)?;
     Ok(suite)
 }
 

@@ -22,7 +22,7 @@ pub(super) fn run(args: CoverageArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The coverage table.
-pub fn render(suite: &crate::suite::Suite, verbose: bool) -> String {
+pub fn render(suite: &toolcert::suite::Suite, verbose: bool) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(

@@ -38,8 +38,8 @@ pub(super) fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
         "--secret and --public are the same file {}; give each key its own path",
         secret.display()
     );
-    let key = crate::bundle::keys::generate()?;
-    crate::bundle::keys::write_pair(&secret, &public, &key)?;
+    let key = toolcert::bundle::keys::generate()?;
+    toolcert::bundle::keys::write_pair(&secret, &public, &key)?;
     println!(
         "toolcert keygen: secret key {} (mode 0600: keep it private; `run --bundle FILE --sign {}`)",
         secret.display(),
@@ -49,7 +49,7 @@ pub(super) fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
         "toolcert keygen: public key {} (publish it; `bundle verify FILE --key {}`): {}",
         public.display(),
         public.display(),
-        crate::bundle::keys::public_hex(&key.verifying_key())
+        toolcert::bundle::keys::public_hex(&key.verifying_key())
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::runner::RunOptions;
+use toolcert::runner::RunOptions;
 
 /// Arguments of `toolcert matrix`.
 #[derive(Debug, clap::Args)]
@@ -22,7 +22,7 @@ pub struct MatrixArgs {
     pub columns: usize,
     /// Scenarios in flight at once in each column (each column is an embedded host of its
     /// own).
-    #[arg(long, short = 'j', default_value_t = crate::runner::EMBEDDED_JOBS, value_name = "N")]
+    #[arg(long, short = 'j', default_value_t = toolcert::runner::EMBEDDED_JOBS, value_name = "N")]
     pub jobs: usize,
     /// Run every scenario in every mutant column, instead of only the scenarios that reach
     /// the mutant's site on the probe host (slow; it proves the fast matrix is the same).
@@ -60,7 +60,7 @@ pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         ..RunOptions::default()
     };
     if !args.mutants.is_empty() {
-        let focused = rt.block_on(crate::matrix::run_focused(
+        let focused = rt.block_on(toolcert::matrix::run_focused(
             &suite,
             &opts,
             &args.mutants,
@@ -73,19 +73,19 @@ pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         });
     }
-    let total = crate::matrix::column_count(&suite);
+    let total = toolcert::matrix::column_count(&suite);
     let progress = super::progress::Progress::new(total as u64, "columns", args.quiet);
-    let matrix = rt.block_on(crate::matrix::run_matrix_observed(
+    let matrix = rt.block_on(toolcert::matrix::run_matrix_observed(
         &suite,
         &opts,
         args.columns,
         match (args.full, args.sample) {
-            (true, _) => crate::matrix::Selection::Full,
-            (false, Some(per_column)) => crate::matrix::Selection::Sampled {
+            (true, _) => toolcert::matrix::Selection::Full,
+            (false, Some(per_column)) => toolcert::matrix::Selection::Sampled {
                 per_column,
                 seed: args.sample_seed,
             },
-            (false, None) => crate::matrix::Selection::Reached,
+            (false, None) => toolcert::matrix::Selection::Reached,
         },
         &|_| progress.inc(),
     ))?;
@@ -95,11 +95,11 @@ pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         args.out.join("mutation-matrix.md"),
         matrix.render_markdown(&suite),
     )?;
-    let report = crate::report::build(&suite, &matrix.clean_run);
-    crate::report::write_json(&suite, &report, &args.out.join("reference-host.json"))?;
+    let report = toolcert::report::build(&suite, &matrix.clean_run);
+    toolcert::report::write_json(&suite, &report, &args.out.join("reference-host.json"))?;
     std::fs::write(
         args.out.join("reference-host.md"),
-        crate::report::render_markdown(&report),
+        toolcert::report::render_markdown(&report),
     )?;
     let problems = matrix.problems(&suite);
     for p in &problems {

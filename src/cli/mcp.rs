@@ -5,6 +5,7 @@
 //! stdout); without it stdout is for people (and for `SHA=$(…)`: capture, review and digest
 //! print the digest alone).
 
+use clap::builder::TypedValueParser as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -12,13 +13,13 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::mcp::call::{self, CallOptions, Outcome};
-use crate::mcp::gate::{self, GateOptions, ListChangedPolicy, Mutant};
-use crate::mcp::policy::{LocalPolicy, Pin};
-use crate::mcp::review::{self, ReviewInput};
-use crate::mcp::snapshot::{self, CaptureOptions};
-use crate::mcp::transport::{Credential, Endpoint, StdioCommand};
-use crate::mcp::{diff, double, time as mcp_time};
+use toolcert::mcp::call::{self, CallOptions, Outcome};
+use toolcert::mcp::gate::{self, GateOptions, ListChangedPolicy, Mutant};
+use toolcert::mcp::policy::{LocalPolicy, Pin};
+use toolcert::mcp::review::{self, ReviewInput};
+use toolcert::mcp::snapshot::{self, CaptureOptions};
+use toolcert::mcp::transport::{Credential, Endpoint, StdioCommand};
+use toolcert::mcp::{diff, double, time as mcp_time};
 
 /// `toolcert mcp …`.
 #[derive(Debug, Args)]
@@ -133,8 +134,8 @@ impl Connection {
         Ok((Endpoint::Stdio(cmd), secrets))
     }
 
-    fn timeouts(&self) -> crate::mcp::client::Timeouts {
-        crate::mcp::client::Timeouts {
+    fn timeouts(&self) -> toolcert::mcp::client::Timeouts {
+        toolcert::mcp::client::Timeouts {
             request: std::time::Duration::from_secs(self.timeout.max(1)),
             ..Default::default()
         }
@@ -168,7 +169,7 @@ pub struct CaptureArgs {
     #[arg(long, default_value = "7d")]
     pub expires_in: String,
     /// The MCP revision to ask for (2025-11-25, or the stateless 2026-07-28).
-    #[arg(long, default_value = crate::mcp::REVISION_2025_11_25)]
+    #[arg(long, default_value = toolcert::mcp::REVISION_2025_11_25)]
     pub revision: String,
     /// The client capabilities to declare, as JSON (recorded; the gate sends them again).
     #[arg(long, default_value = "{}")]
@@ -244,7 +245,12 @@ pub struct Pinning {
     /// `strict` (default): any list_changed on the connection refuses. `settle`: ignore (and
     /// record) those read before the first tools/list is sent, up to a ping right after
     /// initialized; later ones still refuse.
-    #[arg(long, value_enum, default_value_t = ListChangedPolicy::Strict)]
+    #[arg(
+        long,
+        default_value = "strict",
+        value_parser = clap::builder::PossibleValuesParser::new(ListChangedPolicy::ALL.map(|p| p.name()))
+            .try_map(|s| s.parse::<ListChangedPolicy>())
+    )]
     pub list_changed: ListChangedPolicy,
     /// The deployment's local policy file (toolcert.mcp-local-policy.0.1: accepted reviewers,
     /// modelBacked, sideEffects, concurrency, input-channel classes, maxExpiresIn, pin).
@@ -255,7 +261,12 @@ pub struct Pinning {
     #[arg(long, value_name = "WHAT")]
     pub pin: Vec<String>,
     /// Weaken one rule (mutation tests only).
-    #[arg(long, value_enum, hide = true)]
+    #[arg(
+        long,
+        hide = true,
+        value_parser = clap::builder::PossibleValuesParser::new(Mutant::ALL.map(|m| m.name()))
+            .try_map(|s| s.parse::<Mutant>())
+    )]
     pub mutant: Option<Mutant>,
 }
 
@@ -348,7 +359,7 @@ pub struct GuardArgs {
 
 /// `--call-timeout` as a budget, or why not.
 fn call_budget(secs: Option<u64>) -> anyhow::Result<std::time::Duration> {
-    use crate::mcp::client::{DEFAULT_CALL_TIMEOUT, MAX_CALL_TIMEOUT};
+    use toolcert::mcp::client::{DEFAULT_CALL_TIMEOUT, MAX_CALL_TIMEOUT};
     let Some(secs) = secs else {
         return Ok(DEFAULT_CALL_TIMEOUT);
     };
@@ -423,7 +434,7 @@ async fn capture(a: CaptureArgs) -> anyhow::Result<ExitCode> {
     let mut opts = CaptureOptions::new(&a.server);
     opts.expires_in = mcp_time::parse_duration(&a.expires_in)?;
     opts.revision = a.revision.clone();
-    opts.client_capabilities = crate::canonical::parse_strict(&a.client_capabilities)
+    opts.client_capabilities = toolcert::canonical::parse_strict(&a.client_capabilities)
         .context("--client-capabilities must be a JSON object")?;
     if !opts.client_capabilities.is_object() {
         bail!("--client-capabilities must be a JSON object");
@@ -438,7 +449,7 @@ async fn capture(a: CaptureArgs) -> anyhow::Result<ExitCode> {
         opts.captured_at = Some(t);
     }
     let (endpoint, secrets) = a.conn.endpoint()?;
-    let redactor = crate::redact::Redactor::new(secrets, Vec::new());
+    let redactor = toolcert::redact::Redactor::new(secrets, Vec::new());
     let doc = match snapshot::capture(&endpoint, &opts).await {
         Ok(d) => d,
         Err(e) => bail!("{}", redactor.text(&e.to_string())),
@@ -544,7 +555,7 @@ fn review_cmd(a: ReviewArgs) -> anyhow::Result<ExitCode> {
 async fn gate_cmd(a: GateArgs) -> anyhow::Result<ExitCode> {
     let opts = a.pinning.options(&a.tool, &a.conn)?;
     let (endpoint, secrets) = a.conn.endpoint()?;
-    let redactor = crate::redact::Redactor::new(secrets, Vec::new());
+    let redactor = toolcert::redact::Redactor::new(secrets, Vec::new());
     let result = gate::gate(&a.pinning.manifest, &endpoint, &opts).await;
     let code = match &result {
         Ok(p) => {
@@ -582,7 +593,7 @@ async fn call_cmd(a: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments: Option<Value> = match &a.arguments {
         None => None,
         Some(t) => {
-            Some(crate::canonical::parse_strict(t).context("--arguments is not strict JSON")?)
+            Some(toolcert::canonical::parse_strict(t).context("--arguments is not strict JSON")?)
         }
     };
     let copts = CallOptions {
@@ -620,7 +631,7 @@ async fn call_cmd(a: CallArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn guard_cmd(a: GuardArgs) -> anyhow::Result<ExitCode> {
-    use crate::mcp::guard::{self, Guard, GuardConfig, audit::Audit};
+    use toolcert::mcp::guard::{self, Guard, GuardConfig, audit::Audit};
     let (upstream, mut secrets) = match (&a.url, a.command.is_empty()) {
         (Some(_), false) => {
             bail!("give the server either as --url or as a command after --, not both")

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use serde_json::Value;
 
-use crate::runner::{RunOutcome, ScenarioResult};
+use toolcert::runner::{RunOutcome, ScenarioResult};
 
 /// Arguments of `toolcert merge`.
 #[derive(Debug, clap::Args)]
@@ -65,7 +65,7 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let expectations = args
         .expect
         .as_deref()
-        .map(crate::baseline::Expectations::load)
+        .map(toolcert::baseline::Expectations::load)
         .transpose()
         .context("--expect")?;
     let suite = super::common::load_suite(args.suite.as_deref()).context("loading the suite")?;
@@ -80,7 +80,7 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut shards: Vec<(String, Value)> = Vec::new();
     for path in &args.shards {
         let shown = path.display().to_string();
-        let report = crate::recheck::load_sealed(path)?;
+        let report = toolcert::recheck::load_sealed(path)?;
         anyhow::ensure!(
             report["partition"].is_object(),
             "{shown}: not a shard (no \"partition\"); merge the reports of `toolcert run --partition K/N`"
@@ -111,7 +111,7 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     );
     let mut scenarios: Vec<ScenarioResult> = Vec::new();
     for (name, shard) in &shards {
-        for s in crate::recheck::scenarios_of(shard, name)? {
+        for s in toolcert::recheck::scenarios_of(shard, name)? {
             anyhow::ensure!(
                 !scenarios
                     .iter()
@@ -124,18 +124,18 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     scenarios.sort_by(|a, b| (&a.scenario_id, a.trial).cmp(&(&b.scenario_id, b.trial)));
-    let repeat = crate::recheck::repeat_of(first, &shards[0].0)?;
-    let certify = crate::recheck::certify_options_of(first);
+    let repeat = toolcert::recheck::repeat_of(first, &shards[0].0)?;
+    let certify = toolcert::recheck::certify_options_of(first);
     // The shards together are the run their partition split: its filters, no partition.
-    let selection = crate::verdict::Selection {
+    let selection = toolcert::verdict::Selection {
         partition: None,
-        ..crate::recheck::selection_of(first)
+        ..toolcert::recheck::selection_of(first)
     };
     let base = RunOutcome {
         seed: first["seed"].as_u64().unwrap_or(0),
         strict: certify.strict,
         require_evidence: None,
-        certification: crate::verdict::Certification::compute(
+        certification: toolcert::verdict::Certification::compute(
             &suite,
             &[],
             &Default::default(),
@@ -151,7 +151,7 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         scenarios: Vec::new(),
         repeat,
         rows: Vec::new(),
-        uncovered: crate::runner::uncovered_rows(&suite),
+        uncovered: toolcert::runner::uncovered_rows(&suite),
         // The shards ran in parallel: the merged run took as long as the slowest.
         elapsed_ms: shards
             .iter()
@@ -166,38 +166,38 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     if let Some(j) = &judgement {
         run.certification = run.certification.clone().with_gate(j.gate_passed);
     }
-    let mut report = crate::report::build(&suite, &run);
+    let mut report = toolcert::report::build(&suite, &run);
     report.expectations = judgement.clone();
-    crate::report::write_json(&suite, &report, &args.output)?;
+    toolcert::report::write_json(&suite, &report, &args.output)?;
     if let Some(path) = &args.junit {
-        crate::output::write_atomic(
+        toolcert::output::write_atomic(
             path,
-            &crate::report::render_junit(&report),
-            crate::output::Format::Text,
+            &toolcert::report::render_junit(&report),
+            toolcert::output::Format::Text,
         )
         .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.markdown {
-        crate::output::write_atomic(
+        toolcert::output::write_atomic(
             path,
-            &crate::report::render_markdown(&report),
-            crate::output::Format::Text,
+            &toolcert::report::render_markdown(&report),
+            toolcert::output::Format::Text,
         )
         .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.html {
         // The shards' secrets are not known here; the shards' reports were scrubbed when
         // written, and the default redactor still scrubs any `Bearer` value.
-        let value = crate::report::to_value(&suite, &report)?;
-        let redactor = crate::redact::Redactor::default();
-        crate::output::write_atomic(
+        let value = toolcert::report::to_value(&suite, &report)?;
+        let redactor = toolcert::redact::Redactor::default();
+        toolcert::output::write_atomic(
             path,
-            &crate::report::render_html(&value, &redactor),
-            crate::output::Format::Text,
+            &toolcert::report::render_html(&value, &redactor),
+            toolcert::output::Format::Text,
         )
         .with_context(|| format!("writing {}", path.display()))?;
     }
-    let counts = crate::report::counts_for(&run.rows);
+    let counts = toolcert::report::counts_for(&run.rows);
     let line: Vec<String> = counts.iter().map(|(d, n)| format!("{n} {d}")).collect();
     println!(
         "toolcert merge: {} shards, {} scenarios, {} rows: {}",
@@ -206,6 +206,6 @@ pub(super) fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         run.rows.len(),
         line.join(", ")
     );
-    super::console::print_conclusion(&suite, &run, judgement.as_ref(), false);
+    toolcert::report::console::print_conclusion(&suite, &run, judgement.as_ref(), false);
     Ok(ExitCode::from(run.certification.exit_code))
 }

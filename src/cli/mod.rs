@@ -3,7 +3,6 @@
 mod baseline;
 mod bundle;
 mod common;
-pub mod console;
 mod coverage;
 mod keygen;
 #[cfg(feature = "reference")]
@@ -108,7 +107,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // Cleaned like every output: an error may quote what a host or a file held.
-            crate::output::warn(&format!("toolcert: error: {e:#}"));
+            toolcert::output::warn(&format!("toolcert: error: {e:#}"));
             ExitCode::from(2)
         }
     }

@@ -72,11 +72,11 @@ impl Progress {
     }
 
     /// Print a line on stdout, above the bar when one is drawn, cleaned like every output
-    /// ([`crate::output::clean`]: it may quote what a host sent).
+    /// ([`toolcert::output::clean`]: it may quote what a host sent).
     pub fn say(&self, line: &str) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| crate::output::say(line)),
-            None => crate::output::say(line),
+            Some(bar) => bar.suspend(|| toolcert::output::say(line)),
+            None => toolcert::output::say(line),
         }
     }
 

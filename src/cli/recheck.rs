@@ -18,17 +18,17 @@ pub struct RecheckArgs {
 }
 
 pub(super) fn run(args: RecheckArgs) -> anyhow::Result<ExitCode> {
-    let report = crate::recheck::load_sealed(&args.report)?;
+    let report = toolcert::recheck::load_sealed(&args.report)?;
     let suite = super::common::load_suite(args.suite.as_deref()).context("loading the suite")?;
     let shown = args.report.display().to_string();
-    let outcome = crate::recheck::recheck(&suite, &report, &shown)?;
+    let outcome = toolcert::recheck::recheck(&suite, &report, &shown)?;
     print_outcome(&outcome);
     Ok(conclude(&outcome, "toolcert recheck"))
 }
 
 /// Print the one-line summary of a recheck after `label` and give its exit code: 0 when no
 /// row and not the verdict differs, 1 when one does (`bundle verify` ends the same way).
-pub(super) fn conclude(outcome: &crate::recheck::Recheck, label: &str) -> ExitCode {
+pub(super) fn conclude(outcome: &toolcert::recheck::Recheck, label: &str) -> ExitCode {
     let differing: Vec<&str> = outcome.differing().map(|r| r.row.as_str()).collect();
     if let Some(c) = &outcome.certification {
         // A partial report stays partial: its verdict is never read as "certified".
@@ -70,18 +70,18 @@ pub(super) fn conclude(outcome: &crate::recheck::Recheck, label: &str) -> ExitCo
 /// Print every row (marking those that differ), every changed check and what could not be
 /// rechecked; `bundle verify` prints the same lines. Cleaned like every output: a report
 /// given to recheck may hold anything.
-pub(super) fn print_outcome(outcome: &crate::recheck::Recheck) {
+pub(super) fn print_outcome(outcome: &toolcert::recheck::Recheck) {
     // Under `--repeat` each trial of a scenario is rechecked on its own, and named.
     let at = |id: &str, trial: Option<u32>| match trial {
         Some(t) => format!("{id} (trial {t})"),
         None => id.to_string(),
     };
-    let word = |d: Option<crate::verdict::Disposition>| d.map_or("absent", |d| d.as_str());
+    let word = |d: Option<toolcert::verdict::Disposition>| d.map_or("absent", |d| d.as_str());
     for r in &outcome.rows {
         if r.stored == r.now {
-            crate::output::say(&format!("{} {}", r.row, word(r.now)));
+            toolcert::output::say(&format!("{} {}", r.row, word(r.now)));
         } else {
-            crate::output::say(&format!(
+            toolcert::output::say(&format!(
                 "{} {} (DIFFERS: the report says {})",
                 r.row,
                 word(r.now),
@@ -90,7 +90,7 @@ pub(super) fn print_outcome(outcome: &crate::recheck::Recheck) {
         }
     }
     for c in &outcome.checks {
-        let s = |x: Option<crate::verdict::CheckStatus>| {
+        let s = |x: Option<toolcert::verdict::CheckStatus>| {
             x.map_or("absent".to_string(), |x| {
                 serde_json::to_value(x)
                     .ok()
@@ -98,7 +98,7 @@ pub(super) fn print_outcome(outcome: &crate::recheck::Recheck) {
                     .unwrap_or_default()
             })
         };
-        crate::output::say(&format!(
+        toolcert::output::say(&format!(
             "check {} {}: {} in the report, {} now",
             at(&c.scenario_id, c.trial),
             c.check_id,
@@ -108,12 +108,12 @@ pub(super) fn print_outcome(outcome: &crate::recheck::Recheck) {
     }
     for n in &outcome.not_rechecked {
         match &n.check_id {
-            Some(check) => crate::output::say(&format!(
+            Some(check) => toolcert::output::say(&format!(
                 "not rechecked: {} {check}: {}",
                 at(&n.scenario_id, n.trial),
                 n.why
             )),
-            None => crate::output::say(&format!(
+            None => toolcert::output::say(&format!(
                 "not rechecked: {}: {}",
                 at(&n.scenario_id, n.trial),
                 n.why

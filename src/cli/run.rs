@@ -1,6 +1,6 @@
 //! `toolcert run`: certify a host. The console leads with what to fix: a profile table, one
 //! line per row that did not pass, then the one verdict line (see `super::console`); the exit
-//! status is the run's certification's (`crate::verdict::certify`).
+//! status is the run's certification's (`toolcert::verdict::certify`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context as _;
 use serde_json::Value;
 
-use crate::host::{Budgets, CaCerts, HostProfile};
-use crate::runner::{RunOptions, ScenarioResult, Session, Target, conclude};
-use crate::verdict::Disposition;
+use toolcert::host::{Budgets, CaCerts, HostProfile};
+use toolcert::runner::{RunOptions, ScenarioResult, Session, Target, conclude};
+use toolcert::verdict::Disposition;
 
 /// Arguments of `toolcert run`.
 #[derive(Debug, clap::Args)]
@@ -45,7 +45,7 @@ pub struct RunArgs {
     /// toolcert owns), `wire` (the host's answers, judged by toolcert) or `self-report` (the
     /// default: the host's own account of itself acquits at that tier, named as such).
     #[arg(long, value_name = "TIER", value_parser = parse_evidence)]
-    pub require_evidence: Option<crate::verdict::Evidence>,
+    pub require_evidence: Option<toolcert::verdict::Evidence>,
     /// Score the tentative rows (rules from drafts, such as the tool-turn RFC) like accepted
     /// ones: without it they are measured and shown but never deny certification.
     #[arg(long)]
@@ -152,7 +152,7 @@ pub struct RunArgs {
     /// Run only shard K of N: the sorted selected scenario ids whose index i has
     /// i % N == K-1 (like `cargo nextest --partition count:K/N`); join with `toolcert merge`.
     #[arg(long, value_name = "K/N")]
-    pub partition: Option<crate::partition::Partition>,
+    pub partition: Option<toolcert::partition::Partition>,
     /// Run every scenario K times (1 to 64), trial i with a seed derived from --seed and i:
     /// a row passes only if it passed in every trial (pass^k); one that passed in some trials
     /// only is `flaky`, which never certifies. Trials overlap within --jobs (per host).
@@ -161,7 +161,7 @@ pub struct RunArgs {
 }
 
 fn parse_repeat(s: &str) -> Result<u32, String> {
-    crate::repeat::parse_repeat(s).map_err(|e| e.to_string())
+    toolcert::repeat::parse_repeat(s).map_err(|e| e.to_string())
 }
 
 /// The most scenarios `--jobs` lets run at once per host: beyond it a run only queues more
@@ -183,7 +183,7 @@ fn validate(args: &RunArgs) -> anyhow::Result<()> {
         );
     }
     if let Some(host) = &args.host {
-        crate::host::loopback::parse_base_url(host, true)
+        toolcert::host::loopback::parse_base_url(host, true)
             .map_err(|e| anyhow::anyhow!("--host {e}"))?;
     }
     for flag in &args.tokens {
@@ -229,7 +229,7 @@ fn validate(args: &RunArgs) -> anyhow::Result<()> {
                 path.display()
             );
         }
-        crate::output::check_report_path(flag, path)?;
+        toolcert::output::check_report_path(flag, path)?;
         seen.push((flag, absolute));
     }
     Ok(())
@@ -246,7 +246,7 @@ fn shown_number(f: f64) -> String {
 
 fn target_for(
     args: &RunArgs,
-    suite: &crate::suite::Suite,
+    suite: &toolcert::suite::Suite,
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<Target> {
     let mut profile = match &args.profile {
@@ -259,7 +259,10 @@ fn target_for(
     }
     // From here on every output is scrubbed of the run's tokens (a spawned host's stderr may
     // already quote one).
-    crate::output::guard(crate::redact::Redactor::new(profile.secrets(), Vec::new()));
+    toolcert::output::guard(toolcert::redact::Redactor::new(
+        profile.secrets(),
+        Vec::new(),
+    ));
     #[cfg(feature = "reference")]
     if let (Some(url), None, None, Some(file)) =
         (&profile.base_url, &args.host, &args.spawn, &args.profile)
@@ -283,7 +286,7 @@ fn target_for(
             !command.trim().is_empty(),
             "--spawn: expected a command that starts the host, e.g. --spawn 'my-host --port {{port}} --data {{data_dir}}'"
         );
-        let command = crate::host::SpawnCommand::Shell(command.clone());
+        let command = toolcert::host::SpawnCommand::Shell(command.clone());
         return Ok(rt.block_on(Target::spawned(command, profile))?);
     }
     let url = args.host.clone().or_else(|| profile.base_url.clone());
@@ -294,7 +297,7 @@ fn target_for(
             } else {
                 "the profile's baseUrl"
             };
-            let base = crate::host::loopback::parse_base_url(&url, true)
+            let base = toolcert::host::loopback::parse_base_url(&url, true)
                 .map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
             Ok(Target::remote(&base.as_base(), profile))
         }
@@ -313,7 +316,7 @@ fn parse_upstream_major(value: &str) -> Result<reference_host::UpstreamMajor, St
 #[cfg(feature = "reference")]
 fn embedded_target(
     args: &RunArgs,
-    suite: &crate::suite::Suite,
+    suite: &toolcert::suite::Suite,
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<Target> {
     // A data mutant of the suite runs the clean host behind a front that applies it.
@@ -329,7 +332,7 @@ fn embedded_target(
         .map(|name| name.parse::<reference_host::mutants::Mutant>())
         .transpose()
         .map_err(|e| anyhow::anyhow!("--reference-mutant: {e}; the suite's data mutants: `toolcert mutants --suite DIR` lists them"))?;
-    let variant = crate::runner::ReferenceVariant {
+    let variant = toolcert::runner::ReferenceVariant {
         mutant,
         upstream_only: args.reference_upstream_only,
         front,
@@ -346,7 +349,7 @@ fn embedded_target(
 #[cfg(not(feature = "reference"))]
 fn embedded_target(
     _: &RunArgs,
-    _: &crate::suite::Suite,
+    _: &toolcert::suite::Suite,
     _: &tokio::runtime::Runtime,
 ) -> anyhow::Result<Target> {
     anyhow::bail!(
@@ -361,14 +364,14 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let expectations = args
         .expect
         .as_deref()
-        .map(crate::baseline::Expectations::load)
+        .map(toolcert::baseline::Expectations::load)
         .transpose()
         .context("--expect")?;
     // So is an unusable signing key: a run is not wasted on a bundle that cannot be signed.
     let signing_key = args
         .sign
         .as_deref()
-        .map(crate::bundle::keys::load_secret)
+        .map(toolcert::bundle::keys::load_secret)
         .transpose()
         .context("--sign")?;
     let suite =
@@ -427,23 +430,23 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .map(|d| d.as_secs())
             .unwrap_or(0)
     });
-    let selection = crate::verdict::Selection {
+    let selection = toolcert::verdict::Selection {
         filters: args.filters.clone(),
         skip: args.skip.clone(),
         exact: args.exact,
         partition: args.partition,
-        ..crate::verdict::Selection::default()
+        ..toolcert::verdict::Selection::default()
     };
     let opts = RunOptions {
         seed,
         budgets: Budgets::scaled(args.timeout_scale),
-        jobs: crate::runner::HOST_JOBS,
+        jobs: toolcert::runner::HOST_JOBS,
         strict: args.strict,
         ca_certs,
         require_evidence: args.require_evidence,
         include_tentative: args.include_tentative,
         selection,
-        scenario_budget: crate::runner::SCENARIO_BUDGET.mul_f64(args.timeout_scale),
+        scenario_budget: toolcert::runner::SCENARIO_BUDGET.mul_f64(args.timeout_scale),
         deadline: args.deadline,
         repeat: args.repeat,
         ..RunOptions::default()
@@ -451,9 +454,9 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut target = target_for(&args, &suite, &rt)?;
     // Gentle with a host toolcert did not start; wide on its own embedded one.
     let jobs = args.jobs.unwrap_or(if target.is_embedded() {
-        crate::runner::EMBEDDED_JOBS
+        toolcert::runner::EMBEDDED_JOBS
     } else {
-        crate::runner::HOST_JOBS
+        toolcert::runner::HOST_JOBS
     });
     let opts = RunOptions { jobs, ..opts };
     rt.block_on(target.prepare_trials(args.repeat))?;
@@ -461,16 +464,16 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let session = Arc::new(rt.block_on(Session::open(&target, &opts))?);
     super::signals::running();
     let redactor = session.redactor(&suite);
-    crate::output::guard(redactor.clone());
+    toolcert::output::guard(redactor.clone());
     if !args.quiet {
-        crate::output::say(&format!(
+        toolcert::output::say(&format!(
             "toolcert {}: certifying {} (seed {seed})",
             env!("CARGO_PKG_VERSION"),
             target.base_url
         ));
         if let Ok(d) = session.discovery() {
             // The reason quotes what the host served: cleaned like everything else.
-            crate::output::say(&format!(
+            toolcert::output::say(&format!(
                 "discovery: wire major {} ({}), sha256 {}",
                 d.wire.number(),
                 d.wire_reason,
@@ -490,7 +493,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // A host that fails discovery stops there, with one clear error: no scenario can be
         // gated or addressed without it.
         Err(e) => {
-            crate::output::say(&format!(
+            toolcert::output::say(&format!(
                 "toolcert: discovery failed, no scenario was run: {e}"
             ));
             Vec::new()
@@ -511,45 +514,45 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(j) = &judgement {
         run.certification = run.certification.clone().with_gate(j.gate_passed);
     }
-    if let Some(signal) = crate::runner::interrupt::raised() {
+    if let Some(signal) = toolcert::runner::interrupt::raised() {
         run.certification = run.certification.clone().interrupted(signal);
     }
-    super::console::print_conclusion(&suite, &run, judgement.as_ref(), false);
-    let mut report = crate::report::build(&suite, &run);
+    toolcert::report::console::print_conclusion(&suite, &run, judgement.as_ref(), false);
+    let mut report = toolcert::report::build(&suite, &run);
     report.expectations = judgement.clone();
     report.partition = args.partition;
     super::signals::mark_partial(&mut report);
     if let Some(path) = &args.report {
-        crate::report::write_json(&suite, &report, path)?;
+        toolcert::report::write_json(&suite, &report, path)?;
     }
     if let Some(path) = &args.junit {
-        crate::output::write_atomic(
+        toolcert::output::write_atomic(
             path,
-            &crate::report::render_junit(&report),
-            crate::output::Format::Text,
+            &toolcert::report::render_junit(&report),
+            toolcert::output::Format::Text,
         )
         .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.markdown {
-        crate::output::write_atomic(
+        toolcert::output::write_atomic(
             path,
-            &crate::report::render_markdown(&report),
-            crate::output::Format::Text,
+            &toolcert::report::render_markdown(&report),
+            toolcert::output::Format::Text,
         )
         .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.html {
         // From the sealed JSON value, so the page shows exactly what `--report` holds.
-        let value = crate::report::to_value(&suite, &report)?;
-        crate::output::write_atomic(
+        let value = toolcert::report::to_value(&suite, &report)?;
+        toolcert::output::write_atomic(
             path,
-            &crate::report::render_html(&value, &redactor),
-            crate::output::Format::Text,
+            &toolcert::report::render_html(&value, &redactor),
+            toolcert::output::Format::Text,
         )
         .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.bundle {
-        let sealed = crate::report::to_value(&suite, &report)?;
+        let sealed = toolcert::report::to_value(&suite, &report)?;
         // The summary exactly as the report has it (`bundle verify` compares the two), and
         // the exchanges that fetched it, scrubbed like every transcript.
         let mut discovery = session.discovery_summary();
@@ -559,7 +562,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 redactor.value(&serde_json::to_value(&d.exchanges).unwrap_or_default()),
             );
         }
-        let bundle = crate::bundle::build(crate::bundle::BundleInput {
+        let bundle = toolcert::bundle::build(toolcert::bundle::BundleInput {
             suite: &suite,
             report: &sealed,
             discovery,
@@ -568,7 +571,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             secrets: target.profile.secrets(),
             key: signing_key.as_ref(),
         })?;
-        crate::bundle::write(path, &bundle)?;
+        toolcert::bundle::write(path, &bundle)?;
     }
     drop(session);
     rt.block_on(target.shutdown());
@@ -584,7 +587,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 fn run_scenarios(
     args: &RunArgs,
     rt: &tokio::runtime::Runtime,
-    suite: &Arc<crate::suite::Suite>,
+    suite: &Arc<toolcert::suite::Suite>,
     session: &Arc<Session>,
     selected: &std::collections::BTreeSet<String>,
     jobs: usize,
@@ -596,12 +599,12 @@ fn run_scenarios(
         verbose: args.verbose && !args.quiet,
         results: Mutex::default(),
     };
-    let chosen: Vec<&crate::suite::Scenario> = suite
+    let chosen: Vec<&toolcert::suite::Scenario> = suite
         .scenarios
         .iter()
         .filter(|s| selected.contains(&s.id))
         .collect();
-    rt.block_on(crate::runner::schedule::run_trials(
+    rt.block_on(toolcert::runner::schedule::run_trials(
         session, suite, &chosen, jobs, &lines,
     ));
     progress.finish();
@@ -619,15 +622,15 @@ struct ScenarioLines {
     results: Mutex<Vec<ScenarioResult>>,
 }
 
-impl crate::runner::schedule::Progress for ScenarioLines {
+impl toolcert::runner::schedule::Progress for ScenarioLines {
     fn trial_ended(&self) {
         self.progress.inc();
     }
 
-    fn scenario_ended(&self, scenario: &crate::suite::Scenario, results: Vec<ScenarioResult>) {
+    fn scenario_ended(&self, scenario: &toolcert::suite::Scenario, results: Vec<ScenarioResult>) {
         if self.verbose {
             let dispositions: Vec<Disposition> = results.iter().map(|r| r.disposition).collect();
-            let disposition = crate::repeat::across_trials(&dispositions);
+            let disposition = toolcert::repeat::across_trials(&dispositions);
             let message = trials_message(&results, disposition);
             let first = message.lines().next().unwrap_or("");
             self.progress.say(&format!(
@@ -696,7 +699,7 @@ fn parse_deadline(s: &str) -> Result<std::time::Duration, String> {
     }
 }
 
-fn parse_evidence(s: &str) -> Result<crate::verdict::Evidence, String> {
+fn parse_evidence(s: &str) -> Result<toolcert::verdict::Evidence, String> {
     s.parse()
 }
 

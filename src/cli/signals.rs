@@ -10,8 +10,8 @@
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::host::reap;
-use crate::runner::interrupt;
+use toolcert::host::reap;
+use toolcert::runner::interrupt;
 
 /// Whether the run's session is open (a signal then lets it conclude).
 static RUNNING: AtomicBool = AtomicBool::new(false);
@@ -36,7 +36,7 @@ pub fn install(rt: &tokio::runtime::Runtime) {
             };
             if !RUNNING.load(Ordering::SeqCst) || interrupt::raised().is_some() {
                 reap::end_everything();
-                crate::output::warn(&format!(
+                toolcert::output::warn(&format!(
                     "toolcert: {name}: every process toolcert started is ended; exiting"
                 ));
                 std::process::exit(i32::from(code));
@@ -45,7 +45,7 @@ pub fn install(rt: &tokio::runtime::Runtime) {
             // failed by its host vanishing), then their hosts are ended.
             interrupt::raise(name);
             reap::end_everything();
-            crate::output::warn(&format!(
+            toolcert::output::warn(&format!(
                 "toolcert: {name}: every process toolcert started is ended; writing the reports of what was measured (marked partial)"
             ));
         }
@@ -58,7 +58,7 @@ pub fn running() {
 }
 
 /// Mark a report interrupted (what it holds is partial) when the run was.
-pub fn mark_partial(report: &mut crate::report::Report) {
+pub fn mark_partial(report: &mut toolcert::report::Report) {
     if let Some(signal) = interrupt::raised() {
         report.interrupted = Some(serde_json::json!({
             "signal": signal,
@@ -74,7 +74,7 @@ pub fn mark_partial(report: &mut crate::report::Report) {
 pub fn finish() -> Option<ExitCode> {
     reap::end_children();
     interrupt::raised().map(|signal| {
-        crate::output::say(&format!(
+        toolcert::output::say(&format!(
             "toolcert: interrupted by {signal}: the reports hold what was measured before it (marked partial)"
         ));
         ExitCode::from(if signal == "SIGTERM" { 143 } else { 130 })

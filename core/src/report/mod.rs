@@ -1,5 +1,8 @@
 //! Reports. The JSON report is the single source; JUnit XML, Markdown and HTML derive from it.
+//! The console's conclusion ([`console`]) is read off the same run, so it cannot contradict
+//! them or the exit status.
 
+pub mod console;
 mod html;
 mod json;
 mod junit;

@@ -1,11 +1,11 @@
-//! What `toolcert run` and `toolcert merge` print at the end of a run: the profile table, then
+//! The console report: what `toolcert run` and `toolcert merge` print at the end of a run: the profile table, then
 //! one line per row that did not pass (blocked rows grouped by the surface they miss, with
 //! where to read how to provide it), then the one verdict line. Everything comes from the
 //! run's [`Certification`], so no line contradicts the exit status.
 
 use std::collections::BTreeMap;
 
-use crate::runner::RunOutcome;
+use crate::result::RunOutcome;
 use crate::suite::Suite;
 use crate::verdict::{Certification, Disposition, RowVerdict, Standing};
 
@@ -47,7 +47,7 @@ pub fn conclusion_lines(suite: &Suite, run: &RunOutcome) -> Vec<String> {
 }
 
 fn summary_counts(rows: &[RowVerdict]) -> String {
-    let counts = crate::report::counts_for(rows);
+    let counts = super::json::counts(rows);
     let parts: Vec<String> = counts
         .iter()
         .filter(|(_, n)| **n > 0)
