@@ -205,6 +205,38 @@ impl Column {
     }
 }
 
+/// The problem of a scenario that names `col`'s mutant in `kills` and did not kill it.
+fn survives(col: &Column, scenario: &str) -> String {
+    let how = match col.scenarios.get(scenario) {
+        Some(d) if only_disturbs(*d) => format!(" (it only made it {d}, which is no kill)"),
+        Some(d) => format!(" ({d})"),
+        None => String::new(),
+    };
+    format!(
+        "mutant {} survives {scenario}, which claims to kill it{how}",
+        col.name
+    )
+}
+
+/// The problems of a mutant's column as a whole: no scenario names it in `kills`, or none
+/// kills it (`killed_elsewhere`: its column in another mode did).
+fn unproven(suite: &Suite, col: &Column, killed_elsewhere: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if !suite.scenarios.iter().any(|s| s.kills.contains(&col.name)) {
+        out.push(format!(
+            "mutant {} is named by no scenario's kills",
+            col.name
+        ));
+    }
+    if col.killing.is_empty() && !killed_elsewhere {
+        out.push(format!(
+            "mutant {} is killed by no scenario (no check fails or warns)",
+            col.name
+        ));
+    }
+    out
+}
+
 /// The modes the matrix runs every mutant in: the full (v2) reference host, and the plain
 /// upstream v1 and v2 hosts of `--reference-upstream-only`.
 pub const MODES: [Option<UpstreamMajor>; 3] =
@@ -762,6 +794,7 @@ pub async fn run_matrix_observed(
         suite,
         opts,
         suite.data_mutants.keys().map(String::as_str),
+        None,
         columns,
         on_column,
     )
@@ -808,6 +841,7 @@ async fn run_data_columns<'n>(
     suite: &Suite,
     opts: &RunOptions,
     names: impl Iterator<Item = &'n str>,
+    select: Option<&dyn Fn(&Scenario) -> bool>,
     parallel: usize,
     on_column: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<Column>, TargetError> {
@@ -820,7 +854,7 @@ async fn run_data_columns<'n>(
                 upstream_only: None,
                 front: Some(std::sync::Arc::new(data.clone())),
             };
-            let run = run_reference(suite, variant, opts, None).await?;
+            let run = run_reference(suite, variant, opts, select).await?;
             on_column(&data.name);
             Ok(Column::from_run(
                 suite,
@@ -847,43 +881,54 @@ pub struct Focused {
 }
 
 /// Run the clean default host and the named mutants (reference host mutants or the suite's
-/// data mutants), every scenario in each. An unknown name is an error naming the known ones'
-/// listing.
+/// data mutants), every scenario `select` keeps (all when `None`) in each. An unknown name is
+/// an error naming the known ones' listing.
 pub async fn run_focused(
     suite: &Suite,
     opts: &RunOptions,
     names: &[String],
+    select: Option<&(dyn Fn(&Scenario) -> bool + Sync)>,
     parallel: usize,
 ) -> Result<Focused, MatrixError> {
     use futures_util::StreamExt as _;
     check_kills(suite)?;
-    if let Some(unknown) = names.iter().find(|n| {
-        !suite.data_mutants.contains_key(n.as_str()) && !ALL.iter().any(|m| m.name == n.as_str())
-    }) {
-        return Err(MatrixError::Unknown(unknown.clone()));
+    /// One named column: a data mutant of the suite or a reference host mutant.
+    enum Named<'s> {
+        Data(&'s str),
+        Reference(&'static MutantInfo),
     }
-    let clean = run_reference(suite, ReferenceVariant::default(), opts, None).await?;
-    let clean = Column::from_run(suite, "clean", "", &clean);
-    let columns: Vec<Result<Column, TargetError>> = futures_util::stream::iter(names)
-        .map(|name| async move {
-            if suite.data_mutants.contains_key(name) {
-                let mut one =
-                    run_data_columns(suite, opts, std::iter::once(name.as_str()), 1, &|_| {})
-                        .await?;
-                return Ok(one.remove(0));
-            }
-            let info = ALL
+    let named: Vec<Named> = names
+        .iter()
+        .map(|n| match suite.data_mutants.get_key_value(n.as_str()) {
+            Some((name, _)) => Ok(Named::Data(name.as_str())),
+            None => ALL
                 .iter()
-                .find(|m| m.name == name.as_str())
-                .expect("names were checked above");
-            let run = run_reference(
-                suite,
-                ReferenceVariant::with_mutant(Some(info.mutant)),
-                opts,
-                None,
-            )
-            .await?;
-            Ok(Column::from_run(suite, info.name, info.breaks, &run))
+                .find(|m| m.name == n.as_str())
+                .map(Named::Reference)
+                .ok_or_else(|| MatrixError::Unknown(n.clone())),
+        })
+        .collect::<Result<_, _>>()?;
+    let select = select.map(|f| f as &dyn Fn(&Scenario) -> bool);
+    let clean = run_reference(suite, ReferenceVariant::default(), opts, select).await?;
+    let clean = Column::from_run(suite, "clean", "", &clean);
+    let columns: Vec<Result<Column, TargetError>> = futures_util::stream::iter(named)
+        .map(|named| async move {
+            match named {
+                Named::Data(name) => {
+                    let ran =
+                        run_data_columns(suite, opts, std::iter::once(name), select, 1, &|_| {});
+                    Ok(ran
+                        .await?
+                        .into_iter()
+                        .next()
+                        .unwrap_or_else(|| Column::empty(name)))
+                }
+                Named::Reference(info) => {
+                    let variant = ReferenceVariant::with_mutant(Some(info.mutant));
+                    let run = run_reference(suite, variant, opts, select).await?;
+                    Ok(Column::from_run(suite, info.name, info.breaks, &run))
+                }
+            }
         })
         .buffered(parallel.max(1))
         .collect()
@@ -897,8 +942,8 @@ pub async fn run_focused(
 impl Focused {
     /// What the named columns fall short of: a scenario the clean default host does not pass
     /// (v1-only scenarios, which it does not run, are left to the whole matrix), a scenario
-    /// naming one of these mutants in `kills` that it survives, a mutant no scenario names or
-    /// none kills. Empty when they prove what they must.
+    /// that ran naming one of these mutants in `kills` that it survives, a mutant no scenario
+    /// names or none that ran kills. Empty when they prove what they must.
     pub fn problems(&self, suite: &Suite) -> Vec<String> {
         let mut out = Vec::new();
         for (scenario, d) in &self.clean.scenarios {
@@ -909,38 +954,16 @@ impl Focused {
             }
         }
         for col in &self.columns {
-            let named: Vec<&Scenario> = suite
+            for s in suite
                 .scenarios
                 .iter()
                 .filter(|s| s.kills.contains(&col.name))
-                .collect();
-            if named.is_empty() {
-                out.push(format!(
-                    "mutant {} is named by no scenario's kills",
-                    col.name
-                ));
-            }
-            for s in named {
+            {
                 if !col.killing.contains(&s.id) {
-                    let how = match col.scenarios.get(&s.id) {
-                        Some(d) if only_disturbs(*d) => {
-                            format!(" (it only made it {d}, which is no kill)")
-                        }
-                        Some(d) => format!(" ({d})"),
-                        None => String::new(),
-                    };
-                    out.push(format!(
-                        "mutant {} survives {}, which claims to kill it{how}",
-                        col.name, s.id
-                    ));
+                    out.push(survives(col, &s.id));
                 }
             }
-            if col.killing.is_empty() {
-                out.push(format!(
-                    "mutant {} is killed by no scenario (no check fails or warns)",
-                    col.name
-                ));
-            }
+            out.extend(unproven(suite, col, false));
         }
         out
     }
@@ -1123,18 +1146,7 @@ impl Matrix {
                     continue;
                 };
                 if !col.killing.contains(&s.id) && !self.killed_as_v1(m, &s.id) {
-                    let seen = col.scenarios.get(&s.id).copied();
-                    let how = match seen {
-                        Some(d) if only_disturbs(d) => {
-                            format!(" (it only made it {d}, which is no kill)")
-                        }
-                        Some(d) => format!(" ({d})"),
-                        None => String::new(),
-                    };
-                    out.push(format!(
-                        "mutant {m} survives {}, which claims to kill it{how}",
-                        s.id
-                    ));
+                    out.push(survives(col, &s.id));
                 }
             }
         }
@@ -1170,23 +1182,12 @@ impl Matrix {
             }
         }
         for col in &self.mutants {
-            if !suite.scenarios.iter().any(|s| s.kills.contains(&col.name)) {
-                out.push(format!(
-                    "mutant {} is named by no scenario's kills",
-                    col.name
-                ));
-            }
             let killed_upstream = self.upstream.iter().any(|mode| {
                 mode.mutants
                     .iter()
                     .any(|c| c.name == col.name && !c.killing.is_empty())
             });
-            if col.killing.is_empty() && !killed_upstream {
-                out.push(format!(
-                    "mutant {} is killed by no scenario (no check fails or warns)",
-                    col.name
-                ));
-            }
+            out.extend(unproven(suite, col, killed_upstream));
         }
         out
     }

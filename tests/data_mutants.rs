@@ -1,7 +1,7 @@
 //! A spec editor adds a row as data: a registry entry, a scenario and a data mutant, in a copy
 //! of the suite, with no line of Rust and no rebuild. `toolcert matrix --suite DIR --mutant
-//! NAME` runs the clean host and the mutant's column, and the mutant is killed by the new
-//! scenario; a mutant the scenario does not catch is reported as surviving, and exits 1.
+//! NAME FILTER` runs the new scenario on the clean host and in the mutant's column, and the
+//! mutant is killed by it; a mutant the scenario does not catch is reported as surviving, and exits 1.
 
 use std::path::Path;
 use std::process::Command;
@@ -75,7 +75,7 @@ fn focused_matrix(dir: &Path, mutant: &str) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_toolcert"))
         .args(["matrix", "--suite"])
         .arg(dir)
-        .args(["--mutant", mutant, "-q"])
+        .args(["--mutant", mutant, "-q", "cat.listed-tools-described"])
         .output()
         .unwrap();
     let text = format!(

@@ -41,6 +41,10 @@ pub struct MatrixArgs {
     /// row's mutant in seconds; the whole matrix still decides.
     #[arg(long = "mutant", value_name = "NAME", conflicts_with_all = ["full", "sample"])]
     pub mutants: Vec<String>,
+    /// With --mutant: run only the scenarios whose id contains one of these strings (the new
+    /// row's scenario, say), in the clean column and the named ones.
+    #[arg(value_name = "FILTER", requires = "mutants")]
+    pub filters: Vec<String>,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -60,10 +64,19 @@ pub(super) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         ..RunOptions::default()
     };
     if !args.mutants.is_empty() {
+        let filters = &args.filters;
+        let select = |s: &toolcert::suite::Scenario| {
+            filters.is_empty() || filters.iter().any(|f| s.id.contains(f.as_str()))
+        };
+        anyhow::ensure!(
+            suite.scenarios.iter().any(select),
+            "no scenario matches the filters {filters:?}; `toolcert run --list` lists the scenario ids"
+        );
         let focused = rt.block_on(toolcert::matrix::run_focused(
             &suite,
             &opts,
             &args.mutants,
+            Some(&select),
             args.columns,
         ))?;
         print!("{}", focused.render(&suite));
