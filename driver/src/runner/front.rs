@@ -2,8 +2,9 @@
 //! data mutant's rewrites ([`toolcert_core::suite::mutant`]) to its answers and events, so a known
 //! bug written as data runs through the mutation matrix like a Rust mutant.
 //!
-//! Requests pass through unchanged. An answer is read whole (at most [`MAX_BODY`]) and every
-//! rewrite whose method, path and `when` conditions match edits it; an event stream is passed
+//! Requests pass through unchanged, and so does an answer no rewrite's method and path match
+//! (streamed as it comes). Any other answer is read whole (at most [`MAX_BODY`]) and every
+//! rewrite whose `when` conditions hold edits it; an event stream is passed
 //! on event by event, each event's `data` rewritten as it arrives, so a stream that never ends
 //! still flows. Only the reference host sits behind it, so nothing here defends against a
 //! hostile upstream beyond the bounds every wait and buffer has.
@@ -150,6 +151,12 @@ async fn forward(state: State, req: Request) -> Response {
         .filter(|(_, r)| r.matches_request(method.as_str(), &path))
         .map(|(i, _)| i)
         .collect();
+    if rewrites.is_empty() {
+        // Nothing of the mutant applies: the answer passes as it comes, streamed and unbounded
+        // here, as the clean host sent it.
+        let (status, headers) = (answer.status(), answer.headers().clone());
+        return respond(status, &headers, Body::from_stream(answer.bytes_stream()));
+    }
     let request_doc = json!({
         "method": method.as_str(),
         "path": path,
